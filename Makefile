@@ -1,0 +1,37 @@
+# The two set-up commands of the README: `make demo` and `make test`.
+# Both create .venv with python3 if it is missing and (re)install when pyproject.toml changes.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+DEMO   := demo
+
+.PHONY: demo test bench install clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@ $(VENV)/.installed
+
+install: $(VENV)/.installed
+
+demo: $(VENV)/.installed
+	$(BIN)/eebench generate park2026-main --out $(DEMO)/instances
+	$(BIN)/eebench play $(DEMO)/instances --agent random   --seed 0 --out $(DEMO)/runs/random.jsonl
+	$(BIN)/eebench play $(DEMO)/instances --agent frontier --seed 0 --out $(DEMO)/runs/frontier.jsonl
+	$(BIN)/eebench play $(DEMO)/instances --agent oracle   --seed 0 --out $(DEMO)/runs/oracle.jsonl
+
+test: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -q
+
+bench: $(VENV)/.installed-test
+	$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf $(VENV) $(DEMO) *.egg-info .pytest_cache .hypothesis

@@ -1,0 +1,226 @@
+"""The eebench command line: click commands that parse options, call one library function and print.
+
+This is the one place errors become exit codes: bad input (`InputError`) prints one line per problem on stderr
+and exits with 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+from eebench import __version__
+from eebench.errors import EebenchError, InputError
+
+
+class _Group(click.Group):
+    """Turns eebench's errors into one line each and exit code 2; suggests close command names."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except InputError as exc:
+            for problem in exc.problems:
+                click.echo(f"error: {problem}", err=True)
+            ctx.exit(2)
+        except EebenchError as exc:
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(2)
+        except BrokenPipeError:
+            ctx.exit(0)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            from eebench.errors import did_you_mean
+            if args and args[0] not in self.commands:
+                raise click.UsageError(f"no command {args[0]!r}{did_you_mean(args[0], self.commands)}; "
+                                       "see `eebench --help`", ctx) from None
+            raise exc
+
+
+@click.group(cls=_Group, context_settings={"auto_envvar_prefix": "EEBENCH", "help_option_names": ["-h", "--help"],
+                                           "max_content_width": 100})
+@click.version_option(__version__, prog_name="eebench")
+def main() -> None:
+    """Measure how LLM agents explore and exploit, offline, from their trajectories.
+
+    \b
+    The flow:  specs --generate--> instances --play/your agent--> trajectories
+               trajectories + instances --grade--> DuckDB --query--> answers
+    \b
+    Start here:
+      eebench list                                   shipped suites and presets
+      eebench generate park2026-main --out bench/    materialize the paper's main suite
+      eebench show bench/park2026-main/low-small/seed-0.json
+      eebench play bench/ --agent frontier --out runs.jsonl
+
+    Every option can also be set from the environment as EEBENCH_<COMMAND>_<OPTION>.
+    """
+
+
+@contextlib.contextmanager
+def _progress(total: int, label: str) -> Iterator[Callable[[int], None]]:
+    """A progress bar on stderr when it is a terminal; silent otherwise (logs and pipes stay clean)."""
+    if not sys.stderr.isatty() or total <= 1:
+        yield lambda n: None
+        return
+    with click.progressbar(length=total, label=label, file=sys.stderr, show_pos=True) as bar:
+        yield bar.update
+
+
+def _parse_seeds(text: str | None) -> list[int] | None:
+    """'0,1,2' or '0-9' or '0-4,10' as a sorted list of distinct seeds."""
+    if text is None:
+        return None
+    seeds: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        try:
+            if "-" in part:
+                low, high = (int(x) for x in part.split("-", 1))
+                if low > high:
+                    raise ValueError
+                seeds.update(range(low, high + 1))
+            else:
+                seeds.add(int(part))
+        except ValueError:
+            raise InputError(f"--seeds: expected seeds like '0,1,2' or '0-9', found {text!r}") from None
+    if any(s < 0 for s in seeds):
+        raise InputError(f"--seeds: seeds are integers >= 0, found {text!r}")
+    return sorted(seeds)
+
+
+# -- specs and instances ------------------------------------------------------------------------------
+
+@main.command("list")
+def list_specs() -> None:
+    """List the shipped suites, generator presets and hand-made instances."""
+    from eebench.documents import load_document
+    from eebench.suites import load_suite, shipped_instances, shipped_presets, shipped_suites
+
+    click.echo("suites (eebench generate NAME --out DIR):")
+    for name, path in shipped_suites().items():
+        doc = load_document(path)
+        click.echo(f"  {name:<18} {len(load_suite(path)):>4} instances  {doc.get('description', '').split(':')[0]}")
+    click.echo("presets (eebench generate NAME --seeds 0-9 --out DIR):")
+    for name, preset in shipped_presets().items():
+        size = (f"{preset.map.size[0]}x{preset.map.size[1]}" if preset.map.size
+                else f"density {preset.map.density:g}")
+        width = "-".join(str(w) for w in sorted(set(preset.map.corridor_width)))
+        click.echo(f"  {name:<18} {preset.dag.n_nodes} nodes, {size}, corridors {width} wide")
+    click.echo("hand-made instances (used by suites):")
+    for name in shipped_instances():
+        click.echo(f"  {name}")
+
+
+@main.command()
+@click.argument("spec")
+@click.option("--out", "-o", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder to write <id>.json files and index.json into; replaced atomically if it is an "
+                   "earlier eebench output.")
+@click.option("--seeds", help="Seeds for presets, e.g. '0,1,2' or '0-99' (default 0). Suites list their own.")
+def generate(spec: str, out: Path, seeds: str | None) -> None:
+    """Materialize a suite or presets into instance files.
+
+    SPEC is a suite or generator YAML file, or the name of a shipped suite or preset (see `eebench list`).
+    The same SPEC and seeds give the same bytes on every machine. Instance ids become paths: the instance
+    'park2026-main/low-small/seed-0' is written to OUT/park2026-main/low-small/seed-0.json.
+    """
+    from eebench.instances import write_instances
+    from eebench.suites import resolve_spec
+
+    suite = resolve_spec(spec, _parse_seeds(seeds))
+    with _progress(len(suite), "generating") as update:
+        entries = write_instances(suite.instances(), out, suite.source(), progress=update)
+    click.echo(f"wrote {len(entries)} instances to {out}/ (listed in {out}/index.json)")
+
+
+@main.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+def validate(files: tuple[Path, ...]) -> None:
+    """Check eebench documents: schema, version and meaning.
+
+    Each FILE's kind comes from its `eebench` field (instance, trajectory, generator, suite, index, manifest);
+    a .jsonl file is checked line by line. Every problem is printed, one line each; exit code 2 if any.
+    """
+    from eebench.validation import validate_file
+
+    problems: list[Any] = []
+    for file in files:
+        try:
+            click.echo(f"ok {file}: {validate_file(file)}")
+        except InputError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise InputError(problems)
+
+
+@main.command()
+@click.argument("instance")
+@click.option("--bench", type=click.Path(exists=True, path_type=Path),
+              help="Find INSTANCE by id in this folder instead of reading it as a file.")
+def show(instance: str, bench: Path | None) -> None:
+    """Print an instance as text: the map with start (S), nodes (letters, G the goal) and obstacles (#)."""
+    from eebench.instances import InstanceLibrary, load_instance
+    from eebench.world.grid_dag import render_text
+
+    loaded = InstanceLibrary(bench).get(instance) if bench else load_instance(instance)
+    click.echo(render_text(loaded.instance))
+
+
+@main.command()
+@click.argument("target", metavar="INSTANCE_OR_DIR", type=click.Path(exists=True, path_type=Path))
+@click.option("--agent", required=True, type=click.Choice(["random", "frontier", "oracle"]),
+              help="random: uniform admissible moves; frontier: nearest target of Park et al.'s target set from "
+                   "what it observed; oracle: shortest completion with full knowledge.")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0), help="Seed of the agent's choices.")
+@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="JSONL file of trajectories (trajectory/1) to write.")
+@click.option("--observations/--no-observations", default=False, show_default=True,
+              help="Also record the text observation after each step.")
+def play(target: Path, agent: str, seed: int, out: Path, observations: bool) -> None:
+    """Play a baseline agent on one instance file or every instance in a folder."""
+    from eebench.agents import play_episode
+    from eebench.documents import atomic_file
+    from eebench.instances import InstanceLibrary
+
+    library = InstanceLibrary(target)
+    ids = library.ids()
+    if not ids:
+        raise InputError.at(str(target), "holds no instance files")
+    steps = 0
+    with atomic_file(out) as handle, _progress(len(ids), f"playing {agent}") as update:
+        for instance_id in ids:
+            loaded = library.get(instance_id)
+            trajectory = play_episode(loaded.instance, agent, seed, instance_sha256=loaded.sha256,
+                                      observations=observations)
+            handle.write(json.dumps(trajectory, ensure_ascii=False, separators=(",", ":")) + "\n")
+            steps += len(trajectory["steps"])
+            update(1)
+    click.echo(f"played {agent} on {len(ids)} instances ({steps} steps) -> {out}")
+
+
+@main.command()
+@click.argument("kind")
+def schema(kind: str) -> None:
+    """Print the JSON Schema of a document kind: instance, trajectory, generator, suite, index, ...
+
+    Env-specific kinds take the env after a dot (instance.grid_dag); 'instance' and 'generator' alone mean
+    the grid_dag ones.
+    """
+    from eebench.documents import load_schema
+
+    aliases = {"instance": "instance.grid_dag", "generator": "generator.grid_dag"}
+    click.echo(json.dumps(load_schema(aliases.get(kind, kind)), indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""The error root of eebench: every bad input becomes an `InputError` made of located `Problem`s."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from typing import NamedTuple
+
+
+class Problem(NamedTuple):
+    """One thing wrong with an input, located as precisely as the input allows."""
+
+    file: str | None
+    line: int | None
+    field: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.file or "<input>"
+        if self.line is not None:
+            where = f"{where}:{self.line}"
+        if self.field:
+            where = f"{where}: {self.field}"
+        return f"{where}: {self.message}"
+
+
+class EebenchError(Exception):
+    """Root of every error eebench raises on purpose."""
+
+
+class InputError(EebenchError):
+    """Bad input from the user: the CLI prints one line per problem and exits with code 2."""
+
+    def __init__(self, problems: Iterable[Problem] | Problem | str):
+        if isinstance(problems, (str, Problem)):
+            problems = [problems]
+        self.problems: list[Problem | str] = list(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+    @classmethod
+    def at(cls, file: str | None, message: str, *, line: int | None = None, field: str | None = None) -> InputError:
+        return cls(Problem(file, line, field, message))
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """A ' (did you mean X?)' suffix naming the closest choice, or '' when none is close."""
+    close = difflib.get_close_matches(str(word), sorted(set(choices)), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def one_of(choices: Iterable[str]) -> str:
+    """'a, b or c' for messages that list what was expected."""
+    items = sorted(set(choices))
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]

@@ -1,0 +1,169 @@
+"""Instances on disk: load and check one file, find one by id in a folder, write a folder of them."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eebench.documents import (
+    atomic_directory,
+    canonical_json,
+    expect_kind,
+    load_document,
+    schema_problems,
+    sha256_hex,
+)
+from eebench.errors import InputError, Problem, did_you_mean, one_of
+from eebench.world.grid_dag import GridDagInstance, semantic_problems
+
+ENVS = ("grid_dag",)
+INDEX_FILE = "index.json"
+INSTANCE_SUFFIXES = (".json", ".yaml", ".yml")
+
+
+@dataclass(frozen=True)
+class LoadedInstance:
+    instance: GridDagInstance
+    sha256: str      # of the document's canonical JSON
+    file: str
+
+
+def check_instance_document(doc: dict[str, Any], file: str) -> GridDagInstance:
+    """Kind, schema and world rules of an instance document; every problem found is reported at once."""
+    expect_kind(doc, file, "instance")
+    env = doc.get("env")
+    if env not in ENVS:
+        hint = did_you_mean(env, ENVS) if isinstance(env, str) else ""
+        raise InputError.at(file, f"expected one of {one_of(ENVS)}, found {env!r}{hint}", field="env")
+    problems = schema_problems(doc, f"instance.{env}", file)
+    if not problems:
+        problems = [Problem(file, None, where, why) for where, why in semantic_problems(doc)]
+    if problems:
+        raise InputError(problems)
+    return GridDagInstance.from_document(doc)
+
+
+def load_instance(path: Path | str) -> LoadedInstance:
+    doc = load_document(path)
+    instance = check_instance_document(doc, str(path))
+    return LoadedInstance(instance, sha256_hex(doc), str(path))
+
+
+def instance_relpath(instance_id: str) -> str:
+    """Where an instance lives inside an output folder: its id's '/'-parts become folders."""
+    return f"{instance_id}.json"
+
+
+def write_instances(instances: Iterable[GridDagInstance], out: Path | str, source: dict[str, Any],
+                    progress: Callable[[int], None] | None = None) -> list[dict[str, str]]:
+    """Write each instance as canonical JSON (file bytes = the bytes its sha256 is taken over) plus index.json.
+
+    Everything is written to a temporary folder that replaces `out` only when all instances succeeded.
+    """
+    entries: list[dict[str, str]] = []
+    seen: set[str] = set()
+    with atomic_directory(out, marker=INDEX_FILE) as tmp:
+        for instance in instances:
+            if instance.id in seen:
+                raise InputError(f"two instances share the id {instance.id!r}")
+            seen.add(instance.id)
+            doc = instance.to_document()
+            data = canonical_json(doc)
+            rel = instance_relpath(instance.id)
+            target = tmp / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+            entries.append({"id": instance.id, "path": rel, "sha256": sha256_hex(doc)})
+            if progress:
+                progress(1)
+        index = {"eebench": "index/1", "source": source, "instances": entries}
+        (tmp / INDEX_FILE).write_text(json.dumps(index, indent=2, sort_keys=True, ensure_ascii=False) + "\n", "utf-8")
+    return entries
+
+
+class InstanceLibrary:
+    """Finds instances by id under a folder (recursively) or in one file, loading each at most once.
+
+    Lookup tries, in order: an index.json or manifest.json naming the id, the file `<id>.json` (the layout
+    `eebench generate` writes), then a scan of every instance file below the folder. Parsed instances are kept
+    in a small LRU cache, so memory stays flat however many trajectories refer to them.
+    """
+
+    def __init__(self, root: Path | str, cache_size: int = 256):
+        self.root = Path(root)
+        if not self.root.exists():
+            raise InputError.at(str(self.root), "no such file or folder")
+        self._cache: OrderedDict[str, LoadedInstance] = OrderedDict()
+        self._cache_size = cache_size
+        self._paths: dict[str, Path] | None = None
+
+    def _listed(self) -> dict[str, Path]:
+        """id -> path from index files and, failing those, from reading every instance file."""
+        if self._paths is not None:
+            return self._paths
+        paths: dict[str, Path] = {}
+        if self.root.is_file():
+            files = [self.root]
+        else:
+            files = sorted(p for p in _walk(self.root) if p.suffix.lower() in INSTANCE_SUFFIXES)
+        for index in (p for p in files if p.name in (INDEX_FILE, "manifest.json")):
+            try:
+                listing = json.loads(index.read_text("utf-8"))
+                for entry in listing.get("instances", []):
+                    paths.setdefault(entry["id"], index.parent / entry["path"])
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                continue  # not an index of ours: the scan below still finds its instances
+        for file in files:
+            if file.name in (INDEX_FILE, "manifest.json") or file in paths.values():
+                continue
+            try:
+                doc = load_document(file)
+            except InputError:
+                continue
+            if doc.get("eebench", "").startswith("instance/") and isinstance(doc.get("id"), str):
+                paths.setdefault(doc["id"], file)
+        self._paths = paths
+        return paths
+
+    def path_for(self, instance_id: str) -> Path | None:
+        if self.root.is_dir():
+            direct = self.root / instance_relpath(instance_id)
+            if direct.is_file():
+                return direct
+        return self._listed().get(instance_id)
+
+    def ids(self) -> list[str]:
+        return sorted(self._listed())
+
+    def get(self, instance_id: str) -> LoadedInstance:
+        """The instance with this id; InputError naming close ids when there is none."""
+        hit = self._cache.get(instance_id)
+        if hit is not None:
+            self._cache.move_to_end(instance_id)
+            return hit
+        path = self.path_for(instance_id)
+        if path is None:
+            raise InputError(f"no instance {instance_id!r} under {self.root}{did_you_mean(instance_id, self.ids())}")
+        loaded = load_instance(path)
+        if loaded.instance.id != instance_id:
+            raise InputError.at(str(path), f"expected id {instance_id!r}, found {loaded.instance.id!r}", field="id")
+        self._cache[instance_id] = loaded
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return loaded
+
+    def __iter__(self) -> Iterator[LoadedInstance]:
+        for instance_id in self.ids():
+            yield self.get(instance_id)
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            yield Path(folder) / name

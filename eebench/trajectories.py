@@ -1,0 +1,116 @@
+"""Canonical trajectories (trajectory/1): stream them from JSONL with located errors, and check the fields that
+grading relies on. `eebench validate` checks the full JSON Schema; the grader's check is the fast subset below,
+so a file `validate` accepts always grades.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from eebench.documents import decode_utf8, document_kind, json_type, parse_text, read_text
+from eebench.errors import InputError, Problem
+
+KIND = "trajectory/1"
+AGENT_LABELS = ("name", "model", "prompt", "harness")
+
+
+class Record(NamedTuple):
+    """One parsed JSON value and where it came from."""
+
+    file: str
+    line: int | None   # 1-based line in a .jsonl file; None for a .json document
+    index: int         # 0-based position of the record in its file
+    value: Any
+    in_list: bool = False  # one item of a .json list: fields are named "[index].field"
+
+
+def read_records(path: Path | str) -> Iterator[Record]:
+    """Stream JSON values: one per non-blank line of a .jsonl file, or the object (or list) of a .json file.
+
+    Lines are parsed one at a time, so memory does not grow with the file.
+    """
+    path = Path(path)
+    file = str(path)
+    if path.suffix.lower() == ".json":
+        value = parse_text(read_text(path), file, yaml_syntax=False)
+        if isinstance(value, list):
+            for i, item in enumerate(value):
+                yield Record(file, None, i, item, in_list=True)
+        else:
+            yield Record(file, None, 0, value)
+        return
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        raise InputError.at(file, "no such file") from None
+    except IsADirectoryError:
+        raise InputError.at(file, "is a folder, expected a .jsonl file") from None
+    with handle:
+        index = 0
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                value = json.loads(raw)
+            except UnicodeDecodeError:
+                decode_utf8(raw, file, line=number)
+                raise
+            except json.JSONDecodeError as exc:
+                raise InputError.at(file, f"malformed JSON: {exc.msg} (column {exc.colno})", line=number) from None
+            yield Record(file, number, index, value)
+            index += 1
+
+
+def check_trajectory(record: Record) -> dict[str, Any]:
+    """The record as a trajectory document, or InputError naming file, line, field and what was expected."""
+    doc = record.value
+    file, line = record.file, record.line
+
+    def fail(field: str | None, message: str) -> InputError:
+        if record.in_list:
+            field = f"[{record.index}]" + (f".{field}" if field else "")
+        return InputError(Problem(file, line, field, message))
+
+    if not isinstance(doc, dict):
+        raise fail(None, f"expected a trajectory object, found {json_type(doc)}")
+    if doc.get("eebench") != KIND:
+        kind, version = document_kind(doc, file, line=line)
+        raise fail("eebench", f"expected {KIND}, found {kind}/{version}")
+    for name in ("id", "instance"):
+        value = doc.get(name)
+        if value is None:
+            raise fail(name, "missing required field")
+        if not isinstance(value, str) or not value:
+            raise fail(name, f"expected a non-empty string, found {json_type(value)}")
+    sha = doc.get("instance_sha256")
+    if sha is not None and (not isinstance(sha, str) or len(sha) != 64):
+        raise fail("instance_sha256", "expected 64 hex digits")
+    agent = doc.get("agent")
+    if agent is not None:
+        if not isinstance(agent, dict):
+            raise fail("agent", f"expected a mapping, found {json_type(agent)}")
+        for label in AGENT_LABELS:
+            if agent.get(label) is not None and not isinstance(agent[label], str):
+                raise fail(f"agent.{label}", f"expected a string, found {json_type(agent[label])}")
+    steps = doc.get("steps")
+    if steps is None:
+        raise fail("steps", "missing required field")
+    if not isinstance(steps, list):
+        raise fail("steps", f"expected a list, found {json_type(steps)}")
+    for i, step in enumerate(steps):
+        if type(step) is not dict:
+            raise fail(f"steps[{i}]", f"expected a mapping with an action, found {json_type(step)}")
+        if "action" not in step:
+            raise fail(f"steps[{i}].action", "missing required field")
+        action = step["action"]
+        if action is not None and type(action) is not str:
+            raise fail(f"steps[{i}].action", f"expected a string or null, found {json_type(action)}")
+    return doc
+
+
+def iter_trajectories(path: Path | str) -> Iterator[tuple[Record, dict[str, Any]]]:
+    for record in read_records(path):
+        yield record, check_trajectory(record)

@@ -1,0 +1,52 @@
+"""`eebench validate`: check any eebench document by the kind its `eebench` field names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eebench.documents import document_kind, load_document, schema_problems, validate_schema
+from eebench.errors import InputError, Problem
+from eebench.instances import check_instance_document
+from eebench.suites import load_presets, load_suite
+from eebench.trajectories import check_trajectory, read_records
+
+
+def validate_file(path: Path) -> str:
+    """A one-line summary of a valid file; InputError listing every problem otherwise."""
+    if path.suffix.lower() == ".jsonl":
+        return _validate_trajectories(path)
+    doc = load_document(path)
+    file = str(path)
+    kind, version = document_kind(doc, file)
+    tag = f"{kind}/{version}"
+    if kind == "instance":
+        instance = check_instance_document(doc, file)
+        return (f"{tag} {instance.id}: {instance.width}x{instance.height}, {len(instance.nodes)} nodes, "
+                f"budget {instance.budget}")
+    if kind == "generator":
+        presets = load_presets(path)
+        return f"{tag}: {len(presets)} presets ({', '.join(presets)})"
+    if kind == "suite":
+        suite = load_suite(path)
+        return f"{tag} {suite.name}: {len(suite)} instances"
+    if kind == "trajectory":
+        validate_schema(doc, "trajectory", file)
+        return f"{tag} {doc['id']}: {len(doc['steps'])} steps"
+    validate_schema(doc, kind, file)
+    return tag
+
+
+def _validate_trajectories(path: Path) -> str:
+    problems: list[Problem] = []
+    count = 0
+    for record in read_records(path):
+        try:
+            check_trajectory(record)
+        except InputError as exc:
+            problems.extend(p for p in exc.problems if isinstance(p, Problem))
+            continue
+        problems.extend(schema_problems(record.value, "trajectory", record.file, line=record.line))
+        count += 1
+    if problems:
+        raise InputError(problems)
+    return f"{count} trajectory/1 records"

@@ -1,0 +1,81 @@
+"""Shortest-path distances on a world's true traversable map: one source in Python, all pairs in NumPy."""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from eebench.world.grid_dag import GridDagWorld
+
+UNREACHABLE = -1
+
+
+def distances_from(world: GridDagWorld, source: int) -> list[int]:
+    """BFS distance from `source` to every cell (-1 for obstacles and unreachable cells)."""
+    dist = [UNREACHABLE] * world.n_cells
+    dist[source] = 0
+    queue = deque([source])
+    step_to = world.step_to
+    while queue:
+        cell = queue.popleft()
+        d = dist[cell] + 1
+        for target in step_to[4 * cell:4 * cell + 4]:
+            if target >= 0 and dist[target] < 0:
+                dist[target] = d
+                queue.append(target)
+    return dist
+
+
+def path_actions(world: GridDagWorld, source: int, target: int, dist_to_target: list[int]) -> list[int]:
+    """Actions of one shortest path from `source` to `target`, given BFS distances from `target`.
+
+    At each cell the first action (in up, down, left, right order) that gets one step closer is taken,
+    so the path is deterministic.
+    """
+    actions = []
+    cell = source
+    while cell != target:
+        d = dist_to_target[cell]
+        for a in range(4):
+            nxt = world.step_to[4 * cell + a]
+            if nxt >= 0 and dist_to_target[nxt] == d - 1:
+                actions.append(a)
+                cell = nxt
+                break
+        else:
+            raise ValueError(f"cell {cell} does not lead to {target}")
+    return actions
+
+
+def all_pairs_distances(world: GridDagWorld) -> np.ndarray:
+    """Matrix D[a, b] of distances between all cells (-1 where either is an obstacle or unreachable).
+
+    Level-synchronous BFS from every free cell at once: each level is four vectorised column copies, so the
+    cost is (diameter x cells^2) byte operations instead of a Python loop per pair.
+    """
+    n = world.n_cells
+    step_to = np.asarray(world.step_to, dtype=np.int64).reshape(n, 4)
+    sources = np.flatnonzero(np.asarray(world.free, dtype=bool))
+    dist = np.full((n, n), UNREACHABLE, dtype=np.int32)
+    if sources.size == 0:
+        return dist
+    rows = np.arange(sources.size)
+    frontier = np.zeros((sources.size, n), dtype=bool)
+    frontier[rows, sources] = True
+    seen = frontier.copy()
+    dist[sources, sources] = 0
+    moves = [(np.flatnonzero(step_to[:, a] >= 0), step_to[step_to[:, a] >= 0, a]) for a in range(4)]
+    level = 0
+    while True:
+        level += 1
+        reached = np.zeros_like(frontier)
+        for src, dst in moves:
+            reached[:, dst] |= frontier[:, src]
+        reached &= ~seen
+        hit_rows, hit_cols = np.nonzero(reached)
+        if hit_rows.size == 0:
+            return dist
+        dist[sources[hit_rows], hit_cols] = level
+        seen |= reached
+        frontier = reached
