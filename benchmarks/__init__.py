@@ -1,0 +1,41 @@
+"""Benchmarks for `make bench`: each reports a ratio against a simple baseline run in the same process, plus peak
+memory. Timings never decide a test; they go in issue notes.
+
+A benchmark is a module `benchmarks/bench_<name>.py` with a `run() -> list[Result]` function. `python -m
+benchmarks [NAME ...]` runs each module in its own process (so peak RSS is its own) and prints a table.
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+
+class Result(NamedTuple):
+    name: str            # what was measured
+    value: float         # our figure, in `unit`
+    unit: str            # e.g. "steps/s", "s", "MB/s"
+    baseline: float | None = None   # the simple baseline's figure in the same unit, same process
+    target: str = ""     # the figure the issue asks for, in words (e.g. ">= 50x baseline")
+    note: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        if not self.baseline:
+            return None
+        higher_is_better = self.unit.endswith("/s")
+        return self.value / self.baseline if higher_is_better else self.baseline / self.value
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    """Wall seconds of one call, and its result."""
+    start = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - start, out
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far, in MB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
