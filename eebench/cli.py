@@ -208,6 +208,65 @@ def play(target: Path, agent: str, seed: int, out: Path, observations: bool) -> 
     click.echo(f"played {agent} on {len(ids)} instances ({steps} steps) -> {out}")
 
 
+# -- grading ------------------------------------------------------------------------------------------
+
+@main.command()
+@click.argument("files", metavar="TRAJ_FILE...", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--bench", required=True, type=click.Path(exists=True, path_type=Path),
+              help="Folder of instance files (searched recursively), as written by `eebench generate`.")
+@click.option("--db", default="eebench.duckdb", show_default=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="DuckDB file to write results into (created if missing).")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1),
+              help="Grade in this many processes.")
+@click.option("--skip-invalid", is_flag=True,
+              help="Grade the valid trajectories and list the invalid ones with the reason, instead of stopping.")
+def grade(files: tuple[Path, ...], bench: Path, db: Path, workers: int, skip_invalid: bool) -> None:
+    """Replay trajectories in their instances and store Park et al.'s per-step errors in DuckDB.
+
+    Each trajectory names its instance by id; the actions are replayed in the world's rules (positions a log
+    claims are never trusted). Grading a trajectory id again replaces its rows. One call is one transaction:
+    if it fails, nothing is written. Then ask questions with `eebench query`, e.g.
+
+    \b
+      eebench query "SELECT * FROM agent_summary"
+    """
+    from eebench.evaluator import Bench, grade_files
+
+    total = sum(f.stat().st_size for f in files if f.is_file())
+    with _progress(total, "grading") as update:
+        report = grade_files(list(files), Bench(bench), db, workers=workers, skip_invalid=skip_invalid,
+                             progress=update)
+    for problem in report.skipped:
+        click.echo(f"skipped: {problem}", err=True)
+    rate = report.steps / report.seconds if report.seconds else 0.0
+    click.echo(f"graded {report.trajectories} trajectories ({report.steps} steps) into {db} "
+               f"in {report.seconds:.2f} s ({rate:,.0f} steps/s)"
+               + (f"; skipped {len(report.skipped)}" if report.skipped else ""))
+
+
+@main.command()
+@click.argument("sql")
+@click.option("--db", default="eebench.duckdb", show_default=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="DuckDB file of results.")
+@click.option("--format", "fmt", default="table", show_default=True, type=click.Choice(["table", "csv", "json"]),
+              help="Output format.")
+def query(sql: str, db: Path, fmt: str) -> None:
+    """Run read-only SQL against graded results.
+
+    Tables: trajectories, steps, meta. Views: agent_summary, preset_summary, case_summary (see the README for
+    every column). Statements that could write are refused.
+
+    \b
+      eebench query "SELECT * FROM agent_summary"
+      eebench query "SELECT case_id, avg(error) FROM steps GROUP BY ALL" --format csv
+    """
+    from eebench.evaluator import query as run_query
+    from eebench.output import format_rows
+
+    columns, rows = run_query(db, sql)
+    click.echo(format_rows(columns, rows, fmt))
+
+
 @main.command()
 @click.argument("kind")
 def schema(kind: str) -> None:

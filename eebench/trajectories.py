@@ -27,10 +27,11 @@ class Record(NamedTuple):
     in_list: bool = False  # one item of a .json list: fields are named "[index].field"
 
 
-def read_records(path: Path | str) -> Iterator[Record]:
-    """Stream JSON values: one per non-blank line of a .jsonl file, or the object (or list) of a .json file.
+def read_raw_records(path: Path | str) -> Iterator[Record]:
+    """Stream records without parsing JSON lines yet (`parse_record` does, possibly in another process).
 
-    Lines are parsed one at a time, so memory does not grow with the file.
+    A .jsonl file yields one record per non-blank line, its value the line's bytes, so memory does not grow with
+    the file. A .json file holds one trajectory object or a list of them and is parsed whole.
     """
     path = Path(path)
     file = str(path)
@@ -51,17 +52,28 @@ def read_records(path: Path | str) -> Iterator[Record]:
     with handle:
         index = 0
         for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                value = json.loads(raw)
-            except UnicodeDecodeError:
-                decode_utf8(raw, file, line=number)
-                raise
-            except json.JSONDecodeError as exc:
-                raise InputError.at(file, f"malformed JSON: {exc.msg} (column {exc.colno})", line=number) from None
-            yield Record(file, number, index, value)
-            index += 1
+            if raw.strip():
+                yield Record(file, number, index, raw)
+                index += 1
+
+
+def parse_record(record: Record) -> Record:
+    """The record with its JSON line parsed; InputError at file:line when it is not UTF-8 JSON."""
+    if not isinstance(record.value, bytes):
+        return record
+    try:
+        return record._replace(value=json.loads(record.value))
+    except UnicodeDecodeError:
+        decode_utf8(record.value, record.file, line=record.line)
+        raise
+    except json.JSONDecodeError as exc:
+        raise InputError.at(record.file, f"malformed JSON: {exc.msg} (column {exc.colno})", line=record.line) from None
+
+
+def read_records(path: Path | str) -> Iterator[Record]:
+    """Stream parsed JSON values: one per non-blank line of a .jsonl file, or the value(s) of a .json file."""
+    for record in read_raw_records(path):
+        yield parse_record(record)
 
 
 def check_trajectory(record: Record) -> dict[str, Any]:

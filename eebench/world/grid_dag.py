@@ -15,14 +15,14 @@ from eebench.errors import EebenchError, did_you_mean
 
 ACTIONS: tuple[str, ...] = ("up", "down", "left", "right")
 DELTAS: tuple[tuple[int, int], ...] = ((0, -1), (0, 1), (-1, 0), (1, 0))  # up = y-1: rows count from the top
-_ACTION_INDEX = {name: i for i, name in enumerate(ACTIONS)}
+ACTION_INDEX = {name: i for i, name in enumerate(ACTIONS)}  # the canonical words; parse_action for the rest
 
 
 def parse_action(word: Any) -> int | None:
     """Index of a move word (case and surrounding spaces ignored), or None for anything else."""
-    index = _ACTION_INDEX.get(word)
+    index = ACTION_INDEX.get(word)
     if index is None and isinstance(word, str):
-        index = _ACTION_INDEX.get(word.strip().lower())
+        index = ACTION_INDEX.get(word.strip().lower())
     return index
 
 

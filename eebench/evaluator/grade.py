@@ -1,0 +1,267 @@
+"""Grade trajectory files against a folder of instances into DuckDB: stream, replay, write in bulk, one transaction.
+
+Records are read in chunks; each chunk is graded in this process or by worker processes (`workers > 1`) and
+the results are written in order. The first bad record aborts the run and nothing is written, unless
+`skip_invalid`, which grades the rest and reports what was skipped and why.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import datetime as dt
+import multiprocessing
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterator, Sequence
+from itertools import chain
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eebench import __version__
+from eebench.errors import InputError, Problem
+from eebench.evaluator.park import METRIC_VERSION, ParkTables, Replay, error_counts, replay, step_columns
+from eebench.evaluator.store import Batch, ResultStore
+from eebench.instances import InstanceLibrary
+from eebench.trajectories import AGENT_LABELS, Record, check_trajectory, parse_record, read_raw_records
+
+CHUNK_RECORDS = 256      # records graded together (and shipped to a worker at once)
+FLUSH_STEPS = 200_000    # steps gathered before a write to DuckDB
+
+
+@dataclass(frozen=True)
+class Bench:
+    """Where instances come from, and what a grade records about it."""
+
+    root: Path
+    name: str | None = None
+    version: str | None = None
+    digest: str | None = None
+    instances: dict[str, str] | None = None   # id -> sha256 promised by a bundle's manifest
+
+
+@dataclass
+class GradeReport:
+    trajectories: int = 0
+    steps: int = 0
+    skipped: list[Problem] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+class Grader:
+    """Grades records of one run; holds the instance library and per-instance tables (LRU-cached)."""
+
+    def __init__(self, bench: Bench, graded_at: dt.datetime, cache_size: int = 256):
+        self.bench = bench
+        self.library = InstanceLibrary(bench.root, cache_size=cache_size)
+        self.graded_at = graded_at
+        self._tables: OrderedDict[str, ParkTables] = OrderedDict()
+        self._cache_size = cache_size
+
+    def tables(self, instance_id: str) -> tuple[ParkTables, str, Any]:
+        loaded = self.library.get(instance_id)
+        tables = self._tables.get(instance_id)
+        if tables is None:
+            tables = ParkTables(loaded.instance)
+            self._tables[instance_id] = tables
+            if len(self._tables) > self._cache_size:
+                self._tables.popitem(last=False)
+        else:
+            self._tables.move_to_end(instance_id)
+        return tables, loaded.sha256, loaded.instance
+
+    def grade_chunk(self, records: Sequence[Record], skip_invalid: bool) -> tuple[Batch, list[Problem]]:
+        """Grade a chunk; a bad record raises InputError, or is listed as skipped with `skip_invalid`."""
+        rows: list[dict[str, Any]] = []
+        replays: list[Replay] = []
+        widths: list[int] = []
+        actions: list[list[str | None]] = []
+        skipped: list[Problem] = []
+        for record in records:
+            try:
+                row, replayed, width, graded_actions = self._grade_record(parse_record(record))
+            except InputError as exc:
+                if not skip_invalid:
+                    raise
+                skipped.extend(p if isinstance(p, Problem) else Problem(record.file, record.line, None, str(p))
+                               for p in exc.problems)
+                continue
+            rows.append(row)
+            replays.append(replayed)
+            widths.append(width)
+            actions.append(graded_actions)
+        columns = step_columns(replays, widths)
+        columns["action"] = np.array(list(chain.from_iterable(actions)), dtype=object)
+        counts = error_counts(columns, len(rows))
+        for i, row in enumerate(rows):
+            for name, values in counts.items():
+                row[name] = int(values[i])
+            row["explore_error"] = row["explore_errors"] / row["explore_steps"] if row["explore_steps"] else None
+            row["exploit_error"] = row["exploit_errors"] / row["exploit_steps"] if row["exploit_steps"] else None
+        return Batch(rows, [columns]), skipped
+
+    def _grade_record(self, record: Record) -> tuple[dict[str, Any], Replay, int, list[str | None]]:
+        doc = check_trajectory(record)
+        file, line = record.file, record.line
+        if doc.get("env", "grid_dag") != "grid_dag":
+            raise InputError(Problem(file, line, "env", f"{doc['env']!r} trajectories are kept as text and not "
+                                                        "graded by replay; expected 'grid_dag'"))
+        instance_id = doc["instance"]
+        try:
+            tables, sha, instance = self.tables(instance_id)
+        except InputError as exc:
+            if self.library.path_for(instance_id) is None:  # unknown id: locate the reference in the log
+                raise InputError(Problem(file, line, "instance", str(exc.problems[0]))) from None
+            raise
+        expected = self.bench.instances.get(instance_id) if self.bench.instances else sha
+        claimed = doc.get("instance_sha256")
+        if claimed is not None and claimed != expected:
+            raise InputError(Problem(file, line, "instance_sha256",
+                                     f"the log was played in instance {claimed[:12]}..., but {instance_id!r} in "
+                                     f"{self.bench.root} is {expected[:12]}...; grade against the same instance"))
+        steps = doc["steps"]
+        actions = [step["action"] for step in steps]
+        replayed = replay(tables, actions)
+        agent = doc.get("agent") or {}
+        meta = instance.meta or {}
+        row = {
+            "trajectory_id": doc["id"], "instance_id": instance_id, "instance_sha256": sha,
+            **{("agent_name" if k == "name" else k): agent.get(k) for k in AGENT_LABELS},
+            "success": replayed.success, "end_reason": replayed.end_reason, "n_steps": len(replayed.cells_to),
+            "ignored_actions": replayed.ignored_actions,
+            "metric_version": METRIC_VERSION, "graded_at": self.graded_at, "budget": instance.budget,
+            "optimal_steps": tables.optimal_steps, "nodes_total": len(instance.nodes),
+            "nodes_achieved": replayed.nodes_achieved, "free_cells": tables.free_cells,
+            "cells_observed": replayed.cells_observed,
+            "preset": meta.get("preset") if isinstance(meta.get("preset"), str) else None,
+            **_usage(steps),
+            "source_file": file, "source_line": line,
+            "bench_name": self.bench.name, "bench_version": self.bench.version,
+            "bench_digest": self.bench.digest, "eebench_version": __version__,
+        }
+        return row, replayed, tables.world.width, actions[:len(replayed.cells_to)]
+
+
+USAGE_FIELDS = ("tokens_in", "tokens_out", "latency_ms")
+
+
+def _usage(steps: list[dict[str, Any]]) -> dict[str, int | float | None]:
+    """Totals of the steps' token and latency fields; None where no step carries the field (not zero)."""
+    totals: dict[str, int | float | None] = dict.fromkeys(USAGE_FIELDS)
+    for step in steps:
+        if len(step) == 1:  # just the action: the common case, skipped fast
+            continue
+        for key in USAGE_FIELDS:
+            value = step.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                totals[key] = (totals[key] or 0) + value
+    return totals
+
+
+def _chunks(files: Sequence[Path]) -> Iterator[list[Record]]:
+    chunk: list[Record] = []
+    for path in files:
+        for record in read_raw_records(path):
+            chunk.append(record)
+            if len(chunk) == CHUNK_RECORDS:
+                yield chunk
+                chunk = []
+    if chunk:
+        yield chunk
+
+
+def _record_size(record: Record) -> int:
+    return len(record.value) if isinstance(record.value, bytes) else 0
+
+
+# Worker processes keep one Grader each, so instance tables are built once per worker.
+_worker: Grader | None = None
+
+
+def _init_worker(bench: Bench, graded_at: dt.datetime) -> None:
+    global _worker
+    _worker = Grader(bench, graded_at)
+
+
+def _work(records: list[Record], skip_invalid: bool) -> tuple[Batch | None, list[Problem], InputError | None]:
+    assert _worker is not None
+    try:
+        batch, skipped = _worker.grade_chunk(records, skip_invalid)
+        return batch, skipped, None
+    except InputError as exc:
+        return None, [], exc
+
+
+def _graded_chunks(chunks: Iterator[list[Record]], bench: Bench, graded_at: dt.datetime, workers: int,
+                   skip_invalid: bool) -> Iterator[tuple[list[Record], Batch, list[Problem]]]:
+    """Grade chunks in order, here or in a pool of worker processes with a bounded number in flight."""
+    if workers <= 1:
+        grader = Grader(bench, graded_at)
+        for chunk in chunks:
+            batch, skipped = grader.grade_chunk(chunk, skip_invalid)
+            yield chunk, batch, skipped
+        return
+    context = multiprocessing.get_context("spawn")  # no fork of a process holding a DuckDB connection
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
+                                                initargs=(bench, graded_at)) as pool:
+        pending: deque[tuple[list[Record], concurrent.futures.Future]] = deque()
+        for chunk in chunks:
+            pending.append((chunk, pool.submit(_work, chunk, skip_invalid)))
+            if len(pending) >= 2 * workers:
+                yield _result(*pending.popleft())
+        while pending:
+            yield _result(*pending.popleft())
+
+
+def _result(chunk: list[Record], future: concurrent.futures.Future) -> tuple[list[Record], Batch, list[Problem]]:
+    batch, skipped, error = future.result()
+    if error is not None:
+        raise error
+    return chunk, batch, skipped
+
+
+def grade_files(files: Sequence[Path], bench: Bench, db: Path, *, workers: int = 1, skip_invalid: bool = False,
+                progress: Callable[[int], None] | None = None) -> GradeReport:
+    """Grade every trajectory of `files` into the DuckDB file `db`, in one transaction."""
+    for path in files:
+        if not Path(path).is_file():
+            raise InputError.at(str(path), "no such file")
+    started = time.perf_counter()
+    graded_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    Grader(bench, graded_at)  # fail early on a bad bench folder, before the database is touched
+    report = GradeReport()
+    store = ResultStore(db)
+    try:
+        pending = Batch()
+        for chunk, batch, skipped in _graded_chunks(_chunks(files), bench, graded_at, workers, skip_invalid):
+            report.skipped.extend(skipped)
+            pending.extend(batch)
+            if pending.n_steps >= FLUSH_STEPS:
+                store.write(pending)
+                pending = Batch()
+            if progress:
+                progress(sum(_record_size(r) for r in chunk))
+        store.write(pending)
+        _check_unique(store, report, skip_invalid)
+        report.trajectories, report.steps = store.staged_trajectories(), store.staged_steps()
+        store.commit()
+    except BaseException:
+        store.abort()
+        raise
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _check_unique(store: ResultStore, report: GradeReport, skip_invalid: bool) -> None:
+    """Trajectory ids must be unique within a run: two logs with one id would overwrite each other silently."""
+    problems = [Problem(file, line, "id", f"trajectory id {trajectory_id!r} was already read at "
+                                          f"{first_file}{'' if first_line is None else f':{first_line}'}; "
+                                          "ids must be unique")
+                for trajectory_id, file, line, first_file, first_line in store.duplicates()]
+    if problems and not skip_invalid:
+        raise InputError(problems)
+    if problems:
+        report.skipped.extend(problems)
+        store.drop_duplicates()

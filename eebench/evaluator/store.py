@@ -1,0 +1,360 @@
+"""Graded results in DuckDB: the tables (defined once, with their documentation), bulk writes, read-only queries.
+
+Tables `trajectories` and `steps` hold one row per graded episode and per graded step; `meta` records the
+schema and metric versions. Rows of a trajectory id are replaced, never duplicated, when it is graded again.
+Writes are staged as NumPy column batches and reach the results file in one transaction (see ResultStore).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import shutil
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import duckdb
+import numpy as np
+
+from eebench import __version__
+from eebench.errors import InputError
+from eebench.evaluator.park import EXPLOIT_CASES, EXPLORE_CASES, METRIC_VERSION
+
+SCHEMA_VERSION = 1  # of the tables below; a change of meaning or layout bumps it
+
+
+def _attributed(cases: tuple[int, ...]) -> str:
+    return f"(error * (case_id IN ({', '.join(map(str, cases))}))::TINYINT)::TINYINT"
+
+
+class Column(NamedTuple):
+    name: str
+    type: str
+    doc: str
+
+
+TRAJECTORY_COLUMNS = (
+    Column("trajectory_id", "VARCHAR NOT NULL", "The trajectory's `id`; unique in the table."),
+    Column("instance_id", "VARCHAR NOT NULL", "The instance it was played in."),
+    Column("instance_sha256", "VARCHAR NOT NULL", "sha256 of the instance's canonical JSON, as graded."),
+    Column("agent_name", "VARCHAR", "`agent.name` of the trajectory."),
+    Column("model", "VARCHAR", "`agent.model`."),
+    Column("prompt", "VARCHAR", "`agent.prompt`."),
+    Column("harness", "VARCHAR", "`agent.harness`."),
+    Column("success", "BOOLEAN NOT NULL", "The goal was achieved within the budget."),
+    Column("end_reason", "VARCHAR NOT NULL",
+           "`goal` (achieved), `budget` (spent first) or `end_of_log` (the actions ran out first)."),
+    Column("n_steps", "INTEGER NOT NULL", "Graded steps (actions up to the goal or the budget)."),
+    Column("ignored_actions", "INTEGER NOT NULL", "Actions after the goal or the budget: in the log, not graded."),
+    Column("invalid_moves", "INTEGER NOT NULL", "Graded steps whose action was inadmissible (the agent stayed)."),
+    Column("explore_steps", "INTEGER NOT NULL", "Steps in cases 1 and 4 (exploration required)."),
+    Column("exploit_steps", "INTEGER NOT NULL", "Steps in cases 2, 3 and 4 (exploitation required)."),
+    Column("explore_errors", "INTEGER NOT NULL", "Errors in cases 1 and 4."),
+    Column("exploit_errors", "INTEGER NOT NULL", "Errors in cases 2, 3 and 4."),
+    Column("explore_error", "DOUBLE", "explore_errors / explore_steps; NULL when there is no such step."),
+    Column("exploit_error", "DOUBLE", "exploit_errors / exploit_steps; NULL when there is no such step."),
+    Column("metric_version", "VARCHAR NOT NULL", f"Version of the metric that graded the row (now `{METRIC_VERSION}`)."),
+    Column("graded_at", "TIMESTAMP NOT NULL", "When it was graded (UTC)."),
+    Column("budget", "INTEGER NOT NULL", "The instance's budget."),
+    Column("optimal_steps", "INTEGER NOT NULL", "Fewest steps that achieve the goal with full knowledge."),
+    Column("nodes_total", "INTEGER NOT NULL", "Nodes of the task DAG."),
+    Column("nodes_achieved", "INTEGER NOT NULL", "Nodes achieved by the end of grading."),
+    Column("free_cells", "INTEGER NOT NULL", "Free cells of the map."),
+    Column("cells_observed", "INTEGER NOT NULL", "Cells observed by the end of grading (the start included)."),
+    Column("preset", "VARCHAR", "The generator preset of the instance (`meta.preset`), NULL if hand-made."),
+    Column("tokens_in", "BIGINT", "Sum of the steps' `tokens_in` (all steps of the log); NULL if none has it."),
+    Column("tokens_out", "BIGINT", "Sum of the steps' `tokens_out`; NULL if none has it."),
+    Column("latency_ms", "DOUBLE", "Sum of the steps' `latency_ms`; NULL if none has it."),
+    Column("source_file", "VARCHAR NOT NULL", "The file the trajectory was read from."),
+    Column("source_line", "INTEGER", "Its line in that file (NULL for a .json file)."),
+    Column("bench_name", "VARCHAR", "Name of the published bundle graded against; NULL for a plain folder."),
+    Column("bench_version", "VARCHAR", "Version of that bundle."),
+    Column("bench_digest", "VARCHAR", "Digest of that bundle."),
+    Column("eebench_version", "VARCHAR NOT NULL", "Version of eebench that graded the row."),
+)
+
+STEP_COLUMNS = (
+    Column("trajectory_id", "VARCHAR NOT NULL", "The trajectory the step belongs to."),
+    Column("t", "INTEGER NOT NULL", "Timestep, from 0: the action at t moves the agent from p(t) to p(t+1)."),
+    Column("action", "VARCHAR", "The action as written in the log (NULL when none could be read)."),
+    Column("from_x", "SMALLINT NOT NULL", "x (column) of p(t)."),
+    Column("from_y", "SMALLINT NOT NULL", "y (row from the top) of p(t)."),
+    Column("to_x", "SMALLINT NOT NULL", "x of p(t+1); equals from_x after an inadmissible move."),
+    Column("to_y", "SMALLINT NOT NULL", "y of p(t+1)."),
+    Column("valid", "BOOLEAN NOT NULL", "The move was admissible (false: obstacle, map edge or not a move word)."),
+    Column("case_id", "TINYINT NOT NULL",
+           "Case of the state at t: 1 explore (no pending node), 2 goal pending, 3 exploit (nothing unobserved), "
+           "4 either."),
+    Column("n_targets", "INTEGER NOT NULL", "|T(t)|, the size of the target set."),
+    Column("gain", "TINYINT NOT NULL", "1 if p(t+1) is a target or strictly closer to one, else 0."),
+    Column("progress", "TINYINT NOT NULL", "1 if the step entered an unobserved cell or achieved a pending node."),
+    Column("stale", "INTEGER NOT NULL", "Stale score S(t) = c + e + n of the no-progress segment (0 on progress)."),
+    Column("error", "TINYINT NOT NULL", "err(t) of Park et al., Eq. 1: 1 for an error."),
+    # computed by DuckDB from error and case_id on read (never stored), from the one definition in park.py
+    Column("explore_error", f"TINYINT GENERATED ALWAYS AS ({_attributed(EXPLORE_CASES)}) VIRTUAL",
+           "1 for an error in case 1 or 4."),
+    Column("exploit_error", f"TINYINT GENERATED ALWAYS AS ({_attributed(EXPLOIT_CASES)}) VIRTUAL",
+           "1 for an error in case 2, 3 or 4."),
+)
+STORED_STEP_COLUMNS = tuple(c for c in STEP_COLUMNS if "GENERATED" not in c.type)
+
+META_COLUMNS = (
+    Column("key", "VARCHAR NOT NULL", "`schema_version`, `metric_version` or `eebench_version`."),
+    Column("value", "VARCHAR NOT NULL", "Its value, as text."),
+)
+
+VIEWS = {
+    "agent_summary": (
+        "One row per agent, model, prompt, harness and metric version: episodes, success rate, mean exploration "
+        "and exploitation error over episodes (the paper's figures), the same pooled over steps, mean steps of "
+        "successful episodes.",
+        """
+        SELECT agent_name, model, prompt, harness, metric_version,
+               count(*) AS episodes,
+               count(*) FILTER (WHERE success) AS successes,
+               avg(success::INTEGER) AS success_rate,
+               avg(explore_error) AS mean_explore_error,
+               avg(exploit_error) AS mean_exploit_error,
+               sum(explore_errors) / nullif(sum(explore_steps), 0) AS pooled_explore_error,
+               sum(exploit_errors) / nullif(sum(exploit_steps), 0) AS pooled_exploit_error,
+               avg(n_steps) FILTER (WHERE success) AS mean_steps_success,
+               avg(n_steps::DOUBLE / optimal_steps) FILTER (WHERE success) AS mean_steps_over_optimal,
+               avg(invalid_moves::DOUBLE / nullif(n_steps, 0)) AS invalid_move_rate
+        FROM trajectories
+        GROUP BY ALL
+        ORDER BY ALL
+        """),
+    "preset_summary": (
+        "agent_summary split by generator preset (exploitation demand x DAG size), as in the paper's "
+        "Appendix G.",
+        """
+        SELECT agent_name, model, prompt, harness, metric_version, preset,
+               count(*) AS episodes,
+               avg(success::INTEGER) AS success_rate,
+               avg(explore_error) AS mean_explore_error,
+               avg(exploit_error) AS mean_exploit_error,
+               avg(n_steps) FILTER (WHERE success) AS mean_steps_success
+        FROM trajectories
+        GROUP BY ALL
+        ORDER BY ALL
+        """),
+    "case_summary": (
+        "Steps and errors per agent, model, prompt, harness and case (Table 1 of the paper).",
+        """
+        SELECT t.agent_name, t.model, t.prompt, t.harness, t.metric_version, s.case_id,
+               count(*) AS steps,
+               sum(s.error) AS errors,
+               avg(s.error) AS error_rate,
+               avg(s.gain) AS gain_rate,
+               avg(s.progress) AS progress_rate
+        FROM steps s JOIN trajectories t USING (trajectory_id)
+        GROUP BY ALL
+        ORDER BY ALL
+        """),
+}
+
+_READ_ONLY_STATEMENTS = ("SELECT", "EXPLAIN")
+_FIRST_COPIES = "(SELECT trajectory_id, min(trajectory_key) AS trajectory_key, arg_min(source_file, trajectory_key) AS source_file, arg_min(source_line, trajectory_key) AS source_line FROM trajectories GROUP BY trajectory_id)"
+_KEY = Column("trajectory_key", "BIGINT NOT NULL", "Staging only: the row's position in the run.")
+MEMORY_LIMIT = "64MB"  # DuckDB's memory cap while grading; beyond it pages go to disk, so memory stays flat
+
+
+def _connect(path: Path, *, read_only: bool = False, limit: bool = True) -> duckdb.DuckDBPyConnection:
+    """A connection with eebench's settings; InputError when the file is not a DuckDB database."""
+    try:
+        con = duckdb.connect(str(path), read_only=read_only, config={"memory_limit": MEMORY_LIMIT} if limit else {})
+    except duckdb.Error as exc:
+        raise InputError.at(str(path), f"cannot open as a DuckDB database: {_first_line(exc)}") from None
+    con.execute("SET enable_progress_bar = false")  # our own progress bar is the one on stderr
+    return con
+
+
+def _ddl(table: str, columns: Iterable[Column]) -> str:
+    return f"CREATE TABLE IF NOT EXISTS {table} (" + ", ".join(f"{c.name} {c.type}" for c in columns) + ")"
+
+
+class Batch:
+    """Graded trajectories (one row dict each) and their steps as column parts.
+
+    In `steps`, the column `trajectory` holds each step's trajectory as a position in `rows`.
+    """
+
+    def __init__(self, rows: list[dict[str, Any]] | None = None, steps: list[dict[str, np.ndarray]] | None = None):
+        self.rows = rows or []
+        self.steps = steps or []
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @property
+    def n_steps(self) -> int:
+        return sum(len(part["t"]) for part in self.steps)
+
+    def extend(self, other: Batch) -> None:
+        offset = len(self.rows)
+        self.rows.extend(other.rows)
+        self.steps.extend({**part, "trajectory": part["trajectory"] + offset} for part in other.steps)
+
+
+class ResultStore:
+    """Writes one grading run into a DuckDB results file, as one transaction.
+
+    Batches are staged in a temporary DuckDB file (committed there batch by batch, so memory stays flat however
+    many trajectories a run grades). `commit` then moves everything into the results file in a single
+    transaction: rows of re-graded trajectory ids are deleted and the staged rows inserted. Until then the
+    results file is not touched (not even created), so a failed run leaves it exactly as it was.
+    """
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        if self.path.exists():
+            self._check_existing()
+        self._stage_dir = Path(tempfile.mkdtemp(prefix="eebench-grade-"))
+        self._stage_path = self._stage_dir / "stage.duckdb"
+        self.stage = _connect(self._stage_path)
+        # staged steps carry an integer key instead of the id string; the ids are joined back at commit
+        self.stage.execute(_ddl("trajectories", (*TRAJECTORY_COLUMNS, _KEY)))
+        self.stage.execute(_ddl("steps", (_KEY, *STORED_STEP_COLUMNS[1:])))
+        self._next_key = 0
+
+    def _check_existing(self) -> None:
+        con = _connect(self.path, read_only=True)
+        try:
+            tables = {row[0] for row in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+            if "meta" in tables:
+                found = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+                if found and int(found[0]) > SCHEMA_VERSION:
+                    raise InputError.at(str(self.path), f"results schema version {found[0]} is newer than this "
+                                                        f"eebench writes ({SCHEMA_VERSION}); upgrade eebench")
+            elif tables & {"trajectories", "steps"}:
+                raise InputError.at(str(self.path), "holds tables that eebench did not write (no meta table)")
+        finally:
+            con.close()
+
+    def write(self, batch: Batch) -> None:
+        """Stage a batch (committed to the staging file, not yet to the results)."""
+        if not len(batch):
+            return
+        keys = np.arange(self._next_key, self._next_key + len(batch), dtype=np.int64)
+        self._next_key += len(batch)
+        rows = {c.name: _column([row.get(c.name) for row in batch.rows]) for c in TRAJECTORY_COLUMNS}
+        self._insert("trajectories", (*TRAJECTORY_COLUMNS, _KEY), {**rows, _KEY.name: keys})
+        step_names = [c.name for c in STORED_STEP_COLUMNS[1:]]
+        steps = {name: np.concatenate([part[name] for part in batch.steps]) for name in step_names}
+        steps[_KEY.name] = keys[np.concatenate([part["trajectory"] for part in batch.steps])]
+        self._insert("steps", (_KEY, *STORED_STEP_COLUMNS[1:]), steps)
+
+    def _insert(self, table: str, columns: tuple[Column, ...], data: dict[str, np.ndarray]) -> None:
+        names = ", ".join(c.name for c in columns)
+        self.stage.register("batch_rows", data)
+        self.stage.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM batch_rows")
+        self.stage.unregister("batch_rows")
+
+    def duplicates(self) -> list[tuple[str, str, int | None, str, int | None]]:
+        """Trajectory ids staged more than once: (id, file, line) of the later copy and of the first one."""
+        return self.stage.execute("""
+            SELECT later.trajectory_id, later.source_file, later.source_line, first.source_file, first.source_line
+            FROM stage_first first JOIN trajectories later
+              ON later.trajectory_id = first.trajectory_id AND later.trajectory_key > first.trajectory_key
+            ORDER BY later.trajectory_key""".replace("stage_first", _FIRST_COPIES)).fetchall()
+
+    def drop_duplicates(self) -> None:
+        """Keep the first copy of each trajectory id (later copies' steps fall away in commit's join)."""
+        self.stage.execute(f"DELETE FROM trajectories WHERE trajectory_key NOT IN "
+                           f"(SELECT trajectory_key FROM {_FIRST_COPIES})")
+
+    def staged_steps(self) -> int:
+        return self.stage.execute("SELECT coalesce(sum(n_steps), 0) FROM trajectories").fetchone()[0]
+
+    def staged_trajectories(self) -> int:
+        return self.stage.execute("SELECT count(*) FROM trajectories").fetchone()[0]
+
+    def commit(self) -> None:
+        """Move the staged rows into the results file in one transaction, replacing re-graded ids."""
+        self.stage.close()
+        con = _connect(self.path)
+        try:
+            con.execute(f"ATTACH '{self._stage_path}' AS stage (READ_ONLY)")
+            con.execute("BEGIN TRANSACTION")
+            con.execute(_ddl("meta", META_COLUMNS))
+            con.execute(_ddl("trajectories", TRAJECTORY_COLUMNS))
+            con.execute(_ddl("steps", STEP_COLUMNS))
+            for name, (_, sql) in VIEWS.items():
+                con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
+            con.execute("DELETE FROM meta")
+            con.executemany("INSERT INTO meta VALUES (?, ?)", [
+                ("schema_version", str(SCHEMA_VERSION)), ("metric_version", METRIC_VERSION),
+                ("eebench_version", __version__)])
+            for table in ("steps", "trajectories"):
+                con.execute(f"DELETE FROM {table} WHERE trajectory_id IN "
+                            "(SELECT trajectory_id FROM stage.trajectories)")
+            names = ", ".join(c.name for c in TRAJECTORY_COLUMNS)
+            con.execute(f"INSERT INTO trajectories ({names}) SELECT {names} FROM stage.trajectories "
+                        "ORDER BY trajectory_key")
+            names = ", ".join(c.name for c in STORED_STEP_COLUMNS)
+            staged = ", ".join(f"s.{c.name}" for c in STORED_STEP_COLUMNS[1:])
+            con.execute(f"INSERT INTO steps ({names}) SELECT r.trajectory_id, {staged} FROM stage.steps s "
+                        "JOIN stage.trajectories r USING (trajectory_key) ORDER BY s.trajectory_key, s.t")
+            con.execute("COMMIT")
+            con.execute("DETACH stage")
+        except BaseException:
+            with contextlib.suppress(duckdb.Error):
+                con.execute("ROLLBACK")
+            raise
+        finally:
+            con.close()
+            self._cleanup()
+
+    def abort(self) -> None:
+        """Drop the staged rows; the results file is left as it was."""
+        with contextlib.suppress(duckdb.Error):
+            self.stage.close()
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        shutil.rmtree(self._stage_dir, ignore_errors=True)
+
+
+def _column(values: list[Any]) -> np.ndarray:
+    if values and isinstance(values[0], dt.datetime):
+        return np.array(values, dtype="datetime64[us]")
+    if any(isinstance(v, str) for v in values) or all(v is None for v in values):
+        return np.array(values, dtype=object)
+    if any(v is None for v in values):  # a nullable number: floats with NaN would lose NULL, keep objects
+        return np.array(values, dtype=object)
+    return np.array(values)
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def query(db: Path | str, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """Run read-only SQL; statements that could write (to the database or to files) are refused."""
+    path = Path(db)
+    if not path.exists():
+        raise InputError.at(str(path), "no such database (run `eebench grade ... --db` first)")
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise InputError(f"SQL: {_first_line(exc)}") from None
+    if not statements:
+        raise InputError("SQL: no statement given")
+    for statement in statements:
+        kind = statement.type.name
+        if kind not in _READ_ONLY_STATEMENTS:
+            raise InputError(f"SQL: {kind} statements are refused: `eebench query` is read-only "
+                             "(SELECT, WITH, FROM, DESCRIBE, SHOW, SUMMARIZE and EXPLAIN are allowed)")
+    con = _connect(path, read_only=True, limit=False)
+    try:
+        for statement in statements[:-1]:
+            con.execute(statement.query)
+        cursor = con.execute(statements[-1].query)
+        columns = [d[0] for d in cursor.description or []]
+        return columns, cursor.fetchall()
+    except duckdb.Error as exc:
+        raise InputError(f"SQL: {_first_line(exc)}") from None
+    finally:
+        con.close()

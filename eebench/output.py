@@ -1,0 +1,58 @@
+"""Rows of a query as an aligned text table, CSV or JSON."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import decimal
+import io
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+FORMATS = ("table", "csv", "json")
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-friendly value: dates as ISO text, decimals as floats, NaN as null."""
+    if isinstance(value, (dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1e6 else f"{value:.6g}"
+    return str(_plain(value))
+
+
+def format_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps([{c: _plain(v) for c, v in zip(columns, row)} for row in rows], indent=2,
+                          ensure_ascii=False)
+    if fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows([["" if v is None else _plain(v) for v in row] for row in rows])
+        return buffer.getvalue().rstrip("\n")
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    numeric = [all(isinstance(row[i], (int, float)) or row[i] is None for row in rows) and rows
+               for i in range(len(columns))]
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(v.rjust(w) if numeric[i] else v.ljust(w) for i, (v, w) in enumerate(zip(values, widths)))
+    out = [line(columns), "  ".join("-" * w for w in widths), *(line(r) for r in cells)]
+    out.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
+    return "\n".join(s.rstrip() for s in out)
