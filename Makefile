@@ -26,6 +26,10 @@ demo: $(VENV)/.installed
 	$(BIN)/eebench play $(DEMO)/instances --agent random   --seed 0 --out $(DEMO)/runs/random.jsonl
 	$(BIN)/eebench play $(DEMO)/instances --agent frontier --seed 0 --out $(DEMO)/runs/frontier.jsonl
 	$(BIN)/eebench play $(DEMO)/instances --agent oracle   --seed 0 --out $(DEMO)/runs/oracle.jsonl
+	rm -f $(DEMO)/results.duckdb
+	$(BIN)/eebench grade $(DEMO)/runs/*.jsonl --bench $(DEMO)/instances --db $(DEMO)/results.duckdb
+	$(BIN)/eebench query --db $(DEMO)/results.duckdb "SELECT agent_name, episodes, success_rate, \
+	    mean_explore_error, mean_exploit_error, mean_steps_success FROM agent_summary"
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -q

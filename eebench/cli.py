@@ -26,8 +26,7 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except InputError as exc:
-            for problem in exc.problems:
-                click.echo(f"error: {problem}", err=True)
+            _echo_problems("error", exc.problems)
             ctx.exit(2)
         except EebenchError as exc:
             click.echo(f"error: {exc}", err=True)
@@ -64,6 +63,17 @@ def main() -> None:
 
     Every option can also be set from the environment as EEBENCH_<COMMAND>_<OPTION>.
     """
+
+
+MAX_PROBLEM_LINES = 50
+
+
+def _echo_problems(label: str, problems: list[Any]) -> None:
+    """One line per problem on stderr; past MAX_PROBLEM_LINES, a count of the rest."""
+    for problem in problems[:MAX_PROBLEM_LINES]:
+        click.echo(f"{label}: {problem}", err=True)
+    if len(problems) > MAX_PROBLEM_LINES:
+        click.echo(f"{label}: ... and {len(problems) - MAX_PROBLEM_LINES} more", err=True)
 
 
 @contextlib.contextmanager
@@ -236,8 +246,7 @@ def grade(files: tuple[Path, ...], bench: Path, db: Path, workers: int, skip_inv
     with _progress(total, "grading") as update:
         report = grade_files(list(files), Bench(bench), db, workers=workers, skip_invalid=skip_invalid,
                              progress=update)
-    for problem in report.skipped:
-        click.echo(f"skipped: {problem}", err=True)
+    _echo_problems("skipped", report.skipped)
     rate = report.steps / report.seconds if report.seconds else 0.0
     click.echo(f"graded {report.trajectories} trajectories ({report.steps} steps) into {db} "
                f"in {report.seconds:.2f} s ({rate:,.0f} steps/s)"

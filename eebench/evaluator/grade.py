@@ -225,9 +225,14 @@ def _result(chunk: list[Record], future: concurrent.futures.Future) -> tuple[lis
 def grade_files(files: Sequence[Path], bench: Bench, db: Path, *, workers: int = 1, skip_invalid: bool = False,
                 progress: Callable[[int], None] | None = None) -> GradeReport:
     """Grade every trajectory of `files` into the DuckDB file `db`, in one transaction."""
+    given: dict[Path, Path] = {}
     for path in files:
         if not Path(path).is_file():
             raise InputError.at(str(path), "no such file")
+        resolved = Path(path).resolve()
+        if resolved in given:
+            raise InputError.at(str(path), f"is given twice (also as {given[resolved]})")
+        given[resolved] = Path(path)
     started = time.perf_counter()
     graded_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     Grader(bench, graded_at)  # fail early on a bad bench folder, before the database is touched
