@@ -49,7 +49,8 @@ def format_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str)
         return buffer.getvalue().rstrip("\n")
     cells = [[_cell(v) for v in row] for row in rows]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
-    numeric = [all(isinstance(row[i], (int, float)) or row[i] is None for row in rows) and rows
+    numeric = [bool(rows) and all(row[i] is None or (isinstance(row[i], (int, float)) and not isinstance(row[i], bool))
+                                  for row in rows)
                for i in range(len(columns))]
     def line(values: Sequence[str]) -> str:
         return "  ".join(v.rjust(w) if numeric[i] else v.ljust(w) for i, (v, w) in enumerate(zip(values, widths)))

@@ -1,0 +1,231 @@
+"""`eebench grade` and `eebench query`: DuckDB contents, replacement, atomicity, bad input, read-only SQL."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from eebench.evaluator.store import STEP_COLUMNS, TRAJECTORY_COLUMNS, VIEWS
+from eebench.instances import write_instances
+from tests.conftest import make_instance, write_jsonl
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# x: 0 1 2 3 4 5 6  -- P at the left end, the goal G at the right end needs P; the start in the middle
+CORRIDOR = dict(map_rows=["......."], start=[3, 0], nodes=[("P", [0, 0], []), ("G", [6, 0], [["P"]])],
+                goal="G", budget=30)
+SOLVE = ["left"] * 3 + ["right"] * 6
+
+
+def trajectory(traj_id: str, actions: list, instance: str = "t/corridor", **extra) -> dict:
+    return {"eebench": "trajectory/1", "id": traj_id, "instance": instance,
+            "agent": {"name": "agent-a", "model": "m1", "prompt": "base", "harness": None},
+            "steps": [{"action": a} for a in actions], **extra}
+
+
+@pytest.fixture
+def bench(tmp_path: Path) -> Path:
+    folder = tmp_path / "bench"
+    write_instances([make_instance(**CORRIDOR, instance_id="t/corridor"),
+                     make_instance(**{**CORRIDOR, "budget": 4}, instance_id="t/short")], folder, {"kind": "test"})
+    return folder
+
+
+def rows(db: Path, sql: str) -> list[tuple]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_grade_writes_the_documented_tables(cli, bench: Path, tmp_path: Path) -> None:
+    runs = write_jsonl(tmp_path / "runs.jsonl", [
+        trajectory("ok", SOLVE + ["up", "up"]),
+        trajectory("tokens", ["left", "bogus"], instance="t/short"),
+    ])
+    (tmp_path / "runs.jsonl").write_text(
+        (tmp_path / "runs.jsonl").read_text().replace('{"action": "bogus"}',
+                                                     '{"action": "bogus", "tokens_in": 7, "latency_ms": 1.5}'))
+    db = tmp_path / "r.duckdb"
+    result = cli("grade", runs, "--bench", bench, "--db", db)
+    assert re.match(r"graded 2 trajectories \(11 steps\) into .*r\.duckdb in", result.stdout)
+    assert [c[0] for c in rows(db, "DESCRIBE trajectories")] == [c.name for c in TRAJECTORY_COLUMNS]
+    assert [c[0] for c in rows(db, "DESCRIBE steps")] == [c.name for c in STEP_COLUMNS]
+    assert sorted(rows(db, "SELECT key, value FROM meta")) == [
+        ("eebench_version", "0.1.0"), ("metric_version", "park/1"), ("schema_version", "1")]
+    ok = rows(db, "SELECT success, end_reason, n_steps, ignored_actions, invalid_moves, explore_steps, "
+                  "exploit_steps, explore_errors, exploit_errors, exploit_error, budget, optimal_steps, "
+                  "nodes_achieved, cells_observed, agent_name, model, prompt, harness, tokens_in, source_line "
+                  "FROM trajectories WHERE trajectory_id = 'ok'")
+    # 3 left (new cells; P achieved), 3 right over observed cells toward the frontier, 3 right into new cells,
+    # the last achieving G. G is never seen before it is achieved, so it is never pending: all 9 steps are case
+    # 1 and the exploitation rate is NULL (no such step), not 0.
+    assert ok == [(True, "goal", 9, 2, 0, 9, 0, 0, 0, None, 30, 9, 2, 7, "agent-a", "m1", "base", None, None, 1)]
+    short = rows(db, "SELECT success, end_reason, n_steps, invalid_moves, explore_error, exploit_error, "
+                     "tokens_in, tokens_out, latency_ms FROM trajectories WHERE trajectory_id = 'tokens'")
+    assert short == [(False, "end_of_log", 2, 1, 0.5, None, 7, None, 1.5)]
+    steps = rows(db, "SELECT t, action, from_x, from_y, to_x, to_y, valid, case_id, n_targets, gain, progress, "
+                     "stale, error, explore_error, exploit_error FROM steps WHERE trajectory_id = 'tokens' ORDER BY t")
+    assert steps == [(0, "left", 3, 0, 2, 0, True, 1, 2, 1, 1, 0, 0, 0, 0),
+                     (1, "bogus", 2, 0, 2, 0, False, 1, 2, 0, 0, 0, 1, 1, 0)]
+    summary = rows(db, "SELECT agent_name, episodes, successes, success_rate, mean_steps_success "
+                       "FROM agent_summary")
+    assert summary == [("agent-a", 2, 1, 0.5, 9.0)]
+    assert {v for v in VIEWS} <= {r[0] for r in rows(db, "SELECT view_name FROM duckdb_views()")}
+
+
+def test_every_column_and_view_is_documented_in_the_readme() -> None:
+    readme = (ROOT / "README.md").read_text()
+    for column in (*TRAJECTORY_COLUMNS, *STEP_COLUMNS):
+        assert f"`{column.name}`" in readme, column.name
+    for view in VIEWS:
+        assert f"`{view}`" in readme, view
+
+
+def test_regrading_replaces_rows(cli, bench: Path, tmp_path: Path) -> None:
+    db = tmp_path / "r.duckdb"
+    first = write_jsonl(tmp_path / "a.jsonl", [trajectory("x", ["left"] * 5), trajectory("y", SOLVE)])
+    cli("grade", first, "--bench", bench, "--db", db)
+    again = write_jsonl(tmp_path / "b.jsonl", [trajectory("x", ["right"] * 2)])
+    cli("grade", again, "--bench", bench, "--db", db)
+    assert rows(db, "SELECT trajectory_id, n_steps FROM trajectories ORDER BY 1") == [("x", 2), ("y", 9)]
+    assert rows(db, "SELECT trajectory_id, count(*) FROM steps GROUP BY 1 ORDER BY 1") == [("x", 2), ("y", 9)]
+
+
+def test_a_failing_run_writes_nothing(cli, bench: Path, tmp_path: Path) -> None:
+    db = tmp_path / "r.duckdb"
+    cli("grade", write_jsonl(tmp_path / "a.jsonl", [trajectory("x", SOLVE)]), "--bench", bench, "--db", db)
+    before = db.read_bytes()
+    bad = write_jsonl(tmp_path / "b.jsonl", [trajectory("x", ["left"]), trajectory("z", ["up"], instance="nope")])
+    result = cli("grade", bad, "--bench", bench, "--db", db, code=2)
+    assert result.stderr.startswith(f"error: {bad}:2: instance: no instance 'nope'")
+    assert db.read_bytes() == before
+    fresh = tmp_path / "fresh.duckdb"
+    cli("grade", bad, "--bench", bench, "--db", fresh, code=2)
+    assert not fresh.exists()
+
+
+@pytest.mark.parametrize("line, message", [
+    ('{"eebench": "trajectory/1", "id": "a", "instance": "t/corridor", "steps": [{"action": "up"}',
+     r":1: malformed JSON: Expecting ',' delimiter"),
+    ('{"eebench": "trajectory/1", "id": "a", "instance": "t/corridor", "steps": [{"act": "up"}]}',
+     r":1: steps\[0\]\.action: missing required field"),
+    ('{"eebench": "trajectory/1", "id": "a", "steps": []}', r":1: instance: missing required field"),
+    ('{"eebench": "trajectory/9", "id": "a", "instance": "t/corridor", "steps": []}',
+     r":1: eebench: trajectory/9 is newer than this eebench reads \(trajectory/1\); upgrade eebench"),
+    ('{"eebench": "instance/1", "id": "a"}', r":1: eebench: expected trajectory/1, found instance/1"),
+    ('{"eebench": "trajectory/1", "id": "a", "instance": "t/corrido", "steps": []}',
+     r":1: instance: no instance 't/corrido' under .*bench \(did you mean 't/corridor'\?\)"),
+    ('{"eebench": "trajectory/1", "id": "a", "instance": "t/corridor", "steps": [{"action": 3}]}',
+     r":1: steps\[0\]\.action: expected a string or null, found an integer"),
+    ('{"eebench": "trajectory/1", "id": "a", "instance": "t/corridor", "instance_sha256": "' + "0" * 64 +
+     '", "steps": []}', r":1: instance_sha256: the log was played in instance 000000000000\.\.\., but 't/corridor'"),
+    ('{"eebench": "trajectory/1", "id": "a", "instance": "t/corridor", "env": "logged", "steps": []}',
+     r":1: env: 'logged' trajectories are kept as text and not graded by replay"),
+    ('[1, 2]', r":1: expected a trajectory object, found a list"),
+])
+def test_bad_input_is_one_line_exit_2(cli, bench: Path, tmp_path: Path, line: str, message: str) -> None:
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(line + "\n")
+    result = cli("grade", runs, "--bench", bench, "--db", tmp_path / "r.duckdb", code=2)
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert re.match(rf"error: {re.escape(str(runs))}{message}", result.stderr), result.stderr
+    assert not (tmp_path / "r.duckdb").exists()
+
+
+def test_non_utf8_line(cli, bench: Path, tmp_path: Path) -> None:
+    runs = tmp_path / "runs.jsonl"
+    runs.write_bytes(json.dumps(trajectory("a", ["up"])).encode() + b"\n" + b'{"id": "\xff"}\n')
+    result = cli("grade", runs, "--bench", bench, "--db", tmp_path / "r.duckdb", code=2)
+    assert result.stderr == f"error: {runs}:2: not UTF-8 text (byte 0xff)\n"
+
+
+def test_matching_instance_sha256_is_accepted(cli, bench: Path, tmp_path: Path) -> None:
+    index = json.loads((bench / "index.json").read_text())
+    sha = next(e["sha256"] for e in index["instances"] if e["id"] == "t/corridor")
+    runs = write_jsonl(tmp_path / "r.jsonl", [trajectory("a", SOLVE, instance_sha256=sha)])
+    cli("grade", runs, "--bench", bench, "--db", tmp_path / "r.duckdb")
+    assert rows(tmp_path / "r.duckdb", "SELECT instance_sha256 FROM trajectories") == [(sha,)]
+
+
+def test_skip_invalid_grades_the_rest_and_lists_the_skipped(cli, bench: Path, tmp_path: Path) -> None:
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("\n".join([json.dumps(trajectory("a", SOLVE)), "{not json", json.dumps(trajectory("b", [])),
+                               json.dumps(trajectory("a", ["up"])), ""]))
+    db = tmp_path / "r.duckdb"
+    result = cli("grade", runs, "--bench", bench, "--db", db, "--skip-invalid")
+    assert result.stderr.splitlines() == [
+        f"skipped: {runs}:2: malformed JSON: Expecting property name enclosed in double quotes (column 2)",
+        f"skipped: {runs}:4: id: trajectory id 'a' was already read at {runs}:1; ids must be unique",
+    ]
+    assert "graded 2 trajectories (9 steps)" in result.stdout and "skipped 2" in result.stdout
+    assert rows(db, "SELECT trajectory_id, n_steps FROM trajectories ORDER BY 1") == [("a", 9), ("b", 0)]
+
+
+def test_duplicate_ids_and_files(cli, bench: Path, tmp_path: Path) -> None:
+    a = write_jsonl(tmp_path / "a.jsonl", [trajectory("same", ["up"])])
+    b = write_jsonl(tmp_path / "b.jsonl", [trajectory("same", ["down"])])
+    result = cli("grade", a, b, "--bench", bench, "--db", tmp_path / "r.duckdb", code=2)
+    assert result.stderr == f"error: {b}:1: id: trajectory id 'same' was already read at {a}:1; ids must be unique\n"
+    result = cli("grade", a, a, "--bench", bench, "--db", tmp_path / "r.duckdb", code=2)
+    assert result.stderr == f"error: {a}: is given twice (also as {a})\n"
+
+
+def test_workers_give_the_same_results(cli, bench: Path, tmp_path: Path) -> None:
+    words = ["left", "right", "up", "down", "noop"]
+    runs = write_jsonl(tmp_path / "runs.jsonl", [
+        trajectory(f"r{i}", [words[(i * 7 + k * 3) % 5] for k in range(i % 40)],
+                   instance="t/corridor" if i % 3 else "t/short") for i in range(600)])
+    one, two = tmp_path / "one.duckdb", tmp_path / "two.duckdb"
+    cli("grade", runs, "--bench", bench, "--db", one)
+    cli("grade", runs, "--bench", bench, "--db", two, "--workers", "2")
+    steps = "SELECT * FROM steps ORDER BY trajectory_id, t"
+    trajectories = "SELECT * EXCLUDE (graded_at) FROM trajectories ORDER BY trajectory_id"
+    assert rows(one, steps) == rows(two, steps) and len(rows(one, steps)) > 5000
+    assert rows(one, trajectories) == rows(two, trajectories)
+
+
+def test_a_newer_results_schema_is_refused(cli, bench: Path, tmp_path: Path) -> None:
+    db = tmp_path / "r.duckdb"
+    runs = write_jsonl(tmp_path / "r.jsonl", [trajectory("a", SOLVE)])
+    cli("grade", runs, "--bench", bench, "--db", db)
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    con.close()
+    result = cli("grade", runs, "--bench", bench, "--db", db, code=2)
+    assert result.stderr == (f"error: {db}: results schema version 99 is newer than this eebench writes (1); "
+                             "upgrade eebench\n")
+    not_db = tmp_path / "notes.txt"
+    not_db.write_text("hello")
+    result = cli("grade", runs, "--bench", bench, "--db", not_db, code=2)
+    assert result.stderr.startswith(f"error: {not_db}: cannot open as a DuckDB database")
+
+
+def test_query_formats_and_read_only(cli, bench: Path, tmp_path: Path) -> None:
+    db = tmp_path / "r.duckdb"
+    cli("grade", write_jsonl(tmp_path / "r.jsonl", [trajectory("a", SOLVE)]), "--bench", bench, "--db", db)
+    sql = "SELECT trajectory_id, success, n_steps, explore_error FROM trajectories"
+    assert cli("query", sql, "--db", db).stdout.splitlines() == [
+        "trajectory_id  success  n_steps  explore_error", "-------------  -------  -------  -------------",
+        "a              True           9              0", "(1 row)"]
+    assert cli("query", sql, "--db", db, "--format", "csv").stdout == \
+        "trajectory_id,success,n_steps,explore_error\na,True,9,0.0\n"
+    assert json.loads(cli("query", sql, "--db", db, "--format", "json").stdout) == [
+        {"trajectory_id": "a", "success": True, "n_steps": 9, "explore_error": 0.0}]
+    before = db.read_bytes()
+    for statement, kind in [("DELETE FROM steps", "DELETE"), (f"COPY steps TO '{tmp_path / 'x.csv'}'", "COPY"),
+                            ("ATTACH 'other.duckdb'", "ATTACH"), ("SELECT 1; DROP TABLE steps", "DROP"),
+                            ("CREATE TABLE x (a INT)", "CREATE")]:
+        result = cli("query", statement, "--db", db, code=2)
+        assert result.stderr.startswith(f"error: SQL: {kind} statements are refused: `eebench query` is read-only")
+    assert db.read_bytes() == before and not (tmp_path / "x.csv").exists()
+    assert cli("query", "SELEC 1", "--db", db, code=2).stderr.startswith("error: SQL: Parser Error")
+    assert cli("query", "SELECT nope FROM steps", "--db", db, code=2).stderr.startswith("error: SQL: Binder Error")
+    missing = tmp_path / "missing.duckdb"
+    assert cli("query", "SELECT 1", "--db", missing, code=2).stderr == \
+        f"error: {missing}: no such database (run `eebench grade ... --db` first)\n"
