@@ -13,8 +13,8 @@ import multiprocessing
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Sequence
-from itertools import chain
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from eebench import __version__
 from eebench.errors import InputError, Problem
 from eebench.evaluator.park import METRIC_VERSION, ParkTables, Replay, error_counts, replay, step_columns
 from eebench.evaluator.store import Batch, ResultStore
-from eebench.instances import InstanceLibrary
+from eebench.instances import InstanceLibrary, LoadedInstance
 from eebench.trajectories import AGENT_LABELS, Record, check_trajectory, parse_record, read_raw_records
 
 CHUNK_RECORDS = 256      # records graded together (and shipped to a worker at once)
@@ -60,7 +60,7 @@ class Grader:
         self._tables: OrderedDict[str, ParkTables] = OrderedDict()
         self._cache_size = cache_size
 
-    def tables(self, instance_id: str) -> tuple[ParkTables, str, Any]:
+    def tables(self, instance_id: str) -> tuple[ParkTables, LoadedInstance]:
         loaded = self.library.get(instance_id)
         tables = self._tables.get(instance_id)
         if tables is None:
@@ -70,7 +70,7 @@ class Grader:
                 self._tables.popitem(last=False)
         else:
             self._tables.move_to_end(instance_id)
-        return tables, loaded.sha256, loaded.instance
+        return tables, loaded
 
     def grade_chunk(self, records: Sequence[Record], skip_invalid: bool) -> tuple[Batch, list[Problem]]:
         """Grade a chunk; a bad record raises InputError, or is listed as skipped with `skip_invalid`."""
@@ -110,11 +110,12 @@ class Grader:
                                                         "graded by replay; expected 'grid_dag'"))
         instance_id = doc["instance"]
         try:
-            tables, sha, instance = self.tables(instance_id)
+            tables, loaded = self.tables(instance_id)
         except InputError as exc:
             if self.library.path_for(instance_id) is None:  # unknown id: locate the reference in the log
                 raise InputError(Problem(file, line, "instance", str(exc.problems[0]))) from None
             raise
+        instance, sha = loaded.instance, loaded.sha256
         expected = self.bench.instances.get(instance_id) if self.bench.instances else sha
         claimed = doc.get("instance_sha256")
         if claimed is not None and claimed != expected:
