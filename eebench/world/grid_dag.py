@@ -20,8 +20,10 @@ _ACTION_INDEX = {name: i for i, name in enumerate(ACTIONS)}
 
 def parse_action(word: Any) -> int | None:
     """Index of a move word (case and surrounding spaces ignored), or None for anything else."""
+    if not isinstance(word, str):  # None, numbers, lists (some unhashable): never a move
+        return None
     index = _ACTION_INDEX.get(word)
-    if index is None and isinstance(word, str):
+    if index is None:
         index = _ACTION_INDEX.get(word.strip().lower())
     return index
 
