@@ -135,7 +135,9 @@ def document_kind(document: dict[str, Any], file: str, *, line: int | None = Non
 def expect_kind(document: dict[str, Any], file: str, kind: str, *, line: int | None = None) -> int:
     found, version = document_kind(document, file, line=line)
     if found != kind:
-        raise InputError.at(file, f"expected a {kind} document, found {found}/{version}", line=line, field="eebench")
+        article = "an" if kind[0] in "aeiou" else "a"
+        raise InputError.at(file, f"expected {article} {kind} document, found {found}/{version}", line=line,
+                            field="eebench")
     return version
 
 

@@ -37,6 +37,8 @@ def check_instance_document(doc: dict[str, Any], file: str) -> GridDagInstance:
     """Kind, schema and world rules of an instance document; every problem found is reported at once."""
     expect_kind(doc, file, "instance")
     env = doc.get("env")
+    if "env" not in doc:
+        raise InputError.at(file, f"missing required field (expected {one_of(ENVS)})", field="env")
     if env not in ENVS:
         hint = did_you_mean(env, ENVS) if isinstance(env, str) else ""
         raise InputError.at(file, f"expected one of {one_of(ENVS)}, found {env!r}{hint}", field="env")
