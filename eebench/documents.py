@@ -244,10 +244,11 @@ def _explain(error: jsonschema.ValidationError) -> list[tuple[str, str]]:
 
 
 def schema_problems(document: Any, schema: str, file: str, *, line: int | None = None) -> list[Problem]:
-    problems: list[Problem] = []
+    problems: dict[Problem, None] = {}  # ordered and without repeats: jsonschema raises one `required` error
+    # per missing field, and each is explained by naming every missing field of its object
     for error in sorted(_validator(schema).iter_errors(document), key=lambda e: [str(p) for p in e.absolute_path]):
-        problems.extend(Problem(file, line, where or None, why) for where, why in _explain(error))
-    return problems
+        problems.update((Problem(file, line, where or None, why), None) for where, why in _explain(error))
+    return list(problems)
 
 
 def validate_schema(document: Any, schema: str, file: str, *, line: int | None = None) -> None:
