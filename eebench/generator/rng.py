@@ -43,8 +43,8 @@ class StableRng:
 
     def below(self, n: int) -> int:
         """Uniform integer in [0, n), by rejection so that no value is favoured."""
-        if n <= 0:
-            raise ValueError("below() needs n >= 1")
+        if not 1 <= n <= _TWO_64:  # above 2**64 the rejection limit below is 0 and nothing is ever accepted
+            raise ValueError(f"below() needs 1 <= n <= 2**64, found {n}")
         limit = _TWO_64 - _TWO_64 % n
         while True:
             word = self._u64()
