@@ -194,6 +194,8 @@ def play(target: Path, agent: str, seed: int, out: Path, observations: bool) -> 
 
     library = InstanceLibrary(target)
     ids = library.ids()
+    if library.unreadable:  # a malformed file among the instances is bad input, not something to skip quietly
+        raise InputError(library.unreadable)
     if not ids:
         raise InputError.at(str(target), "holds no instance files")
     steps = 0

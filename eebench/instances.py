@@ -103,12 +103,17 @@ class InstanceLibrary:
         self._cache: OrderedDict[str, LoadedInstance] = OrderedDict()
         self._cache_size = cache_size
         self._paths: dict[str, Path] | None = None
+        self.unreadable: list[Problem] = []  # files of the folder that are not JSON or YAML mappings, skipped
 
     def _listed(self) -> dict[str, Path]:
         """id -> path from index files and, failing those, from reading every instance file."""
         if self._paths is not None:
             return self._paths
         paths: dict[str, Path] = {}
+        if self.root.is_file() and self.root.name not in (INDEX_FILE, "manifest.json"):
+            # one file named on purpose: whatever is wrong with it is the answer, not "no instances here"
+            self._paths = {check_instance_document(load_document(self.root), str(self.root)).id: self.root}
+            return self._paths
         if self.root.is_file():
             files = [self.root]
         else:
@@ -125,9 +130,11 @@ class InstanceLibrary:
                 continue
             try:
                 doc = load_document(file)
-            except InputError:
+            except InputError as exc:
+                self.unreadable.extend(p for p in exc.problems if isinstance(p, Problem))
                 continue
-            if doc.get("eebench", "").startswith("instance/") and isinstance(doc.get("id"), str):
+            tag = doc.get("eebench")
+            if isinstance(tag, str) and tag.startswith("instance/") and isinstance(doc.get("id"), str):
                 paths.setdefault(doc["id"], file)
         self._paths = paths
         return paths
