@@ -27,10 +27,11 @@ class Record(NamedTuple):
     in_list: bool = False  # one item of a .json list: fields are named "[index].field"
 
 
-def read_records(path: Path | str) -> Iterator[Record]:
+def read_records(path: Path | str, errors: list[Problem] | None = None) -> Iterator[Record]:
     """Stream JSON values: one per non-blank line of a .jsonl file, or the object (or list) of a .json file.
 
-    Lines are parsed one at a time, so memory does not grow with the file.
+    Lines are parsed one at a time, so memory does not grow with the file. A line that is not JSON raises
+    InputError, or, when an `errors` list is given, is added to it and skipped so the rest can still be read.
     """
     path = Path(path)
     file = str(path)
@@ -54,12 +55,19 @@ def read_records(path: Path | str) -> Iterator[Record]:
             if not raw.strip():
                 continue
             try:
-                value = json.loads(raw)
-            except UnicodeDecodeError:
-                decode_utf8(raw, file, line=number)
-                raise
-            except json.JSONDecodeError as exc:
-                raise InputError.at(file, f"malformed JSON: {exc.msg} (column {exc.colno})", line=number) from None
+                try:
+                    value = json.loads(raw)
+                except UnicodeDecodeError:
+                    decode_utf8(raw, file, line=number)
+                    raise
+                except json.JSONDecodeError as exc:
+                    raise InputError.at(file, f"malformed JSON: {exc.msg} (column {exc.colno})",
+                                        line=number) from None
+            except InputError as exc:
+                if errors is None:
+                    raise
+                errors.extend(p for p in exc.problems if isinstance(p, Problem))
+                continue
             yield Record(file, number, index, value)
             index += 1
 
