@@ -259,11 +259,31 @@ def validate_schema(document: Any, schema: str, file: str, *, line: int | None =
 
 # -- writing ----------------------------------------------------------------------------------------
 
+def _make_folders(folder: Path) -> list[Path]:
+    """Create `folder` and any missing parents; return the ones created, deepest first (to undo on failure)."""
+    created = []
+    missing = folder
+    while not missing.exists():
+        created.append(missing)
+        missing = missing.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    return created
+
+
+def _remove_folders(created: list[Path]) -> None:
+    for folder in created:
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # only if still empty
+
+
 @contextlib.contextmanager
 def atomic_file(path: Path | str, mode: str = "w") -> Iterator[IO[Any]]:
-    """Write a file through a temporary sibling, renamed into place only if the block succeeds."""
+    """Write a file through a temporary sibling, renamed into place only if the block succeeds.
+
+    Folders created for it are removed again when the block fails, so a failed run leaves nothing behind.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    created = _make_folders(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8", "newline": "\n"})) as handle:
@@ -273,12 +293,13 @@ def atomic_file(path: Path | str, mode: str = "w") -> Iterator[IO[Any]]:
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        _remove_folders(created)
         raise
 
 
 @contextlib.contextmanager
 def atomic_directory(dest: Path | str, *, marker: str) -> Iterator[Path]:
-    """Fill a temporary folder, then swap it in for `dest`.
+    """Fill a temporary folder, then swap it in for `dest` (missing parents made for it go again on failure).
 
     `dest` may be missing, empty, or an earlier output of eebench (it holds `marker`); anything else is
     refused, so a typo in --out never deletes somebody's data.
@@ -290,7 +311,7 @@ def atomic_directory(dest: Path | str, *, marker: str) -> Iterator[Path]:
         if any(dest.iterdir()) and not (dest / marker).exists():
             raise InputError.at(str(dest), f"exists and is not an eebench output folder (no {marker}); "
                                            "choose an empty or new folder")
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    created = _make_folders(dest.parent)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
     try:
         yield tmp
@@ -304,4 +325,5 @@ def atomic_directory(dest: Path | str, *, marker: str) -> Iterator[Path]:
             os.replace(tmp, dest)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        _remove_folders(created)
         raise
