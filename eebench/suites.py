@@ -195,13 +195,13 @@ def resolve_spec(spec: str, seeds: list[int] | None = None) -> Suite:
     """A suite from a file path or a shipped name (suite or preset); presets are generated at `seeds` ([0])."""
     path = Path(spec)
     if path.is_file():
-        kind, _ = document_kind(load_document(path), spec)
+        kind, version = document_kind(load_document(path), spec)
         if kind == "suite":
             _no_seeds(seeds, spec)
             return load_suite(path)
         if kind == "generator":
             return presets_suite(load_presets(path), seeds or [0])
-        raise InputError.at(spec, f"expected a suite or generator spec, found a {kind} document", field="eebench")
+        raise InputError.at(spec, f"expected a suite or generator spec, found {kind}/{version}", field="eebench")
     if spec in shipped_suites():
         _no_seeds(seeds, spec)
         return load_suite(shipped_suites()[spec])
