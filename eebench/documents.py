@@ -235,12 +235,33 @@ def _explain(error: jsonschema.ValidationError) -> list[tuple[str, str]]:
     if kind in ("minItems", "maxItems"):
         word = "at least" if kind == "minItems" else "at most"
         return [(here, f"expected {word} {value} item(s), found {len(instance)}")]
+    if kind == "uniqueItems":
+        return [(here, f"expected distinct items, found {_short(instance)}")]
     if kind == "minLength":
         return [(here, "expected a non-empty string")]
     if kind in ("anyOf", "oneOf") and error.context:
-        best = jsonschema.exceptions.best_match(error.context)
-        return _explain(best)
+        return [pair for e in _meant_branch(error) for pair in _explain(e)]
     return [(here, error.message)]
+
+
+def _meant_branch(error: jsonschema.ValidationError) -> list[jsonschema.ValidationError]:
+    """The errors of the oneOf/anyOf branch the value was most likely written for.
+
+    That is the branch whose complaints lie deepest: a suite member {presets: [...], seeds: [-1]} was meant as a
+    presets member (its only error is inside seeds), not as an instance member (missing `instance`, two unknown
+    keys). jsonschema's best_match prefers the shallow errors, i.e. the wrong branch here.
+    """
+    branches: dict[Any, list[jsonschema.ValidationError]] = {}
+    for sub in error.context or []:
+        branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+    depth = len(error.absolute_path)
+
+    def at_top(errors: list[jsonschema.ValidationError]) -> tuple[int, int, int]:
+        top = [e for e in errors if len(e.absolute_path) == depth]
+        wrong_shape = sum(e.validator in ("type", "const", "enum", "required", "additionalProperties") for e in top)
+        return wrong_shape, len(top), len(errors)
+
+    return min(branches.values(), key=at_top)  # ties: the first branch, in schema order
 
 
 def schema_problems(document: Any, schema: str, file: str, *, line: int | None = None) -> list[Problem]:
