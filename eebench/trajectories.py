@@ -56,7 +56,8 @@ def read_records(path: Path | str, errors: list[Problem] | None = None) -> Itera
                 continue
             try:
                 try:
-                    value = json.loads(raw)
+                    # without its line break, so an error at the end of the line gets its own column, not "1"
+                    value = json.loads(raw.rstrip(b"\r\n"))
                 except UnicodeDecodeError:
                     decode_utf8(raw, file, line=number)
                     raise
