@@ -209,11 +209,13 @@ def edited(**changes: Any) -> dict[str, Any]:
     (edited(id="a b"), "id: expected an id of letters, digits, '.', '_', '-' in '/'-separated parts "
                        "(e.g. 'park2026-main/low-small/seed-0'), found \"a b\""),
     (edited(nodes=[]), "nodes: expected at least 1 item(s), found 0"),
-    (edited(names="semantc"), "names: expected one of symbolic, semantic, found \"semantc\" (did you mean 'semantic'?)"),
+    (edited(names="semantc"),
+     "names: expected one of symbolic, semantic, found \"semantc\" (did you mean 'semantic'?)"),
     (edited(meta=[]), "meta: expected object, found a list []"),
     (edited(env="grid-dag"), "env: expected one of grid_dag, found 'grid-dag' (did you mean 'grid_dag'?)"),
     (edited(env=KeyError), "env: missing required field (expected grid_dag)"),
-    (edited(eebench="instance/2"), "eebench: instance/2 is newer than this eebench reads (instance/1); upgrade eebench"),
+    (edited(eebench="instance/2"),
+     "eebench: instance/2 is newer than this eebench reads (instance/1); upgrade eebench"),
     (edited(eebench="instance/0"), "eebench: there is no version 0 of instance"),
     (edited(eebench="instanse/1"), "eebench: unknown document kind 'instanse' (did you mean 'instance'?); "
                                    "known: generator, index, instance, manifest, suite or trajectory"),
@@ -227,11 +229,13 @@ def test_schema_and_version_problems(doc: dict[str, Any], line: str) -> None:
 
 
 @pytest.mark.parametrize("node, line", [
-    ({"id": "G", "pos": [3, 1], "requires": [["A"]], "requirs": []}, "nodes[1].requirs: unknown field (did you mean 'requires'?)"),
+    ({"id": "G", "pos": [3, 1], "requires": [["A"]], "requirs": []},
+     "nodes[1].requirs: unknown field (did you mean 'requires'?)"),
     ({"id": "G", "pos": [3, 1]}, "nodes[1].requires: missing required field"),
     ({"id": "G", "pos": [3, 1], "requires": [[]]}, "nodes[1].requires[0]: expected at least 1 item(s), found 0"),
     ({"id": "G", "pos": [3, 1], "requires": "A"}, 'nodes[1].requires: expected array, found a string "A"'),
-    ({"id": "G", "pos": [3, 1], "requires": [["A", 3]]}, "nodes[1].requires[0][1]: expected string, found an integer 3"),
+    ({"id": "G", "pos": [3, 1], "requires": [["A", 3]]},
+     "nodes[1].requires[0][1]: expected string, found an integer 3"),
     ({"id": "", "pos": [3, 1], "requires": []}, "nodes[1].id: expected a non-empty string"),
 ])
 def test_schema_problems_inside_nodes(node: dict[str, Any], line: str) -> None:
