@@ -14,7 +14,7 @@ from benchmarks import Result, peak_rss_mb
 
 
 def _modules(selected: list[str]) -> list[str]:
-    names = sorted(m.name for m in pkgutil.iter_modules([str(Path(benchmarks.__file__).parent))
+    names = sorted(m.name for m in pkgutil.iter_modules([str(Path(benchmarks.__file__).parent)])
                    if m.name.startswith("bench_"))
     return [n for n in names if not selected or n.removeprefix("bench_") in selected or n in selected]
 
