@@ -264,10 +264,15 @@ def _meant_branch(error: jsonschema.ValidationError) -> list[jsonschema.Validati
     return min(branches.values(), key=at_top)  # ties: the first branch, in schema order
 
 
+def _path_order(error: jsonschema.ValidationError) -> list[tuple[int, str]]:
+    """Errors in document order: list indices as numbers (map[2] before map[10]), keys by name."""
+    return [(p, "") if isinstance(p, int) else (-1, str(p)) for p in error.absolute_path]
+
+
 def schema_problems(document: Any, schema: str, file: str, *, line: int | None = None) -> list[Problem]:
     problems: dict[Problem, None] = {}  # ordered and without repeats: jsonschema raises one `required` error
     # per missing field, and each is explained by naming every missing field of its object
-    for error in sorted(_validator(schema).iter_errors(document), key=lambda e: [str(p) for p in e.absolute_path]):
+    for error in sorted(_validator(schema).iter_errors(document), key=_path_order):
         problems.update((Problem(file, line, where or None, why), None) for where, why in _explain(error))
     return list(problems)
 
