@@ -371,6 +371,8 @@ presets:
   odd: {dag: {n_nodes: 4, option_count_probs: {1: 0.5, 2: 0.4}}, map: {density: 0.5, corridor_width: [3, 1]}}
   both: {dag: {n_nodes: 4}, map: {density: 0.5, size: [4, 4], corridor_width: [1, 1]}}
   few: {dag: {n_nodes: 4}, map: {density: 0.5, corridor_width: [1, 1]}, names: [a, b]}
+  far: {dag: {n_nodes: 8}, map: {density: 0.0004, corridor_width: [1, 1]}}
+  flat: {dag: {n_nodes: 64}, map: {density: 0.1, aspect_ratio: 100, corridor_width: [1, 1]}}
   typo: {dag: {n_nodes: 4, n_node: 3}, map: {density: 0.5, corridor_width: [1, 1]}}
 """, "utf-8")
     assert_errors(cli("generate", spec, "--out", tmp_path / "o", code=None),
@@ -382,7 +384,11 @@ presets:
                   f"{spec}: presets.odd.dag.option_count_probs: probabilities sum to 0.9, expected 1",
                   f"{spec}: presets.odd.map.corridor_width: min 3 is larger than max 1",
                   f"{spec}: presets.both.map: give exactly one of density (the size follows) or size [width, height]",
-                  f"{spec}: presets.few.names: 2 semantic names for 4 nodes")
+                  f"{spec}: presets.few.names: 2 semantic names for 4 nodes",
+                  f"{spec}: presets.far.map: a 142x141 map is larger than an instance may be (100x100); raise the "
+                  "density or bring the aspect ratio closer to 1",
+                  f"{spec}: presets.flat.map: a 214x3 map is larger than an instance may be (100x100); raise the "
+                  "density or bring the aspect ratio closer to 1")
     assert not (tmp_path / "o").exists()
 
 

@@ -245,6 +245,18 @@ def test_schema_problems_inside_nodes(node: dict[str, Any], line: str) -> None:
         check(doc)
 
 
+def test_schema_problems_come_in_document_order() -> None:
+    doc = instance_doc(["..."] * 12, [0, 0], [("G", [1, 1], [])], "G")
+    for y in (2, 10, 11):
+        doc["map"][y] = "..x"
+    doc["bugdet"] = 1
+    row = "expected a map row of '.' (free) and '#' (obstacle), 1 to 100 long, found \"..x\""
+    with pytest.raises(InputError, match=problems(
+            "x.json: bugdet: unknown field (did you mean 'budget'?)",
+            f"x.json: map[2]: {row}", f"x.json: map[10]: {row}", f"x.json: map[11]: {row}")):
+        check(doc)
+
+
 def test_schema_problems_come_before_semantic_checks() -> None:
     doc = base()
     doc["budget"] = 0
@@ -315,9 +327,29 @@ def test_the_library_finds_instances_by_id(tmp_path: Path) -> None:
     write_json(tmp_path / "loose/elsewhere.json", instance_doc(["..."], [0, 0], [("G", [2, 0], [])], "G",
                                                                instance_id="hand/made"))
     write_json(tmp_path / "loose/notes.json", {"not": "an instance"})
+    write_json(tmp_path / "loose/odd.json", {"eebench": 5})  # not a kind tag at all: skipped, not a crash
+    write_json(tmp_path / "loose/odder.json", {"eebench": None, "id": "x"})
     library = InstanceLibrary(tmp_path)
     assert library.ids() == ["hand/made", "s/a"]
     assert library.get("s/a").instance == a
     assert library.get("hand/made").file == str(tmp_path / "loose/elsewhere.json")
     with pytest.raises(InputError, match=problems(f"no instance 's/b' under {tmp_path} (did you mean 's/a'?)")):
         library.get("s/b")
+    assert library.unreadable == []
+
+
+def test_the_library_keeps_the_files_it_could_not_read(tmp_path: Path) -> None:
+    write_json(tmp_path / "a.json", instance_doc(["..."], [0, 0], [("G", [2, 0], [])], "G", instance_id="a"))
+    (tmp_path / "b.json").write_text('{"eebench": ', "utf-8")
+    library = InstanceLibrary(tmp_path)
+    assert library.ids() == ["a"]
+    assert [str(p) for p in library.unreadable] == [
+        f"{tmp_path / 'b.json'}:1: malformed JSON: Expecting value (column 13)"]
+
+
+def test_a_library_of_one_file_reports_what_is_wrong_with_it(tmp_path: Path) -> None:
+    path = write_json(tmp_path / "a.json", {"eebench": "suite/1", "name": "s", "members": []})
+    with pytest.raises(InputError, match=problems(f"{path}: eebench: expected an instance document, found suite/1")):
+        InstanceLibrary(path).ids()
+    good = write_json(tmp_path / "g.json", base())
+    assert InstanceLibrary(good).ids() == ["test/tiny"]
