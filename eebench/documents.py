@@ -285,14 +285,22 @@ def validate_schema(document: Any, schema: str, file: str, *, line: int | None =
 
 # -- writing ----------------------------------------------------------------------------------------
 
-def _make_folders(folder: Path) -> list[Path]:
-    """Create `folder` and any missing parents; return the ones created, deepest first (to undo on failure)."""
+def _make_folders(folder: Path, target: Path) -> list[Path]:
+    """Create `folder` and any missing parents; return the ones created, deepest first (to undo on failure).
+
+    A folder that cannot be made (no permission, a file in the way, a read-only disk) is bad output input: an
+    InputError naming `target`, the path the user gave.
+    """
     created = []
     missing = folder
     while not missing.exists():
         created.append(missing)
         missing = missing.parent
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        _remove_folders(created)
+        raise InputError.at(str(target), f"cannot write: {exc.strerror}") from None
     return created
 
 
@@ -309,8 +317,12 @@ def atomic_file(path: Path | str, mode: str = "w") -> Iterator[IO[Any]]:
     Folders created for it are removed again when the block fails, so a failed run leaves nothing behind.
     """
     path = Path(path)
-    created = _make_folders(path.parent)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    created = _make_folders(path.parent, path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        _remove_folders(created)
+        raise InputError.at(str(path), f"cannot write: {exc.strerror}") from None
     try:
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8", "newline": "\n"})) as handle:
             yield handle
@@ -337,8 +349,12 @@ def atomic_directory(dest: Path | str, *, marker: str) -> Iterator[Path]:
         if any(dest.iterdir()) and not (dest / marker).exists():
             raise InputError.at(str(dest), f"exists and is not an eebench output folder (no {marker}); "
                                            "choose an empty or new folder")
-    created = _make_folders(dest.parent)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
+    created = _make_folders(dest.parent, dest)
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
+    except OSError as exc:
+        _remove_folders(created)
+        raise InputError.at(str(dest), f"cannot write: {exc.strerror}") from None
     try:
         yield tmp
         os.chmod(tmp, 0o755)
