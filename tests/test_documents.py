@@ -193,3 +193,16 @@ def test_atomic_directory_refuses_what_it_did_not_write(tmp_path: Path) -> None:
     with atomic_directory(tmp_path / "empty", marker="index.json") as tmp:  # an empty folder is fine
         (tmp / "index.json").write_text("1", "utf-8")
     assert (tmp_path / "empty/index.json").is_file()
+
+
+def test_an_output_path_that_cannot_be_made_is_bad_input(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x", "utf-8")
+    blocked = tmp_path / "file/sub/out.jsonl"  # a file stands where a folder should be made
+    # the reason is the OS's words (e.g. "Not a directory" or "File exists"): one line, no traceback
+    with pytest.raises(InputError, match="^" + re.escape(f"{blocked}: cannot write: ") + r"[A-Z][^\n]+$"):
+        with atomic_file(blocked):
+            pass
+    with pytest.raises(InputError, match="^" + re.escape(f"{tmp_path / 'file/out'}: cannot write: ") + r"[A-Z][^\n]+$"):
+        with atomic_directory(tmp_path / "file/out", marker="index.json"):
+            pass
+    assert [p.name for p in tmp_path.iterdir()] == ["file"]
