@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -15,10 +16,11 @@ from eebench.generator.dag import sample_dag
 from eebench.generator.params import parse_preset, preset_problems
 from eebench.generator.rng import StableRng
 from eebench.instances import check_instance_document
+from eebench.suites import shipped_presets
 from eebench.world import GridDagWorld, parse_action
 from eebench.world.planning import shortest_completion
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @st.composite
@@ -127,7 +129,7 @@ def test_generated_instances_keep_every_promise(doc: dict[str, Any], seed: int) 
     assert len(trajectory["steps"]) == shortest_completion(world).cost <= instance.budget
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(n_nodes=st.integers(15, 40), seed=st.integers(0, 10 ** 6), width=st.sampled_from([[1, 1], [1, 3], [2, 3]]))
 def test_large_dags_beyond_the_exact_planner_still_fit_their_budget(n_nodes: int, seed: int, width: list[int]) -> None:
     # above 14 nodes the planner (and so the oracle and the generator's budget check) is greedy
@@ -160,3 +162,16 @@ def test_the_dag_and_names_do_not_depend_on_the_map_knobs(doc: dict[str, Any], s
     a = generate_instance(parse_preset("p", doc), seed, "p/x")
     b = generate_instance(parse_preset("p", other), seed, "p/x")
     assert [(node.id, node.requires) for node in a.nodes] == [(node.id, node.requires) for node in b.nodes]
+
+
+@pytest.mark.slow
+def test_every_shipped_preset_at_200_seeds_validates_and_the_oracle_solves_it() -> None:
+    for name, preset in shipped_presets().items():
+        for seed in range(200):
+            instance = generate_instance(preset, seed, f"{name}/seed-{seed}")
+            check_instance_document(instance.to_document(), "generated")
+            world = GridDagWorld(instance)
+            state = world.initial_state()
+            for step in play_episode(instance, "oracle", seed)["steps"]:
+                state = world.step(state, parse_action(step["action"])).state
+            assert world.goal_achieved(state) and state.t <= instance.budget, instance.id

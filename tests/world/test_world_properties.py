@@ -22,7 +22,7 @@ def shipped() -> tuple[GridDagInstance, ...]:
 words = st.one_of(st.sampled_from(ACTIONS), st.sampled_from(["UP", " left", "jump", "", "stay"]), st.none())
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(index=st.integers(0, 34), actions=st.lists(words, max_size=120))
 def test_the_world_keeps_its_invariants(index: int, actions: list[str | None]) -> None:
     world = GridDagWorld(shipped()[index])
@@ -76,7 +76,7 @@ def test_the_env_and_the_world_agree(index: int, actions: list[str]) -> None:
             break
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(index=st.integers(0, 34), seed=st.integers(0, 1000))
 def test_frontier_memory_is_exactly_what_the_paper_calls_observed_and_unobserved(index: int, seed: int) -> None:
     instance = shipped()[index]
