@@ -218,9 +218,13 @@ def schema(kind: str) -> None:
     Env-specific kinds take the env after a dot (instance.grid_dag); 'instance' and 'generator' alone mean
     the grid_dag ones.
     """
-    from eebench.documents import load_schema
+    from eebench.documents import load_schema, schema_names
+    from eebench.errors import did_you_mean, one_of
 
     aliases = {"instance": "instance.grid_dag", "generator": "generator.grid_dag"}
+    names = [*aliases, *schema_names()]
+    if kind not in names:  # suggest among the short names too: 'instanse' is meant as 'instance'
+        raise InputError(f"unknown schema {kind!r}{did_you_mean(kind, names)}; known: {one_of(names)}")
     click.echo(json.dumps(load_schema(aliases.get(kind, kind)), indent=2))
 
 
