@@ -78,10 +78,11 @@ def test_schema_prints_each_kind(cli: Any, kind: str, schema_id: str) -> None:
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
 
 
-def test_schema_of_an_unknown_kind(cli: Any) -> None:
-    assert_errors(cli("schema", "trajectoy", code=None),
-                  "unknown schema 'trajectoy' (did you mean 'trajectory'?); "
-                  "known: generator.grid_dag, index, instance.grid_dag, suite or trajectory")
+@pytest.mark.parametrize("kind, close", [("trajectoy", "trajectory"), ("instanse", "instance")])
+def test_schema_of_an_unknown_kind(cli: Any, kind: str, close: str) -> None:
+    assert_errors(cli("schema", kind, code=None),
+                  f"unknown schema {kind!r} (did you mean {close!r}?); "
+                  "known: generator, generator.grid_dag, index, instance, instance.grid_dag, suite or trajectory")
 
 
 def test_an_unknown_command_suggests_a_close_one(cli: Any) -> None:
