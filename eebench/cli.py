@@ -204,6 +204,8 @@ def play(target: Path, agent: str, seed: int, out: Path, observations: bool) -> 
 
     library = InstanceLibrary(target)
     ids = library.ids()
+    if library.unreadable:  # a malformed file among the instances is bad input, not something to skip quietly
+        raise InputError(library.unreadable)
     if not ids:
         raise InputError.at(str(target), "holds no instance files")
     steps = 0
@@ -284,9 +286,13 @@ def schema(kind: str) -> None:
     Env-specific kinds take the env after a dot (instance.grid_dag); 'instance' and 'generator' alone mean
     the grid_dag ones.
     """
-    from eebench.documents import load_schema
+    from eebench.documents import load_schema, schema_names
+    from eebench.errors import did_you_mean, one_of
 
     aliases = {"instance": "instance.grid_dag", "generator": "generator.grid_dag"}
+    names = [*aliases, *schema_names()]
+    if kind not in names:  # suggest among the short names too: 'instanse' is meant as 'instance'
+        raise InputError(f"unknown schema {kind!r}{did_you_mean(kind, names)}; known: {one_of(names)}")
     click.echo(json.dumps(load_schema(aliases.get(kind, kind)), indent=2))
 
 

@@ -135,7 +135,9 @@ def document_kind(document: dict[str, Any], file: str, *, line: int | None = Non
 def expect_kind(document: dict[str, Any], file: str, kind: str, *, line: int | None = None) -> int:
     found, version = document_kind(document, file, line=line)
     if found != kind:
-        raise InputError.at(file, f"expected a {kind} document, found {found}/{version}", line=line, field="eebench")
+        article = "an" if kind[0] in "aeiou" else "a"
+        raise InputError.at(file, f"expected {article} {kind} document, found {found}/{version}", line=line,
+                            field="eebench")
     return version
 
 
@@ -233,19 +235,46 @@ def _explain(error: jsonschema.ValidationError) -> list[tuple[str, str]]:
     if kind in ("minItems", "maxItems"):
         word = "at least" if kind == "minItems" else "at most"
         return [(here, f"expected {word} {value} item(s), found {len(instance)}")]
+    if kind == "uniqueItems":
+        return [(here, f"expected distinct items, found {_short(instance)}")]
     if kind == "minLength":
         return [(here, "expected a non-empty string")]
     if kind in ("anyOf", "oneOf") and error.context:
-        best = jsonschema.exceptions.best_match(error.context)
-        return _explain(best)
+        return [pair for e in _meant_branch(error) for pair in _explain(e)]
     return [(here, error.message)]
 
 
+def _meant_branch(error: jsonschema.ValidationError) -> list[jsonschema.ValidationError]:
+    """The errors of the oneOf/anyOf branch the value was most likely written for.
+
+    That is the branch whose complaints lie deepest: a suite member {presets: [...], seeds: [-1]} was meant as a
+    presets member (its only error is inside seeds), not as an instance member (missing `instance`, two unknown
+    keys). jsonschema's best_match prefers the shallow errors, i.e. the wrong branch here.
+    """
+    branches: dict[Any, list[jsonschema.ValidationError]] = {}
+    for sub in error.context or []:
+        branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+    depth = len(error.absolute_path)
+
+    def at_top(errors: list[jsonschema.ValidationError]) -> tuple[int, int, int]:
+        top = [e for e in errors if len(e.absolute_path) == depth]
+        wrong_shape = sum(e.validator in ("type", "const", "enum", "required", "additionalProperties") for e in top)
+        return wrong_shape, len(top), len(errors)
+
+    return min(branches.values(), key=at_top)  # ties: the first branch, in schema order
+
+
+def _path_order(error: jsonschema.ValidationError) -> list[tuple[int, str]]:
+    """Errors in document order: list indices as numbers (map[2] before map[10]), keys by name."""
+    return [(p, "") if isinstance(p, int) else (-1, str(p)) for p in error.absolute_path]
+
+
 def schema_problems(document: Any, schema: str, file: str, *, line: int | None = None) -> list[Problem]:
-    problems: list[Problem] = []
-    for error in sorted(_validator(schema).iter_errors(document), key=lambda e: [str(p) for p in e.absolute_path]):
-        problems.extend(Problem(file, line, where or None, why) for where, why in _explain(error))
-    return problems
+    problems: dict[Problem, None] = {}  # ordered and without repeats: jsonschema raises one `required` error
+    # per missing field, and each is explained by naming every missing field of its object
+    for error in sorted(_validator(schema).iter_errors(document), key=_path_order):
+        problems.update((Problem(file, line, where or None, why), None) for where, why in _explain(error))
+    return list(problems)
 
 
 def validate_schema(document: Any, schema: str, file: str, *, line: int | None = None) -> None:
@@ -256,12 +285,44 @@ def validate_schema(document: Any, schema: str, file: str, *, line: int | None =
 
 # -- writing ----------------------------------------------------------------------------------------
 
+def _make_folders(folder: Path, target: Path) -> list[Path]:
+    """Create `folder` and any missing parents; return the ones created, deepest first (to undo on failure).
+
+    A folder that cannot be made (no permission, a file in the way, a read-only disk) is bad output input: an
+    InputError naming `target`, the path the user gave.
+    """
+    created = []
+    missing = folder
+    while not missing.exists():
+        created.append(missing)
+        missing = missing.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        _remove_folders(created)
+        raise InputError.at(str(target), f"cannot write: {exc.strerror}") from None
+    return created
+
+
+def _remove_folders(created: list[Path]) -> None:
+    for folder in created:
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # only if still empty
+
+
 @contextlib.contextmanager
 def atomic_file(path: Path | str, mode: str = "w") -> Iterator[IO[Any]]:
-    """Write a file through a temporary sibling, renamed into place only if the block succeeds."""
+    """Write a file through a temporary sibling, renamed into place only if the block succeeds.
+
+    Folders created for it are removed again when the block fails, so a failed run leaves nothing behind.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    created = _make_folders(path.parent, path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        _remove_folders(created)
+        raise InputError.at(str(path), f"cannot write: {exc.strerror}") from None
     try:
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8", "newline": "\n"})) as handle:
             yield handle
@@ -270,12 +331,13 @@ def atomic_file(path: Path | str, mode: str = "w") -> Iterator[IO[Any]]:
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        _remove_folders(created)
         raise
 
 
 @contextlib.contextmanager
 def atomic_directory(dest: Path | str, *, marker: str) -> Iterator[Path]:
-    """Fill a temporary folder, then swap it in for `dest`.
+    """Fill a temporary folder, then swap it in for `dest` (missing parents made for it go again on failure).
 
     `dest` may be missing, empty, or an earlier output of eebench (it holds `marker`); anything else is
     refused, so a typo in --out never deletes somebody's data.
@@ -287,8 +349,12 @@ def atomic_directory(dest: Path | str, *, marker: str) -> Iterator[Path]:
         if any(dest.iterdir()) and not (dest / marker).exists():
             raise InputError.at(str(dest), f"exists and is not an eebench output folder (no {marker}); "
                                            "choose an empty or new folder")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
+    created = _make_folders(dest.parent, dest)
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
+    except OSError as exc:
+        _remove_folders(created)
+        raise InputError.at(str(dest), f"cannot write: {exc.strerror}") from None
     try:
         yield tmp
         os.chmod(tmp, 0o755)
@@ -301,4 +367,5 @@ def atomic_directory(dest: Path | str, *, marker: str) -> Iterator[Path]:
             os.replace(tmp, dest)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        _remove_folders(created)
         raise

@@ -37,6 +37,8 @@ def check_instance_document(doc: dict[str, Any], file: str) -> GridDagInstance:
     """Kind, schema and world rules of an instance document; every problem found is reported at once."""
     expect_kind(doc, file, "instance")
     env = doc.get("env")
+    if "env" not in doc:
+        raise InputError.at(file, f"missing required field (expected {one_of(ENVS)})", field="env")
     if env not in ENVS:
         hint = did_you_mean(env, ENVS) if isinstance(env, str) else ""
         raise InputError.at(file, f"expected one of {one_of(ENVS)}, found {env!r}{hint}", field="env")
@@ -101,12 +103,17 @@ class InstanceLibrary:
         self._cache: OrderedDict[str, LoadedInstance] = OrderedDict()
         self._cache_size = cache_size
         self._paths: dict[str, Path] | None = None
+        self.unreadable: list[Problem] = []  # files of the folder that are not JSON or YAML mappings, skipped
 
     def _listed(self) -> dict[str, Path]:
         """id -> path from index files and, failing those, from reading every instance file."""
         if self._paths is not None:
             return self._paths
         paths: dict[str, Path] = {}
+        if self.root.is_file() and self.root.name not in (INDEX_FILE, "manifest.json"):
+            # one file named on purpose: whatever is wrong with it is the answer, not "no instances here"
+            self._paths = {check_instance_document(load_document(self.root), str(self.root)).id: self.root}
+            return self._paths
         if self.root.is_file():
             files = [self.root]
         else:
@@ -123,9 +130,11 @@ class InstanceLibrary:
                 continue
             try:
                 doc = load_document(file)
-            except InputError:
+            except InputError as exc:
+                self.unreadable.extend(p for p in exc.problems if isinstance(p, Problem))
                 continue
-            if doc.get("eebench", "").startswith("instance/") and isinstance(doc.get("id"), str):
+            tag = doc.get("eebench")
+            if isinstance(tag, str) and tag.startswith("instance/") and isinstance(doc.get("id"), str):
                 paths.setdefault(doc["id"], file)
         self._paths = paths
         return paths

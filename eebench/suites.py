@@ -83,6 +83,13 @@ class InstanceMember:
     path: Path
     variants: tuple[str, ...] | None
 
+    @property
+    def base_name(self) -> str:
+        """The member's part of instance ids: 'custom-201' for 'pasta/custom-201' and for 'maps/custom-201.yaml'."""
+        last = self.name.rsplit("/", 1)[-1]
+        stem, dot, suffix = last.rpartition(".")
+        return stem if dot and stem and f".{suffix.lower()}" in (".json", ".yaml", ".yml") else last
+
 
 @dataclass(frozen=True)
 class Suite:
@@ -102,7 +109,7 @@ class Suite:
             if isinstance(member, PresetMember):
                 ids += [f"{self._prefix()}{p}/seed-{s}" for p in member.presets for s in member.seeds]
             else:
-                base = f"{self._prefix()}{member.name.rsplit('/', 1)[-1]}"
+                base = f"{self._prefix()}{member.base_name}"
                 ids += [f"{base}/{v}" for v in member.variants] if member.variants else [base]
         return ids
 
@@ -121,7 +128,7 @@ class Suite:
 
     def _hand_made(self, member: InstanceMember) -> Iterator[GridDagInstance]:
         written = load_instance(member.path).instance
-        base = f"{self._prefix()}{member.name.rsplit('/', 1)[-1]}"
+        base = f"{self._prefix()}{member.base_name}"
         for variant in member.variants or (None,):
             instance_id = f"{base}/{variant}" if variant else base
             if variant == "symbolic":
@@ -188,13 +195,13 @@ def resolve_spec(spec: str, seeds: list[int] | None = None) -> Suite:
     """A suite from a file path or a shipped name (suite or preset); presets are generated at `seeds` ([0])."""
     path = Path(spec)
     if path.is_file():
-        kind, _ = document_kind(load_document(path), spec)
+        kind, version = document_kind(load_document(path), spec)
         if kind == "suite":
             _no_seeds(seeds, spec)
             return load_suite(path)
         if kind == "generator":
             return presets_suite(load_presets(path), seeds or [0])
-        raise InputError.at(spec, f"expected a suite or generator spec, found a {kind} document", field="eebench")
+        raise InputError.at(spec, f"expected a suite or generator spec, found {kind}/{version}", field="eebench")
     if spec in shipped_suites():
         _no_seeds(seeds, spec)
         return load_suite(shipped_suites()[spec])

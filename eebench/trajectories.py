@@ -62,7 +62,8 @@ def parse_record(record: Record) -> Record:
     if not isinstance(record.value, bytes):
         return record
     try:
-        return record._replace(value=json.loads(record.value))
+        # without its line break, so an error at the end of the line gets its own column, not "1"
+        return record._replace(value=json.loads(record.value.rstrip(b"\r\n")))
     except UnicodeDecodeError:
         decode_utf8(record.value, record.file, line=record.line)
         raise
@@ -70,10 +71,21 @@ def parse_record(record: Record) -> Record:
         raise InputError.at(record.file, f"malformed JSON: {exc.msg} (column {exc.colno})", line=record.line) from None
 
 
-def read_records(path: Path | str) -> Iterator[Record]:
-    """Stream parsed JSON values: one per non-blank line of a .jsonl file, or the value(s) of a .json file."""
+def read_records(path: Path | str, errors: list[Problem] | None = None) -> Iterator[Record]:
+    """Stream parsed JSON values: one per non-blank line of a .jsonl file, or the value(s) of a .json file.
+
+    A line that is not JSON raises InputError, or, when an `errors` list is given, is added to it and skipped so
+    the rest can still be read.
+    """
     for record in read_raw_records(path):
-        yield parse_record(record)
+        try:
+            parsed = parse_record(record)
+        except InputError as exc:
+            if errors is None:
+                raise
+            errors.extend(p for p in exc.problems if isinstance(p, Problem))
+            continue
+        yield parsed
 
 
 def check_trajectory(record: Record) -> dict[str, Any]:

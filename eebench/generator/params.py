@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 Probs = tuple[tuple[int, float], ...]
+MAX_SIDE = 100  # the widest and tallest map an instance may have (instance.grid_dag.json: map rows and items)
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,10 @@ def preset_problems(name: str, doc: dict[str, Any]) -> list[tuple[str, str]]:
         if width * height < preset.dag.n_nodes + 1:
             problems.append((f"{name}.map", f"a {width}x{height} map cannot hold {preset.dag.n_nodes} nodes and the "
                                             "start on distinct cells"))
+        elif width > MAX_SIDE or height > MAX_SIDE:
+            problems.append((f"{name}.map", f"a {width}x{height} map is larger than an instance may be "
+                                            f"({MAX_SIDE}x{MAX_SIDE}); raise the density or bring the aspect "
+                                            "ratio closer to 1"))
     return problems
 
 

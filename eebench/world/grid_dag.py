@@ -20,8 +20,10 @@ ACTION_INDEX = {name: i for i, name in enumerate(ACTIONS)}  # the canonical word
 
 def parse_action(word: Any) -> int | None:
     """Index of a move word (case and surrounding spaces ignored), or None for anything else."""
+    if not isinstance(word, str):  # None, numbers, lists (some unhashable): never a move
+        return None
     index = ACTION_INDEX.get(word)
-    if index is None and isinstance(word, str):
+    if index is None:
         index = ACTION_INDEX.get(word.strip().lower())
     return index
 
@@ -178,24 +180,26 @@ def semantic_problems(doc: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _find_cycle(parents: dict[str, set[str]]) -> list[str]:
-    state: dict[str, int] = {}
-    stack: list[str] = []
-
-    def visit(u: str) -> list[str]:
-        state[u] = 1
-        stack.append(u)
-        for p in sorted(parents[u]):
-            if state.get(p) == 1:
-                return stack[stack.index(p):] + [p]
-            if p not in state and (found := visit(p)):
-                return found
-        stack.pop()
-        state[u] = 2
-        return []
-
-    for u in sorted(parents):
-        if u not in state and (found := visit(u)):
-            return found
+    """One cycle as [u, ..., u], or []: a depth-first search with its own stack (chains may be long)."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    for root in sorted(parents):
+        if root in state:
+            continue
+        state[root] = 1
+        path = [root]
+        stack = [iter(sorted(parents[root]))]
+        while stack:
+            for p in stack[-1]:
+                if state.get(p) == 1:
+                    return path[path.index(p):] + [p]
+                if p not in state:
+                    state[p] = 1
+                    path.append(p)
+                    stack.append(iter(sorted(parents[p])))
+                    break
+            else:
+                stack.pop()
+                state[path.pop()] = 2
     return []
 
 

@@ -1,0 +1,126 @@
+"""Same spec and seed, same bytes: golden sha256 digests of generated instances, in this process and in fresh ones
+with other hash seeds.
+
+The golden instances were checked by eye when they were pinned (`eebench show`): e.g. low-small/seed-0 is a 7 x 6
+map (ceil(4 / 0.1) = 40 cells) with 25 free cells and budget 75, its corridors 2-3 wide; high-large/seed-2 is
+5 x 4 (20 cells for 8 nodes at density 0.4) with 17 free cells and budget 51, and its node 2SXQ has the OR
+prerequisite (K190 and F8HJ) or (1SHM and F8HJ). A change to these digests changes what every published result
+was measured on: bump `GENERATOR` and say so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eebench.documents import canonical_json, sha256_hex
+from eebench.generator.instances import GENERATOR
+from eebench.suites import resolve_spec
+
+BAKERY = """\
+eebench: generator/1
+env: grid_dag
+presets:
+  bakery:
+    dag: {n_nodes: 5, option_count_probs: {1: 0.5, 2: 0.5}, dependency_count_probs: {1: 0.5, 2: 0.5}}
+    map: {density: 0.2, corridor_width: [1, 2], aspect_ratio: 1.5}
+    names: [Flour, Eggs, Milk, Butter, Sugar, Salt, Dough, Batter]
+"""
+
+GOLDEN = {
+    # (spec, seeds) -> {instance id: sha256 of its canonical JSON}
+    ("park2026-main", None): {
+        "park2026-main/low-small/seed-0": "eed3dee8e60cb5abf98d2edf9fd874c0b6fa9feddc61849561a4b6b3f58f81c3",
+        "park2026-main/medium-medium/seed-1": "815ce6e4c1264b4253258da66bca3ca957261a4eaf2be1ca5938239a267733eb",
+        "park2026-main/high-large/seed-2": "c2e2d820a8ea6208ad7d7ef94860a45a41292a5889ae79264ade5902bf2d852e",
+    },
+    ("park2026-8x8", None): {
+        "park2026-8x8/8x8-medium-medium/seed-1": "0a45d7cce09674666389353ebda11cc53894f9a12c72872853d88d8d537b4a30",
+    },
+    ("park2026-pasta", None): {
+        "park2026-pasta/custom-202/semantic": "5694f3a69b1c6ea3b4283d0db68dd9d1292d50fea7575d7c6fc4826f8fcf129b",
+        "park2026-pasta/custom-202/symbolic": "83f3bac63dbe59a62ccd2285c23a5e8df6f5d607c25ba529a14f5a35f9b37957",
+    },
+    ("BAKERY", (2,)): {
+        "bakery/seed-2": "63cbff3543ccfbfae9d6bc03ede8bd8324ef930f90d8f68f3f0781dfa8dc4e1c",
+    },
+}
+
+# sha256 over "<id> <sha256>\n" of every instance of a whole shipped suite, in suite order
+GOLDEN_SUITES = {
+    "park2026-main": "1ec20d41c4f726044e9dbb28dba29117ac4c6caeb4a4bce535f20c1e4acddb21",
+    "park2026-8x8": "d029ddf31449f0e85a29a7f0536a58c4825af72efa181056e19a7bdcb67379f9",
+    "park2026-pasta": "c553223dd23d3403a2a5d1fd8075b25dce544e75b6810c72e5da060c6038a7bf",
+}
+
+# Computes the same digests from scratch; run in fresh interpreters with other PYTHONHASHSEEDs.
+SCRIPT = """
+import hashlib, json, sys
+from eebench.documents import sha256_hex
+from eebench.suites import resolve_spec
+out = {}
+for spec, seeds in json.loads(sys.argv[1]):
+    digests = [(i.id, sha256_hex(i.to_document())) for i in resolve_spec(spec, seeds).instances()]
+    out[spec] = [hashlib.sha256("".join(f"{a} {b}\\n" for a, b in digests).encode()).hexdigest(), dict(digests)]
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def bakery(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("specs") / "bakery.yaml"
+    path.write_text(BAKERY, "utf-8")
+    return path
+
+
+def spec_path(spec: str, bakery: Path) -> str:
+    return str(bakery) if spec == "BAKERY" else spec
+
+
+def listing_digest(pairs: list[tuple[str, str]]) -> str:
+    return hashlib.sha256("".join(f"{a} {b}\n" for a, b in pairs).encode()).hexdigest()
+
+
+def test_the_generator_version_is_the_one_the_goldens_were_made_with() -> None:
+    assert GENERATOR == "grid_dag/1"
+
+
+@pytest.mark.parametrize("spec, seeds", list(GOLDEN))
+def test_golden_instances(spec: str, seeds: tuple[int, ...] | None, bakery: Path) -> None:
+    produced = {i.id: i for i in resolve_spec(spec_path(spec, bakery), list(seeds) if seeds else None).instances()}
+    for instance_id, digest in GOLDEN[(spec, seeds)].items():
+        document = produced[instance_id].to_document()
+        assert sha256_hex(document) == digest == hashlib.sha256(canonical_json(document)).hexdigest()
+
+
+@pytest.mark.parametrize("suite", GOLDEN_SUITES)
+def test_golden_suites(suite: str) -> None:
+    pairs = [(i.id, sha256_hex(i.to_document())) for i in resolve_spec(suite).instances()]
+    assert listing_digest(pairs) == GOLDEN_SUITES[suite]
+
+
+def test_canonical_json_is_sorted_compact_utf8() -> None:
+    assert canonical_json({"b": [1, 2.5], "a": "Tomato Pâte", "c": {"z": None, "y": True}}) == \
+        '{"a":"Tomato Pâte","b":[1,2.5],"c":{"y":true,"z":null}}'.encode()
+    with pytest.raises(ValueError):
+        canonical_json({"x": float("nan")})
+
+
+@pytest.mark.parametrize("hash_seed", ["0", "4242"])
+def test_fresh_processes_with_other_hash_seeds_make_the_same_bytes(hash_seed: str, bakery: Path) -> None:
+    jobs = [[spec_path(spec, bakery), list(seeds) if seeds else None] for spec, seeds in GOLDEN]
+    env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(jobs)], capture_output=True, text=True, env=env,
+                          check=True)
+    out = json.loads(proc.stdout)
+    for (spec, seeds), golden in GOLDEN.items():
+        digests = out[spec_path(spec, bakery)][1]
+        assert {k: digests[k] for k in golden} == golden
+    for suite, digest in GOLDEN_SUITES.items():
+        assert out[suite][0] == digest

@@ -1,0 +1,471 @@
+"""The eebench command line: every command on good input, and on bad input one `error:` line per problem, exit code 2,
+no traceback and nothing half-written."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eebench.cli import main
+from eebench.documents import canonical_json, load_document, sha256_hex
+from eebench.suites import resolve_spec
+from tests.conftest import instance_doc, write_json, write_jsonl
+
+LOW_SMALL_0 = "eed3dee8e60cb5abf98d2edf9fd874c0b6fa9feddc61849561a4b6b3f58f81c3"  # tests/generator/test_determinism.py
+
+SUITE = """\
+eebench: suite/1
+name: mine
+description: a user suite with an inline preset, a shipped preset and two hand-made instances
+members:
+  - {presets: [tiny, high-small], seeds: [0, 1]}
+  - {instance: pasta/custom-201, variants: [semantic, symbolic]}
+  - {instance: hand.yaml}
+presets:
+  tiny: {dag: {n_nodes: 3}, map: {size: [5, 5], corridor_width: [1, 1]}}
+"""
+
+GENERATOR = """\
+eebench: generator/1
+env: grid_dag
+presets:
+  tiny: {dag: {n_nodes: 3}, map: {size: [5, 5], corridor_width: [1, 1]}}
+  wide: {dag: {n_nodes: 5, option_count_probs: {1: 0.5, 2: 0.5}}, map: {density: 0.2, corridor_width: [2, 2]}}
+"""
+
+
+def tiny_doc(**changes: Any) -> dict[str, Any]:
+    doc = instance_doc(["....", "...."], [0, 0], [("A", [1, 0], []), ("G", [3, 1], [["A"]])], "G",
+                       instance_id="hand/tiny")
+    doc.update(changes)
+    return doc
+
+
+def assert_errors(result: Any, *lines: str) -> None:
+    """Exit code 2, nothing on stdout, and exactly these problems on stderr, one `error: ` line each."""
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    assert result.stderr == "".join(f"error: {line}\n" for line in lines)
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+# -- list, schema ------------------------------------------------------------------------------------
+
+def test_list_shows_suites_presets_and_hand_made_instances(cli: Any) -> None:
+    out = cli("list").stdout.splitlines()
+    assert out[0] == "suites (eebench generate NAME --out DIR):"
+    assert "  park2026-main        27 instances  Park et al. (2026) main suite" in out
+    assert "  park2026-pasta        8 instances  Park et al. (2026) Appendix E" in out
+    assert "  high-large         8 nodes, density 0.4, corridors 1 wide" in out
+    assert "  8x8-medium-small   4 nodes, 8x8, corridors 1-3 wide" in out
+    assert out[-4:] == [f"  pasta/custom-20{i}" for i in range(1, 5)]
+
+
+@pytest.mark.parametrize("kind, schema_id", [
+    ("instance", "instance.grid_dag"), ("instance.grid_dag", "instance.grid_dag"), ("generator", "generator.grid_dag"),
+    ("suite", "suite"), ("trajectory", "trajectory"), ("index", "index"),
+])
+def test_schema_prints_each_kind(cli: Any, kind: str, schema_id: str) -> None:
+    schema = json.loads(cli("schema", kind).stdout)
+    assert schema["$id"] == f"https://eebench.org/schemas/{schema_id}.json"
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+
+
+@pytest.mark.parametrize("kind, close", [("trajectoy", "trajectory"), ("instanse", "instance")])
+def test_schema_of_an_unknown_kind(cli: Any, kind: str, close: str) -> None:
+    assert_errors(cli("schema", kind, code=None),
+                  f"unknown schema {kind!r} (did you mean {close!r}?); "
+                  "known: generator, generator.grid_dag, index, instance, instance.grid_dag, suite or trajectory")
+
+
+def test_an_unknown_command_suggests_a_close_one(cli: Any) -> None:
+    result = cli("generat", code=2)
+    assert "Error: no command 'generat' (did you mean 'generate'?); see `eebench --help`" in result.stderr
+
+
+# -- generate ----------------------------------------------------------------------------------------
+
+def test_generate_a_shipped_suite(cli: Any, tmp_path: Path) -> None:
+    out = tmp_path / "bench"
+    result = cli("generate", "park2026-main", "--out", out)
+    assert result.stdout == f"wrote 27 instances to {out}/ (listed in {out}/index.json)\n" and result.stderr == ""
+    index = json.loads((out / "index.json").read_text("utf-8"))
+    assert index["eebench"] == "index/1" and len(index["instances"]) == 27
+    assert index["source"]["kind"] == "suite" and index["source"]["name"] == "park2026-main"
+    for entry in index["instances"]:
+        data = (out / entry["path"]).read_bytes()
+        # the file is its own canonical JSON, so sha256sum of the file is the instance's digest
+        assert hashlib.sha256(data).hexdigest() == entry["sha256"] == sha256_hex(json.loads(data))
+        assert data == canonical_json(json.loads(data))
+    assert hashlib.sha256((out / "park2026-main/low-small/seed-0.json").read_bytes()).hexdigest() == LOW_SMALL_0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench"]  # no temporary folders left
+
+
+def test_generate_a_preset_at_seeds(cli: Any, tmp_path: Path) -> None:
+    out = tmp_path / "p"
+    cli("generate", "low-small", "--seeds", "0-2", "--out", out)
+    index = json.loads((out / "index.json").read_text("utf-8"))
+    assert [e["id"] for e in index["instances"]] == ["low-small/seed-0", "low-small/seed-1", "low-small/seed-2"]
+    assert index["source"]["kind"] == "presets" and index["source"]["seeds"] == [0, 1, 2]
+    # the same instance as in the suite but for its id
+    first = load_document(out / "low-small/seed-0.json")
+    suite_doc = next(iter(resolve_spec("park2026-main").instances())).to_document()
+    assert {**first, "id": suite_doc["id"]} == suite_doc
+
+
+def test_generate_seeds_lists_and_ranges(cli: Any, tmp_path: Path) -> None:
+    cli("generate", "high-small", "--seeds", " 4-5, 0,4", "--out", tmp_path / "o")
+    assert [e["id"] for e in json.loads((tmp_path / "o/index.json").read_text("utf-8"))["instances"]] == [
+        "high-small/seed-0", "high-small/seed-4", "high-small/seed-5"]
+
+
+def test_generate_defaults_to_seed_0_and_reads_the_environment(cli: Any, tmp_path: Path) -> None:
+    cli("generate", "high-small", "--out", tmp_path / "a")
+    assert (tmp_path / "a/high-small/seed-0.json").is_file()
+    result = cli.runner.invoke(main, ["generate", "high-small", "--out", str(tmp_path / "b")],
+                               env={"EEBENCH_GENERATE_SEEDS": "7"}, catch_exceptions=False)
+    assert result.exit_code == 0 and (tmp_path / "b/high-small/seed-7.json").is_file()
+
+
+def test_generate_a_user_suite_with_inline_presets(cli: Any, tmp_path: Path) -> None:
+    spec = tmp_path / "specs/mine.yaml"
+    spec.parent.mkdir()
+    spec.write_text(SUITE, "utf-8")
+    write_json(tmp_path / "specs/hand.yaml", tiny_doc())  # JSON is YAML: a hand-made instance beside the suite
+    out = tmp_path / "out"
+    assert cli("generate", spec, "--out", out).stdout.startswith("wrote 7 instances")
+    ids = [e["id"] for e in json.loads((out / "index.json").read_text("utf-8"))["instances"]]
+    assert ids == ["mine/tiny/seed-0", "mine/tiny/seed-1", "mine/high-small/seed-0", "mine/high-small/seed-1",
+                   "mine/custom-201/semantic", "mine/custom-201/symbolic", "mine/hand"]
+    tiny = load_document(out / "mine/tiny/seed-0.json")
+    assert (len(tiny["map"]), len(tiny["map"][0]), len(tiny["nodes"])) == (5, 5, 3)
+    semantic, symbolic = load_document(out / "mine/custom-201/semantic.json"), \
+        load_document(out / "mine/custom-201/symbolic.json")
+    assert semantic["map"] == symbolic["map"] and semantic["names"] == "semantic" and symbolic["names"] == "symbolic"
+    assert load_document(out / "mine/hand.json")["nodes"] == tiny_doc()["nodes"]
+
+
+def test_generate_a_generator_file(cli: Any, tmp_path: Path) -> None:
+    spec = tmp_path / "gen.yaml"
+    spec.write_text(GENERATOR, "utf-8")
+    cli("generate", spec, "--seeds", "0,3", "--out", tmp_path / "o")
+    index = json.loads((tmp_path / "o/index.json").read_text("utf-8"))
+    assert [e["id"] for e in index["instances"]] == ["tiny/seed-0", "tiny/seed-3", "wide/seed-0", "wide/seed-3"]
+    assert sorted(index["source"]["presets"]) == ["tiny", "wide"]
+
+
+def test_generate_twice_gives_the_same_bytes_and_replaces_its_earlier_output(cli: Any, tmp_path: Path) -> None:
+    cli("generate", "park2026-pasta", "--out", tmp_path / "a")
+    cli("generate", "park2026-pasta", "--out", tmp_path / "b")
+    assert tree(tmp_path / "a") == tree(tmp_path / "b")
+    cli("generate", "high-small", "--out", tmp_path / "a")
+    assert sorted(tree(tmp_path / "a")) == ["high-small/seed-0.json", "index.json"]
+
+
+# -- show --------------------------------------------------------------------------------------------
+
+def test_show_a_file_and_an_id_in_a_folder(cli: Any, tmp_path: Path) -> None:
+    file = write_json(tmp_path / "t.json", tiny_doc())
+    expected = ("hand/tiny: 4x2, budget 100, goal G\n"
+                "S a . .\n"
+                ". . . G\n"
+                "nodes:\n"
+                "  a A at [1, 0] requires none\n"
+                "  G G at [3, 1] requires A\n")
+    assert cli("show", file).stdout == expected
+    assert cli("show", "hand/tiny", "--bench", tmp_path).stdout == expected
+    cli("generate", "park2026-main", "--out", tmp_path / "g")
+    shown = cli("show", "park2026-main/low-small/seed-0", "--bench", tmp_path / "g").stdout.splitlines()
+    assert shown[:4] == ["park2026-main/low-small/seed-0: 7x6, budget 75, goal 0W4G",
+                         "# # # # # # #", "# # # # b . #", "# G . . . . #"]
+
+
+def test_show_an_unknown_id(cli: Any, tmp_path: Path) -> None:
+    cli("generate", "high-small", "--seeds", "0-1", "--out", tmp_path / "g")
+    assert_errors(cli("show", "high-small/seed-2", "--bench", tmp_path / "g", code=None),
+                  f"no instance 'high-small/seed-2' under {tmp_path / 'g'} (did you mean 'high-small/seed-1'?)")
+
+
+# -- play --------------------------------------------------------------------------------------------
+
+def test_play_a_folder(cli: Any, tmp_path: Path) -> None:
+    cli("generate", "park2026-pasta", "--out", tmp_path / "g")
+    out = tmp_path / "runs/oracle.jsonl"
+    result = cli("play", tmp_path / "g", "--agent", "oracle", "--seed", "1", "--out", out)
+    records = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+    steps = sum(len(r["steps"]) for r in records)
+    assert result.stdout == f"played oracle on 8 instances ({steps} steps) -> {out}\n"
+    index = {e["id"]: e["sha256"] for e in json.loads((tmp_path / "g/index.json").read_text("utf-8"))["instances"]}
+    assert [r["instance"] for r in records] == sorted(index)
+    assert all(r["instance_sha256"] == index[r["instance"]] for r in records)
+    assert all(r["id"] == f"oracle/seed-1/{r['instance']}" for r in records)
+    assert cli("validate", out).stdout == f"ok {out}: 8 trajectory/1 records\n"
+
+
+def test_play_a_single_file_with_observations(cli: Any, tmp_path: Path) -> None:
+    file = write_json(tmp_path / "t.json", tiny_doc())
+    out = tmp_path / "r.jsonl"
+    cli("play", file, "--agent", "frontier", "--out", out, "--observations")
+    (record,) = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+    assert record["instance"] == "hand/tiny" and record["instance_sha256"] == sha256_hex(tiny_doc())
+    assert all(step["observation"].startswith("You moved ") for step in record["steps"])
+
+
+@pytest.mark.parametrize("agent", ["random", "frontier", "oracle"])
+def test_play_is_deterministic_per_seed(cli: Any, tmp_path: Path, agent: str) -> None:
+    cli("generate", "park2026-8x8", "--out", tmp_path / "g")
+    for name in ("a", "b"):
+        cli("play", tmp_path / "g", "--agent", agent, "--seed", "3", "--out", tmp_path / f"{name}.jsonl")
+    assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
+
+
+# -- validate ----------------------------------------------------------------------------------------
+
+def test_validate_every_kind(cli: Any, tmp_path: Path) -> None:
+    cli("generate", "high-small", "--out", tmp_path / "g")
+    spec = tmp_path / "gen.yaml"
+    spec.write_text(GENERATOR, "utf-8")
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SUITE, "utf-8")
+    write_json(tmp_path / "hand.yaml", tiny_doc())
+    trajectory = {"eebench": "trajectory/1", "id": "r/1", "instance": "hand/tiny", "steps": [{"action": "up"}]}
+    files = [tmp_path / "g/high-small/seed-0.json", tmp_path / "hand.yaml", spec, suite, tmp_path / "g/index.json",
+             write_json(tmp_path / "one.json", trajectory), write_jsonl(tmp_path / "many.jsonl", [trajectory] * 3)]
+    assert cli("validate", *files).stdout.splitlines() == [
+        f"ok {files[0]}: instance/1 high-small/seed-0: 4x3, 4 nodes, budget 27",
+        f"ok {files[1]}: instance/1 hand/tiny: 4x2, 2 nodes, budget 100",
+        f"ok {files[2]}: generator/1: 2 presets (tiny, wide)",
+        f"ok {files[3]}: suite/1 mine: 7 instances",
+        f"ok {files[4]}: index/1",
+        f"ok {files[5]}: trajectory/1 r/1: 1 steps",
+        f"ok {files[6]}: 3 trajectory/1 records",
+    ]
+
+
+def test_validate_the_shipped_specs(cli: Any) -> None:
+    root = Path(__file__).parent.parent / "eebench/specs"
+    files = sorted(root.rglob("*.yaml"))
+    assert len(files) == 8
+    assert all(line.startswith("ok ") for line in cli("validate", *files).stdout.splitlines())
+
+
+def test_validate_reports_every_problem_of_every_file(cli: Any, tmp_path: Path) -> None:
+    good = write_json(tmp_path / "good.json", tiny_doc())
+    bad_instance = write_json(tmp_path / "bad.json", tiny_doc(budget=0, goal=7))
+    bad_lines = tmp_path / "runs.jsonl"
+    bad_lines.write_text(
+        '{"eebench": "trajectory/1", "id": "a", "instance": "b", "steps": [{"action": "up"}]}\n'
+        '{"eebench": "trajectory/2", "id": "a", "instance": "b", "steps": []}\n'
+        "\n"
+        '{"eebench": "trajectory/1", "id": "c", "steps": [{"action": 5}]}\n'
+        "{not json\n"
+        '{"eebench": "trajectory/1", "id": "d", "instance": "b", "steps": [{"action": "up", "tokens_in": -1}]}\n',
+        "utf-8")
+    result = cli("validate", good, bad_instance, bad_lines, code=2)
+    assert result.stdout == f"ok {good}: instance/1 hand/tiny: 4x2, 2 nodes, budget 100\n"
+    assert result.stderr == "".join(f"error: {line}\n" for line in [
+        f"{bad_instance}: budget: expected a number >= 1, found 0",
+        f"{bad_instance}: goal: expected string, found an integer 7",
+        f"{bad_lines}:2: eebench: trajectory/2 is newer than this eebench reads (trajectory/1); upgrade eebench",
+        f"{bad_lines}:4: instance: missing required field",
+        f"{bad_lines}:4: steps[0].action: expected string or null, found an integer 5",
+        f"{bad_lines}:5: malformed JSON: Expecting property name enclosed in double quotes (column 2)",
+        f"{bad_lines}:6: steps[0].tokens_in: expected a number >= 0, found -1",
+    ])
+
+
+# -- bad input ----------------------------------------------------------------------------------------
+
+def test_malformed_yaml_names_file_and_line(cli: Any, tmp_path: Path) -> None:
+    spec = tmp_path / "s.yaml"
+    spec.write_text("eebench: suite/1\nname: x\nmembers:\n  - {presets: [low-small], seeds: [0]\n", "utf-8")
+    for args in (["generate", spec, "--out", tmp_path / "o"], ["validate", spec]):
+        assert_errors(cli(*args, code=None), f"{spec}:5: malformed YAML: expected ',' or '}}', but got '<stream end>'")
+    assert not (tmp_path / "o").exists()
+
+
+def test_malformed_json_names_file_and_line(cli: Any, tmp_path: Path) -> None:
+    file = tmp_path / "t.json"
+    file.write_text('{"eebench": "instance/1",\n "id": 3,\n}', "utf-8")
+    line = f"{file}:3: malformed JSON: Expecting property name enclosed in double quotes (column 1)"
+    play = ["play", file, "--agent", "random", "--out", tmp_path / "r.jsonl"]
+    for args in (["validate", file], ["show", file], play):
+        assert_errors(cli(*args, code=None), line)
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_play_refuses_a_folder_with_a_malformed_file_and_writes_nothing(cli: Any, tmp_path: Path) -> None:
+    cli("generate", "high-small", "--out", tmp_path / "g")
+    (tmp_path / "g/broken.yaml").write_text("eebench: [\n", "utf-8")
+    out = tmp_path / "new/runs.jsonl"
+    assert_errors(cli("play", tmp_path / "g", "--agent", "oracle", "--out", out, code=None),
+                  f"{tmp_path / 'g/broken.yaml'}:2: malformed YAML: expected the node content, "
+                  "but found '<stream end>'")
+    assert not (tmp_path / "new").exists()
+
+
+def test_play_refuses_an_invalid_instance_in_a_folder_and_keeps_the_earlier_output(cli: Any, tmp_path: Path) -> None:
+    write_json(tmp_path / "g/a.json", tiny_doc(id="a/ok"))
+    write_json(tmp_path / "g/b.json", tiny_doc(id="b/bad", start=[3, 1]))
+    out = tmp_path / "runs.jsonl"
+    out.write_text("earlier\n", "utf-8")
+    assert_errors(cli("play", tmp_path / "g", "--agent", "oracle", "--out", out, code=None),
+                  f"{tmp_path / 'g/b.json'}: nodes[1].pos: [3, 1] is the start cell, which carries no node")
+    assert out.read_text("utf-8") == "earlier\n" and sorted(p.name for p in tmp_path.iterdir()) == ["g", "runs.jsonl"]
+
+
+@pytest.mark.parametrize("changes, lines", [
+    ({"budgte": 5}, ["{file}: budgte: unknown field (did you mean 'budget'?)"]),
+    ({"eebench": "instance/2"}, ["{file}: eebench: instance/2 is newer than this eebench reads (instance/1); "
+                                 "upgrade eebench"]),
+    ({"start": [1, 0]}, ["{file}: nodes[0].pos: [1, 0] is the start cell, which carries no node"]),
+    ({"goal": "A"}, ["{file}: nodes[1]: 'G' is a sink but not the goal; the goal must be the one sink",
+                     "{file}: goal: 'A' is required by ['G']; the goal must be a sink"]),
+])
+def test_schema_semantic_and_version_violations_in_instances(cli: Any, tmp_path: Path, changes: dict[str, Any],
+                                                             lines: list[str]) -> None:
+    file = write_json(tmp_path / "t.json", tiny_doc(**changes))
+    expected = [line.format(file=file) for line in lines]
+    assert_errors(cli("validate", file, code=None), *expected)
+    assert_errors(cli("show", file, code=None), *expected)
+    assert_errors(cli("play", file, "--agent", "oracle", "--out", tmp_path / "r.jsonl", code=None), *expected)
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+@pytest.mark.parametrize("spec, line", [
+    ("low-smal", "low-smal: no such file, shipped suite or preset (did you mean 'low-small'?) "
+                 "(`eebench list` shows them)"),
+    ("park2026-mian", "park2026-mian: no such file, shipped suite or preset (did you mean 'park2026-main'?) "
+                      "(`eebench list` shows them)"),
+])
+def test_unknown_suite_and_preset_names(cli: Any, tmp_path: Path, spec: str, line: str) -> None:
+    assert_errors(cli("generate", spec, "--out", tmp_path / "o", code=None), line)
+    assert not (tmp_path / "o").exists()
+
+
+def test_unknown_presets_and_instances_in_a_suite_file(cli: Any, tmp_path: Path) -> None:
+    spec = tmp_path / "s.yaml"
+    spec.write_text("eebench: suite/1\nname: s\nmembers:\n  - {presets: [tiny, lo-small], seeds: [0]}\n"
+                    "  - {instance: pasta/custom-2O1}\n", "utf-8")
+    assert_errors(cli("generate", spec, "--out", tmp_path / "o", code=None),
+                  f"{spec}: members[0].presets[0]: unknown preset 'tiny'",
+                  f"{spec}: members[0].presets[1]: unknown preset 'lo-small' (did you mean 'low-small'?)",
+                  f"{spec}: members[1].instance: no file '{tmp_path / 'pasta/custom-2O1'}' and no shipped instance "
+                  "'pasta/custom-2O1' (did you mean 'pasta/custom-201'?)")
+
+
+def test_impossible_generator_parameters(cli: Any, tmp_path: Path) -> None:
+    spec = tmp_path / "g.yaml"
+    spec.write_text("""\
+eebench: generator/1
+env: grid_dag
+presets:
+  crowded: {dag: {n_nodes: 10}, map: {size: [3, 3], corridor_width: [1, 1]}}
+  dense: {dag: {n_nodes: 4}, map: {density: 1.0, corridor_width: [1, 1]}}
+  odd: {dag: {n_nodes: 4, option_count_probs: {1: 0.5, 2: 0.4}}, map: {density: 0.5, corridor_width: [3, 1]}}
+  both: {dag: {n_nodes: 4}, map: {density: 0.5, size: [4, 4], corridor_width: [1, 1]}}
+  few: {dag: {n_nodes: 4}, map: {density: 0.5, corridor_width: [1, 1]}, names: [a, b]}
+  far: {dag: {n_nodes: 8}, map: {density: 0.0004, corridor_width: [1, 1]}}
+  flat: {dag: {n_nodes: 64}, map: {density: 0.1, aspect_ratio: 100, corridor_width: [1, 1]}}
+  typo: {dag: {n_nodes: 4, n_node: 3}, map: {density: 0.5, corridor_width: [1, 1]}}
+""", "utf-8")
+    assert_errors(cli("generate", spec, "--out", tmp_path / "o", code=None),
+                  f"{spec}: presets.typo.dag.n_node: unknown field (did you mean 'n_nodes'?)")
+    spec.write_text(spec.read_text("utf-8").replace("  typo:", "# typo:"), "utf-8")
+    assert_errors(cli("generate", spec, "--out", tmp_path / "o", code=None),
+                  f"{spec}: presets.crowded.map: a 3x3 map cannot hold 10 nodes and the start on distinct cells",
+                  f"{spec}: presets.dense.map: a 2x2 map cannot hold 4 nodes and the start on distinct cells",
+                  f"{spec}: presets.odd.dag.option_count_probs: probabilities sum to 0.9, expected 1",
+                  f"{spec}: presets.odd.map.corridor_width: min 3 is larger than max 1",
+                  f"{spec}: presets.both.map: give exactly one of density (the size follows) or size [width, height]",
+                  f"{spec}: presets.few.names: 2 semantic names for 4 nodes",
+                  f"{spec}: presets.far.map: a 142x141 map is larger than an instance may be (100x100); raise the "
+                  "density or bring the aspect ratio closer to 1",
+                  f"{spec}: presets.flat.map: a 214x3 map is larger than an instance may be (100x100); raise the "
+                  "density or bring the aspect ratio closer to 1")
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_budget_no_map_can_meet_is_refused_and_nothing_is_left(cli: Any, tmp_path: Path) -> None:
+    spec = tmp_path / "g.yaml"
+    spec.write_text("eebench: generator/1\nenv: grid_dag\npresets:\n"
+                    "  broke: {dag: {n_nodes: 6}, map: {density: 0.1, corridor_width: [1, 1]}, budget_alpha: 0.05}\n",
+                    "utf-8")
+    assert_errors(cli("generate", spec, "--out", tmp_path / "new/sub/o", code=None),
+                  "preset 'broke', seed 0: in 200 maps the task never fits the budget; raise budget_alpha or the "
+                  "corridor width")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.yaml"]
+
+
+def test_a_failed_generate_leaves_an_earlier_output_untouched(cli: Any, tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    cli("generate", "high-small", "--out", out)
+    before = tree(out)
+    spec = tmp_path / "g.yaml"
+    spec.write_text("eebench: generator/1\nenv: grid_dag\npresets:\n"
+                    "  ok: {dag: {n_nodes: 3}, map: {size: [4, 4], corridor_width: [1, 1]}}\n"
+                    "  broke: {dag: {n_nodes: 6}, map: {density: 0.1, corridor_width: [1, 1]}, budget_alpha: 0.05}\n",
+                    "utf-8")
+    cli("generate", spec, "--out", out, code=2)  # 'ok' is generated first, then 'broke' fails
+    assert tree(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.yaml", "o"]
+
+
+def test_generate_never_overwrites_a_folder_it_did_not_write(cli: Any, tmp_path: Path) -> None:
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes/thesis.tex").write_text("precious", "utf-8")
+    assert_errors(cli("generate", "high-small", "--out", tmp_path / "notes", code=None),
+                  f"{tmp_path / 'notes'}: exists and is not an eebench output folder (no index.json); "
+                  "choose an empty or new folder")
+    assert tree(tmp_path / "notes") == {"thesis.tex": b"precious"}
+
+
+@pytest.mark.parametrize("seeds, line", [
+    ("3-1", "--seeds: expected seeds like '0,1,2' or '0-9', found '3-1'"),
+    ("a", "--seeds: expected seeds like '0,1,2' or '0-9', found 'a'"),
+    ("0,,1", "--seeds: expected seeds like '0,1,2' or '0-9', found '0,,1'"),
+    ("-1", "--seeds: expected seeds like '0,1,2' or '0-9', found '-1'"),
+    ("1.5", "--seeds: expected seeds like '0,1,2' or '0-9', found '1.5'"),
+])
+def test_bad_seeds(cli: Any, tmp_path: Path, seeds: str, line: str) -> None:
+    assert_errors(cli("generate", "low-small", "--seeds", seeds, "--out", tmp_path / "o", code=None), line)
+    assert not (tmp_path / "o").exists()
+
+
+def test_seeds_are_for_presets_not_suites(cli: Any, tmp_path: Path) -> None:
+    assert_errors(cli("generate", "park2026-main", "--seeds", "1", "--out", tmp_path / "o", code=None),
+                  "park2026-main: a suite lists its own seeds; --seeds is for presets")
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("eebench: suite/2\nname: x\nmembers: []\n", "suite/2 is newer than this eebench reads (suite/1)"),
+    ("eebench: generator/9\n", "generator/9 is newer than this eebench reads (generator/1)"),
+])
+def test_future_versions_of_specs(cli: Any, tmp_path: Path, text: str, kind: str) -> None:
+    spec = tmp_path / "s.yaml"
+    spec.write_text(text, "utf-8")
+    for args in (["generate", spec, "--out", tmp_path / "o"], ["validate", spec]):
+        assert_errors(cli(*args, code=None), f"{spec}: eebench: {kind}; upgrade eebench")
+
+
+def test_generate_refuses_a_document_that_is_no_spec(cli: Any, tmp_path: Path) -> None:
+    file = write_json(tmp_path / "t.json", tiny_doc())
+    assert_errors(cli("generate", file, "--out", tmp_path / "o", code=None),
+                  f"{file}: eebench: expected a suite or generator spec, found instance/1")
+
+
+def test_missing_files(cli: Any, tmp_path: Path) -> None:
+    assert_errors(cli("validate", tmp_path / "nope.json", tmp_path, code=None),
+                  f"{tmp_path / 'nope.json'}: no such file", f"{tmp_path}: is a folder, expected a file")
+    assert_errors(cli("show", tmp_path / "nope.json", code=None), f"{tmp_path / 'nope.json'}: no such file")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert_errors(cli("play", empty, "--agent", "oracle", "--out", tmp_path / "r.jsonl", code=None),
+                  f"{empty}: holds no instance files")

@@ -1,0 +1,208 @@
+"""Reading and writing eebench documents: syntax errors located by line, kinds and versions, canonical JSON, schema
+messages, and atomic output."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from eebench.documents import (
+    KNOWN_KINDS,
+    atomic_directory,
+    atomic_file,
+    canonical_json,
+    document_kind,
+    field_path,
+    json_type,
+    load_document,
+    load_schema,
+    schema_problems,
+    sha256_hex,
+)
+from eebench.errors import InputError, Problem, did_you_mean, one_of
+
+
+def exactly(*lines: str) -> str:
+    return "^" + re.escape("\n".join(lines)) + "$"
+
+
+# -- reading ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, text, message", [
+    ("a.yaml", "a: 1\nb: [1, 2\nc: 3\n", "{f}:3: malformed YAML: expected ',' or ']', but got ':'"),
+    ("a.yaml", "a: 1\n\tb: 2\n", "{f}:2: malformed YAML: found character '\\t' that cannot start any token"),
+    ("a.json", '{"a": 1,\n "b": }\n', "{f}:2: malformed JSON: Expecting value (column 7)"),
+    ("a.json", "", "{f}:1: malformed JSON: Expecting value (column 1)"),
+    ("a.json", "[1, 2]", "{f}: expected a mapping at the top level, found a list"),
+    ("a.yaml", "just words\n", "{f}: expected a mapping at the top level, found a string"),
+    ("a.yaml", "", "{f}: expected a mapping at the top level, found null"),
+])
+def test_syntax_errors_name_the_file_and_line(tmp_path: Path, name: str, text: str, message: str) -> None:
+    path = tmp_path / name
+    path.write_text(text, "utf-8")
+    with pytest.raises(InputError, match=exactly(message.format(f=path))):
+        load_document(path)
+
+
+def test_bytes_that_are_not_utf8_are_located(tmp_path: Path) -> None:
+    path = tmp_path / "a.yaml"
+    path.write_bytes(b"a: 1\nb: caf\xe9\n")
+    with pytest.raises(InputError, match=exactly(f"{path}:2: not UTF-8 text (byte 0xe9)")):
+        load_document(path)
+
+
+def test_missing_files_and_folders(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=exactly(f"{tmp_path / 'x.json'}: no such file")):
+        load_document(tmp_path / "x.json")
+    with pytest.raises(InputError, match=exactly(f"{tmp_path}: is a folder, expected a file")):
+        load_document(tmp_path)
+
+
+def test_yaml_is_read_as_json_types(tmp_path: Path) -> None:
+    path = tmp_path / "a.yml"
+    path.write_text("probs: {1: 0.5, 2: 0.5}\nwhen: 2026-04-16\nflag: yes\nnone: ~\n", "utf-8")
+    assert load_document(path) == {"probs": {"1": 0.5, "2": 0.5}, "when": "2026-04-16", "flag": True, "none": None}
+
+
+def test_the_suffix_decides_the_syntax(tmp_path: Path) -> None:
+    (tmp_path / "a.JSON").write_text('{"a": 1}', "utf-8")
+    (tmp_path / "b.YAML").write_text("a: 1", "utf-8")
+    assert load_document(tmp_path / "a.JSON") == load_document(tmp_path / "b.YAML") == {"a": 1}
+
+
+# -- kinds and versions ------------------------------------------------------------------------------
+
+def test_known_kinds() -> None:
+    assert KNOWN_KINDS == {"instance": 1, "trajectory": 1, "generator": 1, "suite": 1, "index": 1, "manifest": 1}
+
+
+@pytest.mark.parametrize("tag, kind", [("instance/1", ("instance", 1)), ("suite/01", ("suite", 1)),
+                                       ("index/1", ("index", 1))])
+def test_document_kind(tag: str, kind: tuple[str, int]) -> None:
+    assert document_kind({"eebench": tag}, "f") == kind
+
+
+@pytest.mark.parametrize("tag, message", [
+    ("trajectory/3", "f:7: eebench: trajectory/3 is newer than this eebench reads (trajectory/1); upgrade eebench"),
+    ("traectory/1", "f:7: eebench: unknown document kind 'traectory' (did you mean 'trajectory'?); "
+                    "known: generator, index, instance, manifest, suite or trajectory"),
+    ("Instance/1", "f:7: eebench: expected 'kind/N' (e.g. 'instance/1'), found 'Instance/1'"),
+    (1, "f:7: eebench: expected 'kind/N' (e.g. 'instance/1'), found 1"),
+    ("suite/0", "f:7: eebench: there is no version 0 of suite"),
+])
+def test_document_kind_refusals(tag: object, message: str) -> None:
+    with pytest.raises(InputError, match=exactly(message)):
+        document_kind({"eebench": tag}, "f", line=7)
+
+
+# -- canonical JSON ----------------------------------------------------------------------------------
+
+def test_canonical_json_and_its_digest() -> None:
+    doc = {"z": [3, {"b": 1, "a": 2}], "a": "naïve", "n": None, "f": 0.1}
+    assert canonical_json(doc) == '{"a":"naïve","f":0.1,"n":null,"z":[3,{"a":2,"b":1}]}'.encode()
+    assert sha256_hex(doc) == sha256_hex({"n": None, "f": 0.1, "a": "naïve", "z": [3, {"a": 2, "b": 1}]})
+    assert sha256_hex({"a": 1}) == "015abd7f5cc57a2dd94b7590f04ad8084273905ee33ec5cebeae62276a97f862"
+    with pytest.raises(ValueError):
+        canonical_json({"x": float("inf")})
+
+
+# -- schema messages ---------------------------------------------------------------------------------
+
+def test_field_paths_and_json_types() -> None:
+    assert field_path(["nodes", 2, "requires", 0, 1]) == "nodes[2].requires[0][1]"
+    assert field_path([0, "a"]) == "[0].a"
+    assert field_path([]) == ""
+    assert [json_type(v) for v in (None, True, 1, 1.5, "s", [], {})] == [
+        "null", "a boolean", "an integer", "a number", "a string", "a list", "a mapping"]
+
+
+def test_schema_problems_are_sorted_by_field_and_located() -> None:
+    doc = {"eebench": "trajectory/1", "id": "", "steps": [{"action": 1}, {}]}
+    assert [str(p) for p in schema_problems(doc, "trajectory", "t.jsonl", line=3)] == [
+        "t.jsonl:3: instance: missing required field",  # an error of the top-level object sorts first
+        "t.jsonl:3: id: expected a non-empty string",
+        "t.jsonl:3: steps[0].action: expected string or null, found an integer 1",
+        "t.jsonl:3: steps[1].action: missing required field",
+    ]
+
+
+def test_unknown_schema_names_suggest_a_close_one() -> None:
+    with pytest.raises(InputError, match=exactly(
+            "unknown schema 'sute' (did you mean 'suite'?); "
+            "known: generator.grid_dag, index, instance.grid_dag, suite or trajectory")):
+        load_schema("sute")
+
+
+def test_error_helpers() -> None:
+    assert str(Problem("f.json", 3, "a.b", "bad")) == "f.json:3: a.b: bad"
+    assert str(Problem(None, None, None, "bad")) == "<input>: bad"
+    assert did_you_mean("presest", ["presets", "seeds"]) == " (did you mean 'presets'?)"
+    assert did_you_mean("zzz", ["presets"]) == ""
+    assert one_of(["b", "a", "c", "a"]) == "a, b or c" and one_of(["x"]) == "x"
+    error = InputError([Problem("f", None, None, "one"), "two"])
+    assert str(error) == "f: one\ntwo" and len(error.problems) == 2
+
+
+# -- atomic output -----------------------------------------------------------------------------------
+
+def test_atomic_file_replaces_only_on_success(tmp_path: Path) -> None:
+    path = tmp_path / "out.jsonl"
+    with atomic_file(path) as handle:
+        handle.write("first\n")
+    assert path.read_text("utf-8") == "first\n"
+    with pytest.raises(RuntimeError, match="^boom$"), atomic_file(path) as handle:
+        handle.write("second\n")
+        raise RuntimeError("boom")
+    assert path.read_text("utf-8") == "first\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.jsonl"]  # no temporary file left
+
+
+def test_atomic_file_removes_the_folders_it_made_when_it_fails(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match="^boom$"), atomic_file(tmp_path / "a/b/out.jsonl"):
+        raise RuntimeError("boom")
+    assert list(tmp_path.iterdir()) == []
+    with atomic_file(tmp_path / "a/b/out.jsonl") as handle:
+        handle.write("x")
+    assert (tmp_path / "a/b/out.jsonl").read_text("utf-8") == "x"
+
+
+def test_atomic_directory_swaps_in_a_complete_folder(tmp_path: Path) -> None:
+    dest = tmp_path / "out"
+    with atomic_directory(dest, marker="index.json") as tmp:
+        (tmp / "index.json").write_text("1", "utf-8")
+        assert not dest.exists()  # nothing is visible until the block is done
+    assert (dest / "index.json").read_text("utf-8") == "1"
+    with pytest.raises(RuntimeError, match="^boom$"), atomic_directory(dest, marker="index.json") as tmp:
+        (tmp / "index.json").write_text("2", "utf-8")
+        raise RuntimeError("boom")
+    assert (dest / "index.json").read_text("utf-8") == "1"
+    with atomic_directory(dest, marker="index.json") as tmp:
+        (tmp / "index.json").write_text("3", "utf-8")
+    assert (dest / "index.json").read_text("utf-8") == "3"
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+def test_atomic_directory_refuses_what_it_did_not_write(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x", "utf-8")
+    with pytest.raises(InputError, match=exactly(f"{tmp_path / 'file'}: exists and is not a folder")):
+        with atomic_directory(tmp_path / "file", marker="index.json"):
+            pass
+    (tmp_path / "empty").mkdir()
+    with atomic_directory(tmp_path / "empty", marker="index.json") as tmp:  # an empty folder is fine
+        (tmp / "index.json").write_text("1", "utf-8")
+    assert (tmp_path / "empty/index.json").is_file()
+
+
+def test_an_output_path_that_cannot_be_made_is_bad_input(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x", "utf-8")
+    blocked = tmp_path / "file/sub/out.jsonl"  # a file stands where a folder should be made
+    # the reason is the OS's words (e.g. "Not a directory" or "File exists"): one line, no traceback
+    with pytest.raises(InputError, match="^" + re.escape(f"{blocked}: cannot write: ") + r"[A-Z][^\n]+$"):
+        with atomic_file(blocked):
+            pass
+    with pytest.raises(InputError, match="^" + re.escape(f"{tmp_path / 'file/out'}: cannot write: ") + r"[A-Z][^\n]+$"):
+        with atomic_directory(tmp_path / "file/out", marker="index.json"):
+            pass
+    assert [p.name for p in tmp_path.iterdir()] == ["file"]
