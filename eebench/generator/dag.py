@@ -18,13 +18,27 @@ def _draw(probs: Probs, rng: StableRng) -> int:
     return probs[rng.weighted_index([p for _, p in probs])][0]
 
 
-def _minimal(alternatives: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
-    """Drop duplicate alternatives and those absorbed by a subset ((A) or (A and B) is just A)."""
-    kept: list[tuple[int, ...]] = []
-    for alt in sorted(set(alternatives), key=lambda a: (len(a), a)):
-        if not any(set(k) <= set(alt) for k in kept):
-            kept.append(alt)
-    return kept
+MAX_REDRAWS = 20  # draws of a node's alternatives before settling for fewer
+
+
+def _draw_alternatives(options: int, count_probs: Probs, candidates: list[int], weights: list[float],
+                       rng: StableRng) -> list[tuple[int, ...]]:
+    """`options` alternatives of which none equals, contains or lies inside another, drawn together.
+
+    A comparable alternative would be absorbed ((A) or (A and B) is just A) and the node would branch less than
+    option_count_probs asks, so the whole set is redrawn until its alternatives are pairwise incomparable. When
+    the candidates do not allow that within MAX_REDRAWS draws (e.g. a single candidate parent), the last draw
+    is kept with its absorbed alternatives removed: the node gets fewer alternatives.
+    """
+    for _ in range(MAX_REDRAWS):
+        drawn = []
+        for _ in range(options):
+            k = min(_draw(count_probs, rng), len(candidates))
+            drawn.append(frozenset(rng.weighted_sample(candidates, weights, k)))
+        if all(not (a <= b or b <= a) for i, a in enumerate(drawn) for b in drawn[i + 1:]):
+            break
+    minimal = {a for a in drawn if not any(b < a for b in drawn)}
+    return sorted((tuple(sorted(a)) for a in minimal), key=lambda a: (len(a), a))
 
 
 def sample_dag(params: DagParams, rng: StableRng) -> SampledDag:
@@ -35,7 +49,8 @@ def sample_dag(params: DagParams, rng: StableRng) -> SampledDag:
     2. Every other node draws a number of alternatives (option_count_probs; the goal has exactly one), and for
        each a number of parents (dependency_count_probs, goal_dependency_count_probs for the goal), capped by
        the candidates. Parents are drawn without replacement among all shallower nodes, a node at depth d
-       weighing exp(-beta * ((D - 1) - d)) for a child at depth D.
+       weighing exp(-beta * ((D - 1) - d)) for a child at depth D. An alternative comparable to an earlier one
+       of the same node is redrawn (see `_draw_alternatives`).
     3. Repair: every non-goal node left without a child joins the goal's prerequisites, so every node is an
        ancestor of the goal and the goal is the one sink.
     """
@@ -60,15 +75,10 @@ def sample_dag(params: DagParams, rng: StableRng) -> SampledDag:
             options, count_probs = 1, params.goal_dependency_count_probs
         else:
             options, count_probs = _draw(params.option_count_probs, rng), params.dependency_count_probs
-        alternatives = []
-        for _ in range(options):
-            k = min(_draw(count_probs, rng), len(candidates))
-            alternatives.append(tuple(sorted(rng.weighted_sample(candidates, weights, k))))
-        requires[node] = _minimal(alternatives)
+        requires[node] = _draw_alternatives(options, count_probs, candidates, weights, rng)
 
     has_child = {p for alternatives in requires for alt in alternatives for p in alt}
     orphans = [v for v in range(n - 1) if v not in has_child]
-    if orphans:
-        requires[goal] = _minimal([tuple(sorted(set(alt) | set(orphans))) for alt in requires[goal]] or
-                                  [tuple(orphans)])
+    if orphans:  # the goal has one alternative (or none when it is the only node, and then no orphans)
+        requires[goal] = [tuple(sorted(set(requires[goal][0]) | set(orphans)))]
     return SampledDag(tuple(depth), tuple(tuple(alts) for alts in requires), goal)

@@ -4,8 +4,9 @@ with other hash seeds.
 The golden instances were checked by eye when they were pinned (`eebench show`): e.g. low-small/seed-0 is a 7 x 6
 map (ceil(4 / 0.1) = 40 cells) with 25 free cells and budget 75, its corridors 2-3 wide; high-large/seed-2 is
 5 x 4 (20 cells for 8 nodes at density 0.4) with 17 free cells and budget 51, and its node 2SXQ has the OR
-prerequisite (K190 and F8HJ) or (1SHM and F8HJ). A change to these digests changes what every published result
-was measured on: bump `GENERATOR` and say so.
+prerequisite (17DF and MUZ4 and K190) or (17DF and 1SHM and F8HJ). A change to these digests changes what every
+published result was measured on: bump `GENERATOR` and say so. (They were re-pinned once, before any release,
+when a node's comparable alternatives began to be redrawn rather than dropped.)
 """
 
 from __future__ import annotations
@@ -37,25 +38,25 @@ GOLDEN = {
     # (spec, seeds) -> {instance id: sha256 of its canonical JSON}
     ("park2026-main", None): {
         "park2026-main/low-small/seed-0": "eed3dee8e60cb5abf98d2edf9fd874c0b6fa9feddc61849561a4b6b3f58f81c3",
-        "park2026-main/medium-medium/seed-1": "815ce6e4c1264b4253258da66bca3ca957261a4eaf2be1ca5938239a267733eb",
-        "park2026-main/high-large/seed-2": "c2e2d820a8ea6208ad7d7ef94860a45a41292a5889ae79264ade5902bf2d852e",
+        "park2026-main/medium-medium/seed-1": "3d514cd4b8f500bccb62e8c167ca5d521053c8088ca2df952393ba702b61609f",
+        "park2026-main/high-large/seed-2": "478fe8dece04cc10d7ea4f65e2a2800f721bffb650f42ae4b73230ac492a4e01",
     },
     ("park2026-8x8", None): {
-        "park2026-8x8/8x8-medium-medium/seed-1": "0a45d7cce09674666389353ebda11cc53894f9a12c72872853d88d8d537b4a30",
+        "park2026-8x8/8x8-medium-medium/seed-1": "8d7be7bba35d664d0324f1af85829815148ea9df03376308521a725a185e9a1e",
     },
     ("park2026-pasta", None): {
         "park2026-pasta/custom-202/semantic": "5694f3a69b1c6ea3b4283d0db68dd9d1292d50fea7575d7c6fc4826f8fcf129b",
         "park2026-pasta/custom-202/symbolic": "83f3bac63dbe59a62ccd2285c23a5e8df6f5d607c25ba529a14f5a35f9b37957",
     },
     ("BAKERY", (2,)): {
-        "bakery/seed-2": "63cbff3543ccfbfae9d6bc03ede8bd8324ef930f90d8f68f3f0781dfa8dc4e1c",
+        "bakery/seed-2": "8a66887964078002aa9abe9bb11d9a3ee0a1772a5a77aebe88d7e1e4f9b1b02a",
     },
 }
 
 # sha256 over "<id> <sha256>\n" of every instance of a whole shipped suite, in suite order
 GOLDEN_SUITES = {
-    "park2026-main": "1ec20d41c4f726044e9dbb28dba29117ac4c6caeb4a4bce535f20c1e4acddb21",
-    "park2026-8x8": "d029ddf31449f0e85a29a7f0536a58c4825af72efa181056e19a7bdcb67379f9",
+    "park2026-main": "42308add7578b22f8bae9746d0789c56af030dafde0f843008220fcdf0b0dbab",
+    "park2026-8x8": "142b88efa677b4deac65265ac9003adeab8c244d246760660d8b683d3301a0c1",
     "park2026-pasta": "c553223dd23d3403a2a5d1fd8075b25dce544e75b6810c72e5da060c6038a7bf",
 }
 
