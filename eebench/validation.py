@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eebench.documents import document_kind, load_document, schema_problems, validate_schema
+from eebench.documents import document_kind, load_document, parse_text, read_text, schema_problems, validate_schema
 from eebench.errors import InputError, Problem
 from eebench.instances import check_instance_document
 from eebench.suites import load_presets, load_suite
@@ -13,7 +13,7 @@ from eebench.trajectories import check_trajectory, read_records
 
 def validate_file(path: Path) -> str:
     """A one-line summary of a valid file; InputError listing every problem otherwise."""
-    if path.suffix.lower() == ".jsonl":
+    if path.suffix.lower() == ".jsonl" or _is_json_list(path):
         return _validate_trajectories(path)
     doc = load_document(path)
     file = str(path)
@@ -36,12 +36,20 @@ def validate_file(path: Path) -> str:
     return tag
 
 
+def _is_json_list(path: Path) -> bool:
+    """A .json file holding a list: trajectories, as the grader reads them."""
+    return path.suffix.lower() == ".json" and isinstance(parse_text(read_text(path), str(path), yaml_syntax=False),
+                                                         list)
+
+
 def _validate_trajectories(path: Path) -> str:
     problems: list[Problem] = []
     count = 0
     for record in read_records(path, errors=problems):  # a malformed line is reported and the next one read
         full = schema_problems(record.value, "trajectory", record.file, line=record.line) \
             if isinstance(record.value, dict) and record.value.get("eebench") == "trajectory/1" else []
+        if record.in_list:  # name the item of a .json list, as the grader does
+            full = [p._replace(field=f"[{record.index}]" + (f".{p.field}" if p.field else "")) for p in full]
         try:
             check_trajectory(record)
         except InputError as exc:

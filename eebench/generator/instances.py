@@ -77,5 +77,8 @@ def relabel_symbolic(instance: GridDagInstance, instance_id: str, seed: int = 0)
         goal=rename[instance.goal],
         budget=instance.budget,
         names="symbolic",
-        meta={**(instance.meta or {}), "twin_of": instance.id, "relabel_seed": seed},
+        # nothing of the original's meta but its source: a title such as "guanciale or pancetta" would give the
+        # meaning back
+        meta={**{k: v for k, v in (instance.meta or {}).items() if k == "source"},
+              "twin_of": instance.id, "relabel_seed": seed},
     )

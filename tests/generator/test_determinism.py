@@ -46,7 +46,7 @@ GOLDEN = {
     },
     ("park2026-pasta", None): {
         "park2026-pasta/custom-202/semantic": "5694f3a69b1c6ea3b4283d0db68dd9d1292d50fea7575d7c6fc4826f8fcf129b",
-        "park2026-pasta/custom-202/symbolic": "83f3bac63dbe59a62ccd2285c23a5e8df6f5d607c25ba529a14f5a35f9b37957",
+        "park2026-pasta/custom-202/symbolic": "056f984cf23f42078a5494622ac81da9512f997e6d8ea7ad27a825279e8a87a3",
     },
     ("BAKERY", (2,)): {
         "bakery/seed-2": "8a66887964078002aa9abe9bb11d9a3ee0a1772a5a77aebe88d7e1e4f9b1b02a",
@@ -57,7 +57,7 @@ GOLDEN = {
 GOLDEN_SUITES = {
     "park2026-main": "42308add7578b22f8bae9746d0789c56af030dafde0f843008220fcdf0b0dbab",
     "park2026-8x8": "142b88efa677b4deac65265ac9003adeab8c244d246760660d8b683d3301a0c1",
-    "park2026-pasta": "c553223dd23d3403a2a5d1fd8075b25dce544e75b6810c72e5da060c6038a7bf",
+    "park2026-pasta": "297f6e30e97f01269754e277de34d13c4a3b4a5dece85ab6160c1c84e142c40b",
 }
 
 # Computes the same digests from scratch; run in fresh interpreters with other PYTHONHASHSEEDs.
