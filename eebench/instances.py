@@ -125,8 +125,9 @@ class InstanceLibrary:
                     paths.setdefault(entry["id"], index.parent / entry["path"])
             except (OSError, ValueError, KeyError, TypeError, AttributeError):
                 continue  # not an index of ours: the scan below still finds its instances
+        indexed = set(paths.values())
         for file in files:
-            if file.name in (INDEX_FILE, "manifest.json") or file in paths.values():
+            if file.name in (INDEX_FILE, "manifest.json") or file in indexed:
                 continue
             try:
                 doc = load_document(file)
