@@ -7,6 +7,8 @@ and exits with 2, without a traceback.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -34,6 +36,14 @@ class _Group(click.Group):
         except BrokenPipeError:
             ctx.exit(0)
 
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        """Every option reads EEBENCH_<COMMAND>_<OPTION> (its long name, as the README promises), whatever its
+        Python parameter is called: click's automatic names would follow the parameter (`--from` is `fmt`)."""
+        super().add_command(cmd, name)
+        for param in cmd.params:
+            if isinstance(param, click.Option) and param.envvar is None:
+                param.envvar = option_envvar(name or cmd.name or "", param)
+
     def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
         try:
             return super().resolve_command(ctx, args)
@@ -45,7 +55,14 @@ class _Group(click.Group):
             raise exc
 
 
-@click.group(cls=_Group, context_settings={"auto_envvar_prefix": "EEBENCH", "help_option_names": ["-h", "--help"],
+def option_envvar(command: str, option: click.Option) -> str:
+    """EEBENCH_<COMMAND>_<OPTION>: the command and the option's first long name, upper case, dashes as underscores."""
+    names = [n for n in option.opts if n.startswith("--")] or option.opts
+    long = names[0].lstrip("-").split("/")[0]
+    return f"EEBENCH_{command}_{long}".upper().replace("-", "_")
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"],
                                            "max_content_width": 100})
 @click.version_option(__version__, prog_name="eebench")
 def main() -> None:
@@ -354,55 +371,82 @@ def query(sql: str, db: Path, fmt: str) -> None:
 @click.option("--from", "fmt", default="auto", show_default=True, metavar="FORMAT",
               help="The log format (see `eebench formats`); auto asks every adapter whether it reads the file.")
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="JSONL file of trajectory/1 records to write (replaced only when the whole run succeeds).")
+              help="JSONL file of trajectory/1 records to write (replaced only when the whole run succeeds); "
+                   "- for standard output.")
+@click.option("--bench", type=click.Path(exists=True, path_type=Path),
+              help="The instances the logs were played in (a folder or a bundle, as for `grade --bench`): each "
+                   "trajectory's instance must be one of them, and its sha256 is recorded.")
 @click.option("--instance", metavar="ID", help="Every episode was played in this instance (e.g. "
-              "park2026-main/low-small/seed-0); makes the trajectories grid_dag ones, graded by replay.")
+              "park2026-main/low-small/seed-0).")
 @click.option("--instance-field", metavar="PATH", help="Or: each record names its instance in this field, a dotted "
               "path such as task_id or metadata.instance.")
+@click.option("--instance-from-name", metavar="REGEX", help="Or: each file's name (without .json etc.) names its "
+              "instance: the group 'instance', or all groups joined by '/', e.g. '__(park2026-main)__(.+)__(seed-\\d+)$'; "
+              "groups named model, name, prompt or harness set those labels.")
 @click.option("--env", type=click.Choice(["grid_dag", "logged"]),
               help="grid_dag: eebench's grid world, graded by replay. logged: another environment, kept as text. "
-                   "Default: grid_dag when --instance or --instance-field is given, else logged.")
+                   "Default: graded when the instance is named or known (in --bench, else a shipped suite), "
+                   "else logged.")
 @click.option("--actions", "vocabulary", type=click.Choice(["grid", "rooms", "text"]),
               help="How actions read: grid moves (North, 'move up', UP -> up), room-world objects ('<red ball>'), "
-                   "or text as written. Default: grid for grid_dag, text for logged.")
+                   "or text as written. Default: grid for graded trajectories, text for logged.")
 @click.option("--action-regex", metavar="REGEX",
-              help="For unusual harnesses: the action is this pattern's group 'action' (or group 1) in the model's "
-                   "text, last match wins, e.g. 'MOVE=(\\w+)'.")
+              help="For unusual harnesses: tried before the built-in rules, the action is this pattern's group "
+                   "'action' (or group 1) in the model's text, last match wins, e.g. 'MOVE=(\\w+)'.")
 @click.option("--agent-name", help="Agent label for every trajectory (wins over the log's).")
 @click.option("--model", help="Model label (wins over the log's).")
 @click.option("--prompt", help="Prompt label (wins over the log's).")
 @click.option("--harness", help="Harness label (wins over the log's).")
 @click.option("--skip-invalid", is_flag=True,
               help="Convert the valid records and list the invalid ones with the reason, instead of stopping.")
-def convert(inputs: tuple[Path, ...], fmt: str, out: Path, instance: str | None, instance_field: str | None,
-            env: str | None, vocabulary: str | None, action_regex: str | None, agent_name: str | None,
-            model: str | None, prompt: str | None, harness: str | None, skip_invalid: bool) -> None:
+def convert(inputs: tuple[Path, ...], fmt: str, out: Path, bench: Path | None, instance: str | None,
+            instance_field: str | None, instance_from_name: str | None, env: str | None, vocabulary: str | None,
+            action_regex: str | None, agent_name: str | None, model: str | None, prompt: str | None,
+            harness: str | None, skip_invalid: bool) -> None:
     """Turn agents' logs into canonical trajectories (trajectory/1 JSON Lines).
 
-    Everything the log knew is kept: the model's full output (`raw`), reasoning, observations, tokens, timing.
-    An output from which no action can be read becomes a step with action null (graded as an inadmissible
-    move, as it cost the agent in the episode); such steps are counted below. Then grade:
+    INPUT is a log file, a folder of logs (files no adapter reads are listed and left out) or - for standard
+    input. Everything the log knew is kept: the model's full output (`raw`), reasoning, observations, tokens,
+    timing. An output from which no action can be read becomes a step with action null (graded as an
+    inadmissible move, as it cost the agent in the episode); such steps are counted and located below. Then grade:
 
     \b
-      eebench convert run.jsonl --instance-field task_id --out traj.jsonl
+      eebench convert run.jsonl --bench demo/park2026-main-1.0.0 --out traj.jsonl
       eebench grade traj.jsonl --bench demo/park2026-main-1.0.0
     """
     from eebench.adapters import ConvertOptions, convert_files
+    from eebench.adapters.convert import KnownInstances
+    from eebench.bundles import open_bench
 
     labels = {k: v for k, v in (("name", agent_name), ("model", model), ("prompt", prompt), ("harness", harness))
               if v is not None}
-    options = ConvertOptions(instance=instance, instance_field=instance_field, env=env, vocabulary=vocabulary,
-                             action_regex=action_regex, labels=labels, skip_invalid=skip_invalid)
+    options = ConvertOptions(instance=instance, instance_field=instance_field, instance_from_name=instance_from_name,
+                             env=env, vocabulary=vocabulary, action_regex=action_regex, labels=labels,
+                             skip_invalid=skip_invalid)
+    options.readers()  # refuse options that do not fit before a bundle is opened
     total = sum(f.stat().st_size for f in inputs if f.is_file())
-    with _progress(total, "converting") as update:
+    with contextlib.ExitStack() as stack:
+        if bench is not None:
+            options = dataclasses.replace(options, known=KnownInstances(stack.enter_context(open_bench(bench))))
+        update = stack.enter_context(_progress(total, "converting (bytes)"))
         report = convert_files(list(inputs), fmt, out, options, progress=update)
     _echo_problems("skipped", report.skipped)
+    say = functools.partial(click.echo, err=str(out) == "-")   # the trajectories own standard output
     formats = sorted(set(report.formats.values()))
-    click.echo(f"converted {report.trajectories} trajectories ({report.steps} steps) from {len(inputs)} file(s) "
-               f"read as {', '.join(formats)} -> {out}"
-               + (f"; {report.unreadable} steps had no readable action (kept with action null)"
-                  if report.unreadable else "")
-               + (f"; skipped {len(report.skipped)}" if report.skipped else ""))
+    say(f"converted {report.trajectories} trajectories ({report.steps} steps) from {report.files} file(s) "
+        f"read as {', '.join(formats)} -> {out}" + (f"; skipped {len(report.skipped)}" if report.skipped else ""))
+    if report.ignored:
+        shown = ", ".join(report.ignored[:5]) + (f" and {len(report.ignored) - 5} more" if len(report.ignored) > 5 else "")
+        say(f"left out {len(report.ignored)} file(s) of the folder(s) that no adapter reads: {shown}")
+    if report.unreadable:
+        more = report.unreadable - len(report.unreadable_at)
+        say(f"{report.unreadable} steps had no readable action (kept with action null): "
+            + ", ".join(report.unreadable_at) + (f" and {more} more" if more else "")
+            + "; --action-regex REGEX reads an unusual answer style")
+    if report.logged:
+        say(f"{report.logged} trajectories are 'logged' (kept as text, not graded): their instance, e.g. "
+            f"{report.logged_example!r}, is not a known one; to grade them, convert again with --bench BENCH, "
+            "--instance ID, --instance-field PATH or --instance-from-name REGEX")
 
 
 @main.command()

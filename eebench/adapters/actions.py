@@ -10,7 +10,8 @@ an inadmissible move, as the unparsable output cost it in the episode.
 
 A vocabulary turns a candidate phrase into the world's action word: grid moves (`North`, `move up`, `UP` ->
 `up`), room-world objects (`<tangerine door>` -> `tangerine door`, Grams et al. A.4), or open text for logs of
-other environments (kept as written). A user's regular expression, for unusual harnesses, replaces the search.
+other environments (kept as written). A user's regular expression, for unusual harnesses, is tried first; the
+built-in rules read what it does not.
 """
 
 from __future__ import annotations
@@ -95,6 +96,9 @@ _BALROG_TAG = re.compile(r"<\|ACTION\|>(.*?)<\|END\|>", re.S)
 _CALL = re.compile(r"\b([A-Za-z_][\w.]*)\s*\(([^()]*)\)")
 _ACTION_LINE = re.compile(r"^[\s>*#_-]*(?:final\s+)?(?:action|move|answer|next\s+action|decision)\s*(?:\d+\s*)?[:=]"
                           r"\s*(.+?)\s*$", re.I | re.M)
+# the same label inside a line, after other words; weaker than a line of its own
+_ACTION_INLINE = re.compile(r"(?<![\w-])(?:final\s+)?(?:action|move|answer|next\s+action|decision)\s*[:=]\s*(.+?)\s*$",
+                            re.I | re.M)
 _ANGLE = re.compile(r"<([^<>/|]{1,80})>")
 _NOT_OBJECTS = {"think", "action", "move", "answer", "direction", "act", "end", "br"}
 _FENCE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)```", re.S)
@@ -162,6 +166,7 @@ def _candidates(text: str, open_vocabulary: bool) -> Iterator[list[str]]:
         yield [m.group(2) for m in _TAG.finditer(text)] + [m.group(1) for m in _BALROG_TAG.finditer(text)]
     yield [m.group(1) for m in _ACTION_LINE.finditer(text)]
     if not open_vocabulary:
+        yield [m.group(1) for m in _ACTION_INLINE.finditer(text)]  # `I think up is bad. Action: left`
         if "(" in text:
             yield [_call_phrase(m.group(1), _text_call_arguments(m.group(2))) for m in _CALL.finditer(text)]
         if "<" in text:
@@ -205,14 +210,13 @@ class ActionReader:
         if not text.strip():
             return None
         word = self._word
-        if self.pattern is not None:
-            matches = list(self.pattern.finditer(text))
-            if not matches:
-                return None
-            last = matches[-1]
-            group = last.groupdict().get("action") if "action" in self.pattern.groupindex else None
-            phrase = group if group is not None else (last.group(1) if self.pattern.groups else last.group(0))
-            return word(phrase) if phrase is not None else None
+        if self.pattern is not None:  # the user's pattern first; the built-in rules still read what it does not
+            for match in reversed(list(self.pattern.finditer(text))):
+                group = match.group("action") if "action" in self.pattern.groupindex else None
+                phrase = group if group is not None else (match.group(1) if self.pattern.groups else match.group(0))
+                action = word(phrase) if phrase is not None else None
+                if action is not None:
+                    return action
         for group in _candidates(text, self.vocabulary == "text"):
             for phrase in reversed(group):  # the last answer of the strongest kind
                 action = word(phrase)

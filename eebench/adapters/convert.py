@@ -1,27 +1,84 @@
 """`eebench convert`: logs in, canonical trajectories (trajectory/1 JSON Lines) out, the same rules for every format.
 
 The adapter reads its format into episodes; here each episode becomes a trajectory: its actions read in one
-vocabulary, its instance named (`--instance`, `--instance-field`, or the log's own task), its labels filled, its
-source recorded. Output goes to a temporary file renamed into place at the end, so a failed run writes nothing.
+vocabulary, its instance named (`--instance`, `--instance-field`, `--instance-from-name`, or the log's own task,
+or the file's name), its labels filled, its source recorded. Inputs are files, folders of logs, or `-` (standard
+input); output goes to a temporary file renamed into place at the end (or copied to standard output), so a
+failed run writes nothing.
+
+Which trajectories are graded: a trajectory whose instance the user named, or whose log names an instance that is
+known (in `--bench`, else in a shipped suite), is written without `env` (the instance's kind decides when it is
+graded) and graded by replay. Any other is `env: logged`: kept as text, not graded, and counted in the summary
+with the option that would fix it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import re
+import shutil
+import sys
+import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, NamedTuple
 
 from eebench.adapters.actions import VOCABULARIES, ActionReader, render_call
-from eebench.adapters.base import Adapter, Episode, bad_record, dig
+from eebench.adapters.base import HEAD_BYTES, Adapter, Episode, bad_record, dig
 from eebench.adapters.records import dumps_line
-from eebench.adapters.registry import detect, get_adapter
-from eebench.documents import atomic_file, json_type
-from eebench.errors import InputError, Problem, one_of
+from eebench.adapters.registry import detect, get_adapter, known_adapters
+from eebench.documents import atomic_file, json_type, open_input
+from eebench.errors import InputError, Problem, did_you_mean, one_of
 from eebench.trajectories import AGENT_LABELS
 
 ENVS = ("grid_dag", "logged")
+LOGGED = "logged"
+STDIN = "-"                      # the input (and output) name of the standard streams
+SHOWN_LOCATIONS = 5              # unreadable actions listed by place in the summary, the rest counted
+# endings of log files, stripped to name an instance after its file (`a-3.5__b.json` -> `a-3.5__b`); never a cut at
+# the first dot, which model names contain
+LOG_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".txt", ".log", ".csv", ".eval", ".traj", ".trajectory", ".actions",
+                          ".gz", ".zip", ".yaml", ".yml"})
+
+
+class KnownInstances:
+    """The instances a log's own task name (or its file name) may refer to: a bench's (`--bench`), or, without
+    one, those of the shipped suites (what `eebench publish` freezes). Answers whether an id is one of them, and the
+    sha256 a bench promises for it."""
+
+    def __init__(self, bench: Any | None = None):
+        self.bench = bench   # an evaluator Bench (a folder or an opened bundle), or None for the shipped suites
+        self._library = None
+        if bench is not None:
+            from eebench.instances import InstanceLibrary
+            self._library = InstanceLibrary(bench.root, label=bench.label)
+
+    @property
+    def where(self) -> str:
+        return self.bench.where if self.bench is not None else "the shipped suites"
+
+    @functools.cached_property
+    def _shipped(self) -> frozenset[str]:
+        from eebench.suites import load_suite, shipped_suites
+        return frozenset(i for path in shipped_suites().values() for i in load_suite(path).instance_ids())
+
+    def knows(self, instance_id: str) -> bool:
+        if self._library is None:
+            return instance_id in self._shipped
+        return self._library.path_for(instance_id) is not None
+
+    def sha256(self, instance_id: str) -> str | None:
+        """The sha256 of a bench's instance (the manifest's for a bundle); None without a bench."""
+        if self._library is None:
+            return None
+        promised = (self.bench.instances or {}).get(instance_id)
+        return promised or self._library.get(instance_id).sha256
+
+    def close_to(self, instance_id: str) -> str:
+        ids = self._library.ids() if self._library is not None else self._shipped
+        return did_you_mean(instance_id, ids)
 
 
 @dataclass(frozen=True)
@@ -30,33 +87,50 @@ class ConvertOptions:
 
     instance: str | None = None          # every trajectory was played in this instance
     instance_field: str | None = None    # or: the instance id is this field of each record (dotted path)
-    env: str | None = None               # grid_dag or logged; default grid_dag when an instance is named
-    vocabulary: str | None = None        # grid, rooms or text; default grid for grid_dag, text for logged
-    action_regex: str | None = None      # the action is this pattern's `action` group (or group 1) in the text
+    instance_from_name: str | None = None  # or: a regex over the file's name (group `instance`, or groups joined by /)
+    env: str | None = None               # grid_dag or logged, when the user says so; else decided per trajectory
+    vocabulary: str | None = None        # grid, rooms or text; default grid for graded worlds, text for logged
+    action_regex: str | None = None      # tried first: the action is this pattern's `action` group (or group 1)
     labels: Mapping[str, str] = field(default_factory=dict)  # agent name/model/prompt/harness; they win over the log
     skip_invalid: bool = False
+    known: KnownInstances | None = None  # instances a log may name; default: the shipped suites'
 
-    def resolved_env(self) -> str:
-        return self.env or ("grid_dag" if self.instance or self.instance_field else "logged")
+    def named(self) -> bool:
+        """Whether the user named the instances (then every trajectory is meant to be graded)."""
+        return bool(self.instance or self.instance_field or self.instance_from_name)
 
-    def reader(self) -> ActionReader:
-        env = self.resolved_env()
-        vocabulary = self.vocabulary or ("grid" if env == "grid_dag" else "text")
-        if env not in ENVS:
-            raise InputError(f"--env: expected {one_of(ENVS)}, found {env!r}")
-        if vocabulary not in VOCABULARIES:
-            raise InputError(f"--actions: expected {one_of(VOCABULARIES)}, found {vocabulary!r}")
-        if env == "grid_dag" and vocabulary != "grid":
-            raise InputError(f"--actions {vocabulary} does not fit --env grid_dag, whose actions are grid moves")
-        if self.instance and self.instance_field:
-            raise InputError("give --instance or --instance-field, not both")
+    def name_pattern(self) -> re.Pattern[str] | None:
+        if self.instance_from_name is None:
+            return None
+        try:
+            pattern = re.compile(self.instance_from_name)
+        except re.error as exc:
+            raise InputError(f"--instance-from-name: not a regular expression: {exc}") from None
+        if not pattern.groups:
+            raise InputError("--instance-from-name: the pattern needs a group: (?P<instance>...), or groups joined "
+                             "by '/' such as '__(park2026-main)__(.+)__(seed-\\d+)$'")
+        return pattern
+
+    def readers(self) -> tuple[ActionReader, ActionReader]:
+        """The action readers for graded and for logged trajectories; InputError for options that do not fit."""
+        if self.env is not None and self.env not in ENVS:
+            raise InputError(f"--env: expected {one_of(ENVS)}, found {self.env!r}")
+        if self.vocabulary is not None and self.vocabulary not in VOCABULARIES:
+            raise InputError(f"--actions: expected {one_of(VOCABULARIES)}, found {self.vocabulary!r}")
+        if self.env == "grid_dag" and self.vocabulary not in (None, "grid"):
+            raise InputError(f"--actions {self.vocabulary} does not fit --env grid_dag, whose actions are grid moves")
+        named = [n for n, v in (("--instance", self.instance), ("--instance-field", self.instance_field),
+                                ("--instance-from-name", self.instance_from_name)) if v]
+        if len(named) > 1:
+            raise InputError(f"give one of --instance, --instance-field or --instance-from-name, not {' and '.join(named)}")
+        self.name_pattern()
         pattern = None
         if self.action_regex is not None:
             try:
                 pattern = re.compile(self.action_regex, re.S)
             except re.error as exc:
                 raise InputError(f"--action-regex: not a regular expression: {exc}") from None
-        return ActionReader(vocabulary, pattern)
+        return (ActionReader(self.vocabulary or "grid", pattern), ActionReader(self.vocabulary or "text", pattern))
 
 
 @dataclass
@@ -64,49 +138,126 @@ class ConvertReport:
     trajectories: int = 0
     steps: int = 0
     unreadable: int = 0                  # steps whose output named no action (kept, with action null)
+    unreadable_at: list[str] = field(default_factory=list)  # the first few, as `file:line step N`
+    logged: int = 0                      # trajectories kept as text (env logged): their instance is not known
+    logged_example: str | None = None    # the first such trajectory's instance, for the summary's hint
     skipped: list[Problem] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)        # files of input folders that no adapter reads
     formats: dict[str, str] = field(default_factory=dict)   # input file -> the format it was read as
+    files: int = 0
 
 
 def convert_files(inputs: Sequence[Path], fmt: str, out: Path, options: ConvertOptions,
                   progress: Callable[[int], None] | None = None) -> ConvertReport:
-    """Convert every episode of `inputs` into trajectory/1 lines of `out`, written atomically."""
-    reader = options.reader()
-    plan = _plan(inputs, fmt)
+    """Convert every episode of `inputs` (files, folders, `-`) into trajectory/1 lines of `out` (`-`: stdout),
+    written atomically."""
+    readers = options.readers()
+    options = options if options.known is not None else _with_known(options)
     report = ConvertReport()
     seen: dict[str, str] = {}
-    with atomic_file(out, "wb") as handle:
-        for path, adapter in plan:
-            report.formats[str(path)] = adapter.name
-            for item in _items(path, adapter):
-                try:
-                    if isinstance(item, InputError):
-                        raise item
-                    trajectory = to_trajectory(item, adapter, path, options, reader)
-                    _check_unique(trajectory["id"], item, path, seen)
-                except InputError as exc:
-                    if not options.skip_invalid:
-                        raise
-                    report.skipped.extend(p if isinstance(p, Problem) else Problem(str(path), None, None, str(p))
-                                          for p in exc.problems)
-                    continue
-                handle.write(dumps_line(trajectory))
-                report.trajectories += 1
-                report.steps += len(trajectory["steps"])
-                report.unreadable += sum(step["action"] is None for step in trajectory["steps"])
-            if progress:
-                progress(path.stat().st_size)
+    with _stdin_spooled(inputs) as (inputs, shown):
+        plan = _plan(inputs, fmt, report, shown)
+        report.files = len(plan)
+        with _output(out) as handle:
+            for path, adapter in plan:
+                name = shown.get(path, str(path))
+                report.formats[name] = adapter.name
+                for item in _items(path, adapter):
+                    try:
+                        if isinstance(item, InputError):
+                            raise item
+                        trajectory = to_trajectory(item, adapter, path, options, readers, name=name)
+                        _check_unique(trajectory["id"], item, name, seen)
+                    except InputError as exc:
+                        exc = _renamed(exc, shown)
+                        if not options.skip_invalid:
+                            raise exc from None
+                        report.skipped.extend(p if isinstance(p, Problem) else Problem(name, None, None, str(p))
+                                              for p in exc.problems)
+                        continue
+                    handle.write(dumps_line(trajectory))
+                    _count(report, trajectory, item, name)
+                if progress:
+                    progress(path.stat().st_size)
     return report
+
+
+def _with_known(options: ConvertOptions) -> ConvertOptions:
+    from dataclasses import replace
+    return replace(options, known=KnownInstances())
+
+
+def _count(report: ConvertReport, trajectory: dict[str, Any], episode: Episode, name: str) -> None:
+    report.trajectories += 1
+    report.steps += len(trajectory["steps"])
+    if trajectory.get("env") == LOGGED and "source" in trajectory:
+        report.logged += 1
+        report.logged_example = report.logged_example or trajectory["instance"]
+    for t, step in enumerate(trajectory["steps"]):
+        if step["action"] is None:
+            report.unreadable += 1
+            if len(report.unreadable_at) < SHOWN_LOCATIONS:
+                where = f"{name}:{episode.line}" if episode.line is not None else f"{name} record {episode.record}"
+                report.unreadable_at.append(f"{where} step {t}")
+
+
+def _renamed(exc: InputError, shown: Mapping[Path, str]) -> InputError:
+    """The error with a spooled standard input named `-` rather than by its temporary file."""
+    names = {str(path): name for path, name in shown.items()}
+    if not names:
+        return exc
+    return InputError([p._replace(file=names.get(p.file, p.file)) if isinstance(p, Problem) else p
+                       for p in exc.problems])
+
+
+@contextlib.contextmanager
+def _stdin_spooled(inputs: Sequence[Path]) -> Iterator[tuple[list[Path], dict[Path, str]]]:
+    """The inputs with `-` replaced by a temporary copy of standard input (adapters read files, some twice), named
+    by the ending its content suggests (formats are told apart partly by it); and that copy's display name."""
+    if not any(str(p) == STDIN for p in inputs):
+        yield list(inputs), {}
+        return
+    if sum(str(p) == STDIN for p in inputs) > 1:
+        raise InputError("`-` (standard input) is given more than once")
+    with tempfile.TemporaryDirectory(prefix="eebench-stdin-") as tmp:
+        spool = Path(tmp) / "stdin"
+        with spool.open("wb") as handle:
+            shutil.copyfileobj(sys.stdin.buffer, handle)
+        with spool.open("rb") as handle:
+            head = handle.read(HEAD_BYTES)
+        named = spool.rename(spool.with_suffix(_suffix_for(head)))
+        yield [named if str(p) == STDIN else p for p in inputs], {named: STDIN}
+
+
+def _suffix_for(head: bytes) -> str:
+    """`.jsonl` for JSON lines, `.json` for one JSON document, `.txt` for anything else."""
+    text = head.lstrip()
+    if text[:1] == b"[":
+        return ".json"
+    if text[:1] == b"{":
+        first, _, rest = text.partition(b"\n")
+        return ".jsonl" if first.rstrip().endswith(b"}") and rest.lstrip()[:1] in (b"{", b"") else ".json"
+    return ".txt"
+
+
+@contextlib.contextmanager
+def _output(out: Path) -> Iterator[IO[bytes]]:
+    """The output file, written atomically; `-` is standard output, written only once the whole run succeeded."""
+    if str(out) != STDIN:
+        with atomic_file(out, "wb") as handle:
+            yield handle
+        return
+    with tempfile.TemporaryFile() as handle:
+        yield handle
+        handle.seek(0)
+        shutil.copyfileobj(handle, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
 
 
 def _items(path: Path, adapter: Adapter) -> Iterator[Episode | InputError]:
     """The adapter's episodes of one file, then, as a located error, whatever ended the file early (a cut-off
-    archive, a truncated array), so `--skip-invalid` keeps what was read before it. An empty log, or one with no
-    episode, is an error too: a mistake worth a word, not a silent success."""
-    with path.open("rb") as handle:
-        if not handle.read(4096).strip() and not handle.read(1):
-            yield InputError.at(str(path), f"is empty; expected a {adapter.name} log")
-            return
+    archive, a truncated array), so `--skip-invalid` keeps what was read before it. A log with no episode is an
+    error too (an empty file is refused before anything is read: see `_plan`)."""
     count = 0
     try:
         for item in adapter.episodes(path):
@@ -122,16 +273,54 @@ def _items(path: Path, adapter: Adapter) -> Iterator[Episode | InputError]:
         yield InputError.at(str(path), f"holds no {adapter.name} episode")
 
 
-def _plan(inputs: Sequence[Path], fmt: str) -> list[tuple[Path, Adapter]]:
-    """Each input with its adapter, all decided before anything is written."""
+def require_content(path: Path, name: str, expected: str) -> None:
+    """The one rule for empty inputs of convert and grade: a file with nothing but white space is an error naming
+    it (even with --skip-invalid, like a missing file), never a run that succeeds with nothing."""
+    with open_input(path) as handle:
+        while chunk := handle.read(1 << 16):
+            if chunk.strip():
+                return
+    raise InputError.at(name, f"is empty; expected {expected}")
+
+
+def _expand(inputs: Sequence[Path], shown: Mapping[Path, str]) -> list[tuple[Path, bool]]:
+    """Files as given, and the files of given folders (recursively, sorted, hidden names left out); each with
+    whether it came from a folder (such a file no adapter reads is left out, not an error)."""
+    files: list[tuple[Path, bool]] = []
     for path in inputs:
-        if not path.is_file():
-            raise InputError.at(str(path), "no such file" if not path.exists() else "is not a file")
-    if fmt == "auto":
-        plan = [(path, detect(path)) for path in inputs]
-    else:
-        adapter = get_adapter(fmt)
-        plan = [(path, adapter) for path in inputs]
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file()
+                           and not any(part.startswith(".") for part in p.relative_to(path).parts))
+            if not found:
+                raise InputError.at(str(path), "is a folder with no files in it")
+            files.extend((p, True) for p in found)
+        elif not path.exists():
+            raise InputError.at(shown.get(path, str(path)), "no such file or folder")
+        elif not path.is_file():
+            raise InputError.at(str(path), "is not a file")
+        else:
+            files.append((path, False))
+    return files
+
+
+def _plan(inputs: Sequence[Path], fmt: str, report: ConvertReport,
+          shown: Mapping[Path, str]) -> list[tuple[Path, Adapter]]:
+    """Each input file with its adapter, all decided before anything is written."""
+    chosen = None if fmt == "auto" else get_adapter(fmt)
+    plan = []
+    for path, in_folder in _expand(inputs, shown):
+        if in_folder:
+            adapter = _folder_member(path, chosen)
+            if adapter is None:
+                report.ignored.append(str(path))
+                continue
+        else:
+            require_content(path, shown.get(path, str(path)), f"a {chosen.name if chosen else 'agent'} log")
+            adapter = chosen or _renamed_detect(path, shown)
+        plan.append((path, adapter))
+    if not plan:
+        raise InputError.at(", ".join(str(p) for p in inputs),
+                            "no file here is a log any adapter reads; name the format with --from (see `eebench formats`)")
     # a file given twice, or two files of one episode (BALROG's .csv and .json), is read once
     read: dict[Path, tuple[Path, Adapter]] = {}
     for path, adapter in plan:
@@ -140,35 +329,125 @@ def _plan(inputs: Sequence[Path], fmt: str) -> list[tuple[Path, Adapter]]:
     return list(read.values())
 
 
-def _check_unique(trajectory_id: str, episode: Episode, path: Path, seen: dict[str, str]) -> None:
-    where = f"{path}:{episode.line}" if episode.line is not None else f"{path} record {episode.record}"
+def _renamed_detect(path: Path, shown: Mapping[Path, str]) -> Adapter:
+    try:
+        return detect(path)
+    except InputError as exc:
+        raise _renamed(exc, shown) from None
+
+
+def _folder_member(path: Path, chosen: Adapter | None) -> Adapter | None:
+    """The adapter for a file found in a folder: the chosen one if it says it reads the file, else the one that
+    does (auto); None for an empty file or one no adapter reads (a README beside the logs)."""
+    with open_input(path) as handle:
+        head = handle.read(HEAD_BYTES)
+    if not head.strip():
+        return None
+    if chosen is not None:
+        return chosen if chosen.handles(path, head) else None
+    claims = [r.adapter for r in known_adapters().adapters.values() if _claims(r, path, head)]
+    if not claims:
+        return None
+    return detect(path)  # one, or the canonical one, or the ambiguity named as when the file is given alone
+
+
+def _claims(registered: Any, path: Path, head: bytes) -> bool:
+    try:
+        return bool(registered.adapter.handles(path, head))
+    except Exception:  # a plug-in's bug: not a claim (detect reports built-in bugs)
+        return False
+
+
+def _check_unique(trajectory_id: str, episode: Episode, name: str, seen: dict[str, str]) -> None:
+    where = f"{name}:{episode.line}" if episode.line is not None else f"{name} record {episode.record}"
     first = seen.setdefault(trajectory_id, where)
     if first != where:
-        raise bad_record(path, f"trajectory id {trajectory_id!r} was already made from {first}; ids must be unique",
+        raise bad_record(name, f"trajectory id {trajectory_id!r} was already made from {first}; ids must be unique",
                          line=episode.line, record=episode.record, field="id")
 
 
-def _instance(episode: Episode, path: Path, options: ConvertOptions) -> str:
+def name_stem(name: str) -> str:
+    """A log file's name without its format's endings: `claude-3.5-sonnet__x.json` -> `claude-3.5-sonnet__x`."""
+    stem = name
+    while (dot := stem.rfind(".")) > 0 and stem[dot:].lower() in LOG_SUFFIXES:
+        stem = stem[:dot]
+    return stem
+
+
+def from_name(pattern: re.Pattern[str], name: str) -> dict[str, str] | None:
+    """What `--instance-from-name` reads from a file's name (without its endings): `instance` (the group of that
+    name, else every group joined by '/'), and agent labels from groups named after them; None when it does not
+    match."""
+    match = pattern.search(name_stem(name))
+    if match is None:
+        return None
+    named = {k: v for k, v in match.groupdict().items() if v is not None}
+    labels = {k: v for k, v in named.items() if k in AGENT_LABELS}
+    if "instance" in named:
+        return {**labels, "instance": named["instance"]}
+    label_groups = {pattern.groupindex[k] for k in AGENT_LABELS if k in pattern.groupindex}
+    parts = [g for i, g in enumerate(match.groups(), start=1) if g and i not in label_groups]
+    return {**labels, "instance": "/".join(parts)}
+
+
+class Placed(NamedTuple):
+    """Where a trajectory was played: its instance, its env when it has to say (logged), the sha256 a bench
+    promises, and labels read from the file's name."""
+
+    instance: str
+    env: str | None
+    sha256: str | None
+    labels: dict[str, str]
+
+
+def place(episode: Episode, path: Path, name: str, options: ConvertOptions) -> Placed:
+    """The instance of an episode, and whether it is graded: see the module's docstring."""
+    labels: dict[str, str] = {}
+    where = {"line": episode.line, "record": episode.record}
     if options.instance:
-        return options.instance
-    if options.instance_field:
+        instance = options.instance
+    elif options.instance_field:
         value = dig(episode.fields, options.instance_field)
         if value is None:
-            raise bad_record(path, f"--instance-field {options.instance_field}: no such field in this record",
-                             line=episode.line, record=episode.record)
+            raise bad_record(name, f"--instance-field {options.instance_field}: no such field in this record", **where)
         if isinstance(value, (bool, dict, list)):
-            raise bad_record(path, f"--instance-field {options.instance_field}: expected a string or a number, "
-                                   f"found {json_type(value)}", line=episode.line, record=episode.record)
-        return str(value)
-    # a log that names no task (an ATIF session, a plain list of actions) is known by its file's name
-    return episode.task or path.name.split(".")[0]
+            raise bad_record(name, f"--instance-field {options.instance_field}: expected a string or a number, "
+                                   f"found {json_type(value)}", **where)
+        instance = str(value)
+    elif options.instance_from_name:
+        read = from_name(options.name_pattern(), Path(name).name)  # type: ignore[arg-type]
+        if read is None:
+            raise InputError.at(name, f"--instance-from-name: {options.instance_from_name!r} does not match "
+                                      f"{name_stem(Path(name).name)!r}")
+        instance = read.pop("instance")
+        labels = read
+    else:
+        # the log's own task, else the file's name (an ATIF session, a plain list of actions, standard input)
+        instance = episode.task or ("" if name == STDIN else name_stem(path.name))
+    known = options.known or KnownInstances()
+    env = options.env
+    if env is None:
+        env = None if options.named() or (instance and known.knows(instance)) else LOGGED
+    if env == LOGGED:
+        if not instance:
+            raise bad_record(name, "no instance: the log names no task; give --instance ID", **where)
+        return Placed(instance, LOGGED, None, labels)
+    if known.bench is None:
+        return Placed(instance, env, None, labels)
+    if not known.knows(instance):
+        raise bad_record(name, f"instance {instance!r} is not in {known.where}{known.close_to(instance)}; name it "
+                               "with --instance ID, --instance-field PATH or --instance-from-name REGEX", **where)
+    return Placed(instance, env, known.sha256(instance), labels)
 
 
 def to_trajectory(episode: Episode, adapter: Adapter, path: Path, options: ConvertOptions,
-                  reader: ActionReader) -> dict[str, Any]:
+                  readers: tuple[ActionReader, ActionReader], name: str | None = None) -> dict[str, Any]:
     """The canonical trajectory/1 document of one episode."""
+    name = name or str(path)
     if episode.document is not None:
-        return _relabel(episode.document, episode, path, options)
+        return _relabel(episode.document, episode, path, name, options)
+    placed = place(episode, path, name, options)
+    reader = readers[placed.env == LOGGED]
     steps = []
     unreadable = 0
     for logged in episode.steps:
@@ -201,15 +480,17 @@ def to_trajectory(episode: Episode, adapter: Adapter, path: Path, options: Conve
             step["timestamp"] = logged.timestamp
         steps.append(step)
     agent = {label: value for label in AGENT_LABELS
-             if (value := options.labels.get(label) or episode.agent.get(label)) is not None}
-    trajectory: dict[str, Any] = {
-        "eebench": "trajectory/1", "id": episode.id, "instance": _instance(episode, path, options),
-        "env": options.resolved_env(),
-    }
+             if (value := options.labels.get(label) or placed.labels.get(label) or episode.agent.get(label))
+             is not None}
+    trajectory: dict[str, Any] = {"eebench": "trajectory/1", "id": episode.id, "instance": placed.instance}
+    if placed.sha256 is not None:
+        trajectory["instance_sha256"] = placed.sha256
+    if placed.env is not None:
+        trajectory["env"] = placed.env
     if agent:
         trajectory["agent"] = agent
     trajectory["steps"] = steps
-    trajectory["source"] = {"format": adapter.name, "file": str(path), "record": episode.record,
+    trajectory["source"] = {"format": adapter.name, "file": name, "record": episode.record,
                             "adapter_version": adapter.version, "missing_fields": sorted(adapter.never_carries),
                             "unreadable_actions": unreadable}
     if episode.meta:
@@ -217,16 +498,20 @@ def to_trajectory(episode: Episode, adapter: Adapter, path: Path, options: Conve
     return trajectory
 
 
-def _relabel(document: dict[str, Any], episode: Episode, path: Path, options: ConvertOptions) -> dict[str, Any]:
+def _relabel(document: dict[str, Any], episode: Episode, path: Path, name: str,
+             options: ConvertOptions) -> dict[str, Any]:
     """An already canonical trajectory, with only what the user asked for changed: instance and labels (its env
     and actions are as the document says)."""
-    if not (options.instance or options.instance_field or options.labels):
+    if not (options.named() or options.labels):
         return document
     document = dict(document)
-    instance = _instance(episode, path, options)
-    if instance != document["instance"]:
-        document["instance"] = instance
+    placed = place(episode, path, name, options) if options.named() else None
+    if placed is not None and placed.instance != document["instance"]:
+        document["instance"] = placed.instance
         document.pop("instance_sha256", None)  # it named the old instance
-    if options.labels:
-        document["agent"] = {**(document.get("agent") or {}), **options.labels}
+        if placed.sha256 is not None:
+            document["instance_sha256"] = placed.sha256
+    labels = {**(placed.labels if placed else {}), **options.labels}
+    if labels:
+        document["agent"] = {**(document.get("agent") or {}), **labels}
     return document

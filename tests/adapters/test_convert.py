@@ -53,7 +53,7 @@ def test_chat_logs_convert_and_grade_end_to_end(cli, tmp_path: Path) -> None:
     assert "converted 1 trajectories (4 steps)" in result.stdout
     assert "1 steps had no readable action (kept with action null)" in result.stdout
     [trajectory] = [json.loads(line) for line in out.read_text().splitlines()]
-    assert trajectory["env"] == "grid_dag" and trajectory["instance"] == INSTANCE
+    assert "env" not in trajectory and trajectory["instance"] == INSTANCE
     assert trajectory["agent"] == {"model": "gpt-test", "prompt": "exploration"}
     assert [s["action"] for s in trajectory["steps"]] == ["right", "right", None, "right"]
     first, call, lost, _ = trajectory["steps"]
@@ -232,7 +232,7 @@ def test_trajectory_ids_must_be_unique_across_inputs(tmp_path: Path) -> None:
 def test_option_conflicts_are_bad_input(tmp_path: Path) -> None:
     source = write_jsonl(tmp_path / "in.jsonl", [chat_episode("t", ["up"])])
     cases = [({"env": "grid_dag", "vocabulary": "text"}, "--actions text does not fit --env grid_dag"),
-             ({"instance": "a", "instance_field": "b"}, "give --instance or --instance-field, not both"),
+             ({"instance": "a", "instance_field": "b"}, "give one of --instance, --instance-field or --instance-from-name, not --instance and --instance-field"),
              ({"action_regex": "("}, "--action-regex: not a regular expression: missing ), unterminated subpattern at position 0")]
     for options, message in cases:
         with pytest.raises(InputError, match=re.escape(message)):

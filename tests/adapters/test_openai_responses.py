@@ -78,7 +78,7 @@ def test_reasoning_summaries_and_hosted_calls(tmp_path: Path) -> None:
 
 def test_grid_moves_when_played_in_an_eebench_instance(agent_logs: Path, tmp_path: Path) -> None:
     [solved, *_] = convert(agent_logs / SOKOBAN, tmp_path / "out.jsonl", instance="park2026-main/low-small/seed-0")
-    assert solved["env"] == "grid_dag"
+    assert "env" not in solved  # graded in its instance, whose kind decides the world
     assert [s["action"] for s in solved["steps"]][:4] == ["down", "down", "right", "right"]
 
 

@@ -123,7 +123,7 @@ def test_a_faulty_plugin_cannot_stop_the_others(tmp_path: Path) -> None:
 
 
 def test_a_folder_or_a_missing_file_is_named(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match=rf"{tmp_path}: is not a file"):
+    with pytest.raises(InputError, match=rf"{tmp_path}: is a folder with no files in it"):
         convert_files([tmp_path], "auto", tmp_path / "o.jsonl", ConvertOptions())
     with pytest.raises(InputError, match=r"nope\.json: no such file"):
         convert(tmp_path / "nope.json", tmp_path / "o.jsonl")
