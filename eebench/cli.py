@@ -107,6 +107,35 @@ def _progress(total: int, label: str) -> Iterator[Callable[[int], None]]:
         yield bar.update
 
 
+@contextlib.contextmanager
+def _grade_progress(files: tuple[Path, ...]) -> Iterator[Callable[[int, int], None]]:
+    """Grading's progress on a terminal: trajectories read out of those in the files, and steps graded."""
+    if not sys.stderr.isatty() or any(str(f) == "-" for f in files):
+        yield lambda records, steps: None
+        return
+    total = sum(_count_lines(f) for f in files if f.is_file())
+    steps = 0
+
+    def shown(_: Any) -> str:
+        return f"{steps:,} steps"
+
+    with click.progressbar(length=max(total, 1), label="grading trajectories", file=sys.stderr, show_pos=True,
+                           item_show_func=shown) as bar:
+        def update(records: int, graded: int) -> None:
+            nonlocal steps
+            steps += graded
+            bar.update(records)
+        yield update
+
+
+def _count_lines(path: Path) -> int:
+    """Records in a JSONL file, counted as line breaks (a .json file counts once): the progress bar's length."""
+    if path.suffix.lower() == ".json":
+        return 1
+    with path.open("rb") as handle:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
+
+
 def _parse_seeds(text: str | None) -> list[int] | None:
     """'0,1,2' or '0-9' or '0-4,10' as a sorted list of distinct seeds."""
     if text is None:
@@ -257,18 +286,18 @@ def play(target: Path, agent: str, seed: int, out: Path, observations: bool) -> 
 def grade(files: tuple[Path, ...], bench: Path, db: Path, workers: int, skip_invalid: bool) -> None:
     """Replay trajectories in their instances and store Park et al.'s per-step errors in DuckDB.
 
-    Each trajectory names its instance by id; the actions are replayed in the world's rules (positions a log
-    claims are never trusted). Grading a trajectory id again replaces its rows. One call is one transaction:
+    TRAJ_FILE is a JSONL file of trajectory/1 records (`eebench convert` makes them from agents' logs), or - for
+    standard input. Each trajectory names its instance by id; the actions are replayed in the world's rules
+    (positions a log claims are never trusted). An empty file is an error, as in `convert`. Grading a trajectory id again replaces its rows. One call is one transaction:
     if it fails, nothing is written. Then ask questions with `eebench query`, e.g.
 
     \b
-      eebench query "SELECT * FROM agent_summary"
+      eebench query "SELECT * FROM agent_summary" --db eebench.duckdb
     """
     from eebench.bundles import open_bench
     from eebench.evaluator import grade_files
 
-    total = sum(f.stat().st_size for f in files if f.is_file())
-    with open_bench(bench) as opened, _progress(total, "grading") as update:
+    with open_bench(bench) as opened, _grade_progress(files) as update:
         report = grade_files(list(files), opened, db, workers=workers, skip_invalid=skip_invalid, progress=update)
     _echo_problems("skipped", report.skipped)
     rate = report.steps / report.seconds if report.seconds else 0.0

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 from collections.abc import Iterator
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import IO, Any, NamedTuple
 
 from eebench.documents import decode_utf8, document_kind, json_type, parse_text, read_text
 from eebench.errors import InputError, Problem
@@ -20,6 +21,7 @@ AGENT_LABELS = ("name", "model", "prompt", "harness")
 _STEP_TYPES = frozenset({dict})
 _ACTION_TYPES = frozenset({str, type(None)})
 _ACTION = itemgetter("action")
+_CONVERT_HINT = " (an agent's log? `eebench convert` makes trajectories from it)"
 
 
 class Record(NamedTuple):
@@ -40,6 +42,9 @@ def read_raw_records(path: Path | str) -> Iterator[Record]:
     """
     path = Path(path)
     file = str(path)
+    if file == "-":  # standard input: JSON Lines, read as it comes
+        yield from _lines(sys.stdin.buffer, file)
+        return
     if path.suffix.lower() == ".json":
         value = parse_text(read_text(path), file, yaml_syntax=False)
         if isinstance(value, list):
@@ -55,11 +60,15 @@ def read_raw_records(path: Path | str) -> Iterator[Record]:
     except IsADirectoryError:
         raise InputError.at(file, "is a folder, expected a .jsonl file") from None
     with handle:
-        index = 0
-        for number, raw in enumerate(handle, start=1):
-            if raw.strip():
-                yield Record(file, number, index, raw)
-                index += 1
+        yield from _lines(handle, file)
+
+
+def _lines(handle: IO[bytes], file: str) -> Iterator[Record]:
+    index = 0
+    for number, raw in enumerate(handle, start=1):
+        if raw.strip():
+            yield Record(file, number, index, raw)
+            index += 1
 
 
 def parse_record(record: Record) -> Record:
@@ -104,7 +113,9 @@ def check_trajectory(record: Record) -> dict[str, Any]:
         return InputError(Problem(file, line, field, message))
 
     if not isinstance(doc, dict):
-        raise fail(None, f"expected a trajectory object, found {json_type(doc)}")
+        raise fail(None, f"expected a {KIND} record, found {json_type(doc)}{_CONVERT_HINT}")
+    if "eebench" not in doc:
+        raise fail("eebench", f"missing; expected a {KIND} record{_CONVERT_HINT}")
     if doc.get("eebench") != KIND:
         kind, version = document_kind(doc, file, line=line)
         raise fail("eebench", f"expected {KIND}, found {kind}/{version}")

@@ -72,7 +72,7 @@ def change(**changes: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("value, field, message", [
-    ([1], None, "expected a trajectory object, found a list"),
+    ([1], None, "expected a trajectory/1 record, found a list (an agent's log? `eebench convert` makes trajectories from it)"),
     (change(eebench="trajectory/2"), "eebench",
      "trajectory/2 is newer than this eebench reads (trajectory/1); upgrade eebench"),
     (change(eebench="instance/1"), "eebench", "expected trajectory/1, found instance/1"),

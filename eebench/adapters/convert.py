@@ -315,7 +315,7 @@ def _plan(inputs: Sequence[Path], fmt: str, report: ConvertReport,
                 report.ignored.append(str(path))
                 continue
         else:
-            require_content(path, shown.get(path, str(path)), f"a {chosen.name if chosen else 'agent'} log")
+            require_content(path, shown.get(path, str(path)), f"a {chosen.name} log" if chosen else "an agent log")
             adapter = chosen or _renamed_detect(path, shown)
         plan.append((path, adapter))
     if not plan:
@@ -426,8 +426,8 @@ def place(episode: Episode, path: Path, name: str, options: ConvertOptions) -> P
         instance = episode.task or ("" if name == STDIN else name_stem(path.name))
     known = options.known or KnownInstances()
     env = options.env
-    if env is None:
-        env = None if options.named() or (instance and known.knows(instance)) else LOGGED
+    if env is None and not options.named() and known.bench is None and not (instance and known.knows(instance)):
+        env = LOGGED  # with --bench the user means to grade: an unknown instance is refused below, not kept as text
     if env == LOGGED:
         if not instance:
             raise bad_record(name, "no instance: the log names no task; give --instance ID", **where)

@@ -28,6 +28,7 @@ from eebench.evaluator.store import Batch, ResultStore
 from eebench.instances import InstanceLibrary, LoadedInstance
 from eebench.trajectories import AGENT_LABELS, Record, check_trajectory, parse_record, read_raw_records
 
+EMPTY_EXPECTED = "trajectory/1 records (`eebench convert` makes them from agents' logs)"
 CHUNK_RECORDS = 256      # records graded together (and shipped to a worker at once)
 FLUSH_STEPS = 200_000    # steps gathered before a write to DuckDB
 
@@ -113,7 +114,9 @@ class Grader:
         file, line = record.file, record.line
         if doc.get("env", "grid_dag") != "grid_dag":
             raise InputError(Problem(file, line, "env", f"{doc['env']!r} trajectories are kept as text and not "
-                                                        "graded by replay; expected 'grid_dag'"))
+                                                        "graded by replay; expected 'grid_dag'. If it was played in "
+                                                        "an instance of the bench, convert its log again with "
+                                                        "`eebench convert ... --bench BENCH` (or --instance ID)"))
         instance_id = doc["instance"]
         try:
             tables, loaded = self.tables(instance_id)
@@ -176,17 +179,17 @@ def _usage(steps: list[dict[str, Any]]) -> dict[str, int | float | None]:
 def _chunks(files: Sequence[Path]) -> Iterator[list[Record]]:
     chunk: list[Record] = []
     for path in files:
+        records = 0
         for record in read_raw_records(path):
+            records += 1
             chunk.append(record)
             if len(chunk) == CHUNK_RECORDS:
                 yield chunk
                 chunk = []
+        if not records:  # the rule `convert` follows too: an empty input is a mistake, even with skip_invalid
+            raise InputError.at(str(path), f"is empty; expected {EMPTY_EXPECTED}")
     if chunk:
         yield chunk
-
-
-def _record_size(record: Record) -> int:
-    return len(record.value) if isinstance(record.value, bytes) else 0
 
 
 # Worker processes keep one Grader each, so instance tables are built once per worker.
@@ -236,10 +239,13 @@ def _result(chunk: list[Record], future: concurrent.futures.Future) -> tuple[lis
 
 
 def grade_files(files: Sequence[Path], bench: Bench, db: Path, *, workers: int = 1, skip_invalid: bool = False,
-                progress: Callable[[int], None] | None = None) -> GradeReport:
-    """Grade every trajectory of `files` into the DuckDB file `db`, in one transaction."""
+                progress: Callable[[int, int], None] | None = None) -> GradeReport:
+    """Grade every trajectory of `files` into the DuckDB file `db`, in one transaction; `progress` is told the
+    records read and the steps graded of each chunk. The file `-` is standard input."""
     given: dict[Path, Path] = {}
     for path in files:
+        if str(path) == "-":
+            continue
         if not Path(path).is_file():
             raise InputError.at(str(path), "no such file")
         resolved = Path(path).resolve()
@@ -260,7 +266,7 @@ def grade_files(files: Sequence[Path], bench: Bench, db: Path, *, workers: int =
                 store.write(pending)
                 pending = Batch()
             if progress:
-                progress(sum(_record_size(r) for r in chunk))
+                progress(len(chunk), batch.n_steps)
         store.write(pending)
         _check_unique(store, report, skip_invalid)
         report.trajectories, report.steps = store.staged_trajectories(), store.staged_steps()

@@ -94,14 +94,32 @@ def test_open_text_keeps_what_the_model_wrote() -> None:
     assert text.from_text(terminus) == terminus   # its closing brace is not the answer on the last line
 
 
-def test_user_regex_replaces_the_search() -> None:
+def test_user_regex_comes_first_and_the_built_in_rules_stay() -> None:
     named = ActionReader("grid", re.compile(r"MOVE=(?P<action>\w+)"))
     assert named.from_text("MOVE=north ... MOVE=west") == "left"
-    assert named.from_text("<action>up</action>") is None      # only the user's pattern counts
+    assert named.from_text("<action>up</action>") == "up"        # another answer style still reads
+    assert named.from_text("<action>up</action> MOVE=west") == "left"  # the user's pattern wins over the tag
+    assert named.from_text("MOVE=west MOVE=zz") == "left"        # the last match that names a move
     numbered = ActionReader("grid", re.compile(r"dir:(\w+)"))
     assert numbered.from_text("dir:S") == "down"
     whole = ActionReader("grid", re.compile(r"\b(?:north|south)\b"))
     assert whole.from_text("I go south") == "down"
+
+
+@pytest.mark.parametrize(("text", "action"), [
+    ("I think going up is bad. Action: left", "left"),
+    ("Going up is bad, so my final answer: Right.", "right"),
+    ("Up looked open. Move = down", "down"),
+    ("my move: maybe up", None),          # a hedge is not a move
+    ("the move-count: 3", None),
+])
+def test_an_inline_action_label_reads(text: str, action: str | None) -> None:
+    assert ActionReader("grid").from_text(text) == action
+
+
+def test_inline_labels_are_not_read_in_open_text() -> None:
+    # a logged environment's prose is kept whole: `answer: yes` inside a sentence is not its action
+    assert ActionReader("text").from_text("They said the answer: yes") == "They said the answer: yes"
 
 
 def test_render_call() -> None:

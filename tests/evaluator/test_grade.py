@@ -130,7 +130,7 @@ def test_a_failing_run_writes_nothing(cli, bench: Path, tmp_path: Path) -> None:
      '", "steps": []}', r":1: instance_sha256: the log was played in instance 000000000000\.\.\., but 't/corridor'"),
     ('{"eebench": "trajectory/1", "id": "a", "instance": "t/corridor", "env": "logged", "steps": []}',
      r":1: env: 'logged' trajectories are kept as text and not graded by replay"),
-    ('[1, 2]', r":1: expected a trajectory object, found a list"),
+    ('[1, 2]', r":1: expected a trajectory/1 record, found a list \(an agent's log\? `eebench convert`"),
 ])
 def test_bad_input_is_one_line_exit_2(cli, bench: Path, tmp_path: Path, line: str, message: str) -> None:
     runs = tmp_path / "runs.jsonl"

@@ -1,0 +1,178 @@
+"""The path from agents' logs to grades as a new user walks it: instances named by the log, the bench or the file's
+name; folders of logs; standard input and output; what is not graded and why; every refusal naming its fix."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from eebench.adapters.convert import from_name, name_stem
+from tests.adapters.test_convert import INSTANCE, chat_episode, corridor
+from tests.conftest import write_jsonl
+
+MODEL_FILE = "claude-3.5-sonnet__park2026-main__high-large__seed-2.json"
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+
+
+def test_a_task_id_the_bench_knows_grades_without_options(cli, tmp_path: Path) -> None:
+    bench = corridor(tmp_path)
+    log = write_jsonl(tmp_path / "chat.jsonl", [chat_episode(INSTANCE, ["right", "right", "right"])])
+    out = tmp_path / "traj.jsonl"
+    result = cli("convert", log, "--bench", bench, "--out", out)
+    assert "logged" not in result.stdout
+    [trajectory] = lines(out)
+    # no env: the instance's kind decides; the sha256 ties the trajectory to the very instance converted against
+    assert "env" not in trajectory and trajectory["instance"] == INSTANCE
+    assert re.fullmatch(r"[0-9a-f]{64}", trajectory["instance_sha256"])
+    db = tmp_path / "r.duckdb"
+    assert "graded 1 trajectories (3 steps)" in cli("grade", out, "--bench", bench, "--db", db).stdout
+    rows = json.loads(cli("query", "--db", db, "--format", "json", "SELECT success FROM trajectories").stdout)
+    assert rows == [{"success": True}]
+
+
+def test_a_task_the_bench_does_not_know_is_refused_with_the_fix(cli, tmp_path: Path) -> None:
+    bench = corridor(tmp_path)
+    log = write_jsonl(tmp_path / "chat.jsonl", [chat_episode("test/corridr", ["right"])])
+    out = tmp_path / "traj.jsonl"
+    result = cli("convert", log, "--bench", bench, "--out", out, code=2)
+    assert result.stderr == (f"error: {log}:1: instance 'test/corridr' is not in {bench} (did you mean "
+                             "'test/corridor'?); name it with --instance ID, --instance-field PATH or "
+                             "--instance-from-name REGEX\n")
+    assert not out.exists()
+
+
+def test_an_unknown_task_without_bench_is_logged_and_the_summary_says_how_to_grade(cli, tmp_path: Path) -> None:
+    log = write_jsonl(tmp_path / "chat.jsonl", [chat_episode("airline/7", ["Book the flight."])])
+    out = tmp_path / "traj.jsonl"
+    result = cli("convert", log, "--out", out)
+    assert ("1 trajectories are 'logged' (kept as text, not graded): their instance, e.g. 'airline/7', is not a "
+            "known one; to grade them, convert again with --bench BENCH, --instance ID, --instance-field PATH or "
+            "--instance-from-name REGEX") in result.stdout
+    [trajectory] = lines(out)
+    assert trajectory["env"] == "logged" and trajectory["steps"][0]["action"] == "Book the flight."
+    # and grade, given it anyway, names the same fix
+    bench = corridor(tmp_path)
+    graded = cli("grade", out, "--bench", bench, "--db", tmp_path / "r.duckdb", code=2)
+    assert "eebench convert ... --bench BENCH" in graded.stderr
+
+
+def test_a_task_of_a_shipped_suite_is_graded_without_bench(tmp_path: Path) -> None:
+    from tests.adapters.conftest import convert
+    log = write_jsonl(tmp_path / "chat.jsonl", [chat_episode("park2026-main/low-small/seed-0", ["Action: up"])])
+    [trajectory] = convert(log, tmp_path / "out.jsonl")
+    assert "env" not in trajectory and trajectory["steps"][0]["action"] == "up"
+    assert "instance_sha256" not in trajectory   # no bench: nothing to promise
+
+
+def test_file_names_keep_their_dots() -> None:
+    assert name_stem(MODEL_FILE) == "claude-3.5-sonnet__park2026-main__high-large__seed-2"
+    assert name_stem("run.trajectory.json") == "run"
+    assert name_stem("v1.2.jsonl") == "v1.2"
+    assert name_stem(".json") == ".json"
+
+
+def test_instance_from_name_joins_groups_and_reads_labels() -> None:
+    joined = re.compile(r"__(park2026-main)__(.+)__(seed-\d+)$")
+    assert from_name(joined, MODEL_FILE) == {"instance": "park2026-main/high-large/seed-2"}
+    labelled = re.compile(r"^(?P<model>.+?)__(park2026-main)__(.+)__(seed-\d+)$")
+    assert from_name(labelled, MODEL_FILE) == {"model": "claude-3.5-sonnet",
+                                               "instance": "park2026-main/high-large/seed-2"}
+    whole = re.compile(r"__(?P<instance>.+)$")
+    assert from_name(whole, "m__x.json") == {"instance": "x"}
+    assert from_name(joined, "other.json") is None
+
+
+@given(st.lists(st.text("abc-_", min_size=1, max_size=5), min_size=1, max_size=4),
+       st.sampled_from([".json", ".jsonl", ".txt", ".trajectory.json", ".csv"]))
+def test_a_stem_is_the_name_without_log_endings(parts: list[str], suffix: str) -> None:
+    stem = ".".join(parts)   # dots inside, as in model names, are kept
+    assert name_stem(stem + suffix) == stem
+
+
+def test_a_folder_of_model_logs_converts_with_instance_and_model_from_names(cli, tmp_path: Path) -> None:
+    bench = corridor(tmp_path)
+    logs = tmp_path / "logs"
+    for model in ("claude-3.5-sonnet", "gpt-4.1"):
+        write_jsonl(logs / f"{model}__test__corridor.jsonl", [chat_episode("?", ["right"] * 3)])
+    (logs / "README.md").write_text("three models' logs\n")
+    out = tmp_path / "traj.jsonl"
+    result = cli("convert", logs, "--bench", bench, "--out", out,
+                 "--instance-from-name", r"^(?P<model>[^_]+)__(test)__(corridor)$")
+    assert f"left out 1 file(s) of the folder(s) that no adapter reads: {logs / 'README.md'}" in result.stdout
+    trajectories = lines(out)
+    assert [(t["instance"], t["agent"]["model"]) for t in trajectories] == [
+        (INSTANCE, "claude-3.5-sonnet"), (INSTANCE, "gpt-4.1")]
+    cli("grade", out, "--bench", bench, "--db", tmp_path / "r.duckdb")
+
+
+def test_instance_from_name_that_does_not_match_names_the_file(cli, tmp_path: Path) -> None:
+    log = write_jsonl(tmp_path / "run.v2.jsonl", [chat_episode("t", ["up"])])
+    result = cli("convert", log, "--out", tmp_path / "o.jsonl", "--instance-from-name", r"^x(\d)$", code=2)
+    assert result.stderr == f"error: {log}: --instance-from-name: '^x(\\\\d)$' does not match 'run.v2'\n"
+    result = cli("convert", log, "--out", tmp_path / "o.jsonl", "--instance-from-name", "run", code=2)
+    assert "--instance-from-name: the pattern needs a group" in result.stderr
+
+
+def test_stdin_to_stdout(cli, tmp_path: Path) -> None:
+    bench = corridor(tmp_path)
+    log = json.dumps(chat_episode(INSTANCE, ["<action>right</action>", "Action: left"])) + "\n"
+    result = cli("convert", "-", "--out", "-", "--bench", bench, input=log)
+    [trajectory] = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [s["action"] for s in trajectory["steps"]] == ["right", "left"]
+    assert trajectory["source"]["file"] == "-"
+    assert "converted 1 trajectories (2 steps) from 1 file(s) read as openai-chat -> -" in result.stderr
+    # and grade reads standard input too
+    graded = cli("grade", "-", "--bench", bench, "--db", tmp_path / "r.duckdb", input=result.stdout)
+    assert "graded 1 trajectories (2 steps)" in graded.stdout
+    files = cli("query", "--db", tmp_path / "r.duckdb", "--format", "csv", "SELECT source_file FROM trajectories")
+    assert files.stdout.split() == ["source_file", "-"]
+
+
+def test_bad_stdin_is_named_dash_and_writes_nothing(cli, tmp_path: Path) -> None:
+    result = cli("convert", "-", "--out", "-", input="", code=2)
+    assert result.stderr == "error: -: is empty; expected an agent log\n"
+    assert result.stdout == ""
+    result = cli("convert", "-", "--out", "-", input='{"role": "assistant", "content": [1', code=2)
+    assert result.stdout == "" and result.stderr.startswith("error: -")
+
+
+def test_unreadable_steps_are_located_in_the_summary(cli, tmp_path: Path) -> None:
+    log = write_jsonl(tmp_path / "chat.jsonl", [chat_episode(INSTANCE, ["up", "hmm", "no idea", "left"]),
+                                                chat_episode(INSTANCE, ["where?"])])
+    result = cli("convert", log, "--instance", INSTANCE, "--out", tmp_path / "o.jsonl")
+    assert (f"3 steps had no readable action (kept with action null): {log}:1 step 1, {log}:1 step 2, "
+            f"{log}:2 step 0; --action-regex REGEX reads an unusual answer style") in result.stdout
+
+
+def test_empty_inputs_are_one_rule_for_convert_and_grade(cli, tmp_path: Path) -> None:
+    bench = corridor(tmp_path)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n  \n")
+    out = tmp_path / "o.jsonl"
+    assert cli("convert", empty, "--out", out, code=2).stderr == f"error: {empty}: is empty; expected an agent log\n"
+    db = tmp_path / "r.duckdb"
+    assert cli("grade", empty, "--bench", bench, "--db", db, code=2).stderr == (
+        f"error: {empty}: is empty; expected trajectory/1 records (`eebench convert` makes them from agents' logs)\n")
+    assert not out.exists() and not db.exists()
+    # --skip-invalid skips bad records, not a file that holds none
+    cli("grade", empty, "--bench", bench, "--db", db, "--skip-invalid", code=2)
+
+
+@pytest.mark.parametrize("raw", [
+    {"task_id": INSTANCE, "messages": [{"role": "assistant", "content": "up"}]},
+    [{"role": "assistant", "content": "up"}],
+])
+def test_grade_on_a_raw_log_names_trajectory_and_convert(cli, tmp_path: Path, raw: object) -> None:
+    bench = corridor(tmp_path)
+    log = tmp_path / "raw.jsonl"
+    log.write_text(json.dumps(raw) + "\n")
+    stderr = cli("grade", log, "--bench", bench, "--db", tmp_path / "r.duckdb", code=2).stderr
+    assert "expected a trajectory/1 record" in stderr and "eebench convert" in stderr
