@@ -209,14 +209,17 @@ def validate(files: tuple[Path, ...]) -> None:
     """Check eebench documents: schema, version and meaning.
 
     Each FILE's kind comes from its `eebench` field (instance, trajectory, generator, suite, index, manifest,
-    registry); a .jsonl file is checked line by line. Every problem is printed, one line each; exit code 2 if any.
+    registry); a .jsonl file is checked line by line, each problem located by line (a .json list: by item).
+    Trajectory ids must be unique across the files, as `grade` requires. Every problem is printed, one line
+    each; exit code 2 if any.
     """
     from eebench.validation import validate_file
 
     problems: list[Any] = []
+    seen: dict[str, str] = {}   # trajectory id -> where it was first read, across the files
     for file in files:
         try:
-            click.echo(f"ok {file}: {validate_file(file)}")
+            click.echo(f"ok {file}: {validate_file(file, seen)}")
         except InputError as exc:
             problems.extend(exc.problems)
     if problems:

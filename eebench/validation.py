@@ -11,10 +11,14 @@ from eebench.suites import load_presets, load_suite
 from eebench.trajectories import check_trajectory, read_records
 
 
-def validate_file(path: Path) -> str:
-    """A one-line summary of a valid file; InputError listing every problem otherwise."""
+def validate_file(path: Path, seen: dict[str, str] | None = None) -> str:
+    """A one-line summary of a valid file; InputError listing every problem otherwise.
+
+    `seen` (trajectory id -> where it was first read) carries across the files of one call: as in a grade, an id
+    read twice is refused.
+    """
     if path.suffix.lower() == ".jsonl" or _is_json_list(path):
-        return _validate_trajectories(path)
+        return _validate_trajectories(path, {} if seen is None else seen)
     doc = load_document(path)
     file = str(path)
     kind, version = document_kind(doc, file)
@@ -39,9 +43,23 @@ def validate_file(path: Path) -> str:
                 "(`eebench verify` checks the files)")
     if kind == "trajectory":
         validate_schema(doc, "trajectory", file)
+        repeated = _repeated(doc["id"], file, None, None, {} if seen is None else seen)
+        if repeated:
+            raise InputError(repeated)
         return f"{tag} {doc['id']}: {len(doc['steps'])} steps"
     validate_schema(doc, kind, file)
     return tag
+
+
+def _repeated(trajectory_id: str, file: str, line: int | None, item: str | None,
+              seen: dict[str, str]) -> list[Problem]:
+    """The grader's rule and words (evaluator.grade._check_unique): an id read a second time is a problem."""
+    where = file + (f":{line}" if line is not None else f" {item}" if item else "")
+    first = seen.setdefault(trajectory_id, where)
+    if first == where:
+        return []
+    return [Problem(file, line, f"{item}.id" if item else "id",
+                    f"trajectory id {trajectory_id!r} was already read at {first}; ids must be unique")]
 
 
 def _is_json_list(path: Path) -> bool:
@@ -50,7 +68,7 @@ def _is_json_list(path: Path) -> bool:
                                                          list)
 
 
-def _validate_trajectories(path: Path) -> str:
+def _validate_trajectories(path: Path, seen: dict[str, str]) -> str:
     problems: list[Problem] = []
     count = 0
     for record in read_records(path, errors=problems):  # a malformed line is reported and the next one read
@@ -66,6 +84,8 @@ def _validate_trajectories(path: Path) -> str:
             continue
         problems.extend(full)
         count += 1
+        problems.extend(_repeated(record.value["id"], record.file, record.line,
+                                  f"[{record.index}]" if record.in_list else None, seen))
     if problems:
         raise InputError(problems)
     return f"{count} trajectory/1 records"

@@ -241,7 +241,8 @@ def test_validate_every_kind(cli: Any, tmp_path: Path) -> None:
     write_json(tmp_path / "hand.yaml", tiny_doc())
     trajectory = {"eebench": "trajectory/1", "id": "r/1", "instance": "hand/tiny", "steps": [{"action": "up"}]}
     files = [tmp_path / "g/high-small/seed-0.json", tmp_path / "hand.yaml", spec, suite, tmp_path / "g/index.json",
-             write_json(tmp_path / "one.json", trajectory), write_jsonl(tmp_path / "many.jsonl", [trajectory] * 3)]
+             write_json(tmp_path / "one.json", trajectory),
+             write_jsonl(tmp_path / "many.jsonl", [trajectory | {"id": f"r/{i}"} for i in (2, 3, 4)])]
     assert cli("validate", *files).stdout.splitlines() == [
         f"ok {files[0]}: instance/1 high-small/seed-0: 4x3, 4 nodes, budget 27",
         f"ok {files[1]}: instance/1 hand/tiny: 4x2, 2 nodes, budget 100",

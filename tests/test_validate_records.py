@@ -1,0 +1,56 @@
+"""`eebench validate` of files holding many trajectories: every message located by line or item, and ids unique
+across what one call reads, as `grade` requires."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import write_json, write_jsonl
+
+
+def trajectory(tid: str, action: object = "up") -> dict:
+    return {"eebench": "trajectory/1", "id": tid, "instance": "test/tiny", "steps": [{"action": action}]}
+
+
+def test_each_message_names_its_line(cli, tmp_path: Path) -> None:
+    file = write_jsonl(tmp_path / "t.jsonl", [trajectory("a", 3), trajectory("b"), trajectory("c", 3)])
+    result = cli("validate", file, code=2)
+    assert result.stderr.splitlines() == [
+        f"error: {file}:1: steps[0].action: expected string or null, found an integer 3",
+        f"error: {file}:3: steps[0].action: expected string or null, found an integer 3",
+    ]
+
+
+def test_items_of_a_json_list_are_named(cli, tmp_path: Path) -> None:
+    file = write_json(tmp_path / "t.json", [trajectory("a"), trajectory("b", 3)])
+    assert cli("validate", file, code=2).stderr == (
+        f"error: {file}: [1].steps[0].action: expected string or null, found an integer 3\n")
+
+
+def test_duplicate_ids_are_refused_as_grade_refuses_them(cli, tmp_path: Path) -> None:
+    one = write_jsonl(tmp_path / "one.jsonl", [trajectory("a"), trajectory("b"), trajectory("a")])
+    assert cli("validate", one, code=2).stderr == (
+        f"error: {one}:3: id: trajectory id 'a' was already read at {one}:1; ids must be unique\n")
+    two = write_jsonl(tmp_path / "two.jsonl", [trajectory("c"), trajectory("b")])
+    first = write_jsonl(tmp_path / "first.jsonl", [trajectory("a"), trajectory("b")])
+    result = cli("validate", first, two, code=2)
+    assert result.stdout == f"ok {first}: 2 trajectory/1 records\n"
+    assert result.stderr == (f"error: {two}:2: id: trajectory id 'b' was already read at {first}:2; "
+                             "ids must be unique\n")
+    listed = write_json(tmp_path / "t.json", [trajectory("x"), trajectory("x")])
+    assert cli("validate", listed, code=2).stderr == (
+        f"error: {listed}: [1].id: trajectory id 'x' was already read at {listed} [0]; ids must be unique\n")
+
+
+def test_unique_ids_pass(cli, tmp_path: Path) -> None:
+    file = write_jsonl(tmp_path / "t.jsonl", [trajectory(str(i)) for i in range(3)])
+    assert cli("validate", file).stdout == f"ok {file}: 3 trajectory/1 records\n"
+    assert json.loads(file.read_text().splitlines()[0])["id"] == "0"
+
+
+def test_a_single_trajectory_document_counts_too(cli, tmp_path: Path) -> None:
+    one = write_json(tmp_path / "one.json", trajectory("a"))
+    many = write_jsonl(tmp_path / "many.jsonl", [trajectory("a")])
+    assert cli("validate", one, many, code=2).stderr == (
+        f"error: {many}:1: id: trajectory id 'a' was already read at {one}; ids must be unique\n")
