@@ -273,6 +273,77 @@ def play(target: Path, agent: str, seed: int, out: Path, observations: bool) -> 
     click.echo(f"played {agent} on {len(ids)} instances ({steps} steps) -> {out}")
 
 
+@main.command()
+@click.argument("instance")
+@click.option("--bench", type=click.Path(exists=True, path_type=Path),
+              help="Find INSTANCE by id in this folder or bundle (.tar.gz, .zip) instead of reading it as a file.")
+@click.option("--step", default=0, show_default=True, type=click.IntRange(min=0),
+              help="The step to show: what the agent reads before its action number STEP (0 = the first).")
+@click.option("--trajectory", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="JSONL file of trajectories whose first STEP actions are replayed (the one played in INSTANCE).")
+@click.option("--trajectory-id", metavar="ID", help="Which trajectory of the file, when several were played in "
+              "INSTANCE.")
+@click.option("--memory", is_flag=True, help="The memory variant (Park et al., Appendix D): a summary of what was "
+              "observed so far follows each observation.")
+@click.option("--variant", default="base", show_default=True,
+              type=click.Choice(["base", "exploration", "exploitation", "balance"]),
+              help="The strategy sentence of the system prompt (Appendix C.3); base has none.")
+@click.option("--format", "fmt", default="text", show_default=True, type=click.Choice(["text", "json"]),
+              help="text: the system prompt and the turn under [system] and [user] lines; json: the chat messages.")
+def prompt(instance: str, bench: Path | None, step: int, trajectory: Path | None, trajectory_id: str | None,
+           memory: bool, variant: str, fmt: str) -> None:
+    """Print what an agent is shown in INSTANCE at a step: Park et al.'s system prompt and the turn's observation.
+
+    The texts are eebench's templates of the paper's prompt (Appendix C.3; --memory for Appendix D), so that results
+    from different labs use one setting. Past step 0 the trajectory's actions are replayed in the world's rules.
+
+    \b
+      eebench prompt bench/park2026-main/low-small/seed-0.json
+      eebench prompt park2026-main/low-small/seed-0 --bench demo/park2026-main-1.0.0 --step 5 \\
+          --trajectory demo/runs/frontier.jsonl --memory
+    """
+    from eebench.bundles import open_bench
+    from eebench.instances import InstanceLibrary, load_instance
+    from eebench.prompts import PROMPT_VERSION, shown_at
+
+    if trajectory_id is not None and trajectory is None:
+        raise InputError("--trajectory-id needs --trajectory FILE")
+    with contextlib.ExitStack() as stack:
+        if bench is not None:
+            opened = stack.enter_context(open_bench(bench))
+            loaded = InstanceLibrary(opened.root, label=opened.label).get(instance)
+        else:
+            loaded = load_instance(instance)
+    actions = _trajectory_actions(trajectory, loaded.instance.id, trajectory_id) if trajectory else []
+    shown = shown_at(loaded.instance, actions, step, variant=variant, memory=memory)
+    if fmt == "json":
+        click.echo(json.dumps({"prompt_version": PROMPT_VERSION, "instance": loaded.instance.id, "step": step,
+                               "messages": [{"role": "system", "content": shown.system},
+                                            {"role": "user", "content": shown.turn}]}, indent=2, ensure_ascii=False))
+        return
+    click.echo(f"[system]\n{shown.system}\n\n[user]\n{shown.turn}")
+
+
+def _trajectory_actions(path: Path, instance_id: str, trajectory_id: str | None) -> list[str | None]:
+    """The actions of the one trajectory of `path` played in the instance (or named by id)."""
+    from eebench.trajectories import check_trajectory, read_records
+
+    found = []
+    for record in read_records(path):
+        doc = check_trajectory(record)
+        if doc["instance"] == instance_id and trajectory_id in (None, doc["id"]):
+            found.append(doc)
+    if not found:
+        which = f"trajectory {trajectory_id!r} " if trajectory_id else "no trajectory "
+        raise InputError.at(str(path), f"{which}played in {instance_id!r}" if not trajectory_id else
+                            f"{which}is not one played in {instance_id!r}")
+    if len(found) > 1:
+        ids = ", ".join(repr(d["id"]) for d in found[:5]) + (" ..." if len(found) > 5 else "")
+        raise InputError.at(str(path), f"{len(found)} trajectories were played in {instance_id!r} ({ids}); "
+                                       "choose one with --trajectory-id ID")
+    return [step["action"] for step in found[0]["steps"]]
+
+
 # -- grading ------------------------------------------------------------------------------------------
 
 @main.command()
