@@ -1,0 +1,112 @@
+"""Every option of every command reads EEBENCH_<COMMAND>_<OPTION> (its long name, upper case, dashes as
+underscores), as the README promises; the internal parameter names do not count."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import pytest
+
+from eebench.cli import main
+from tests.conftest import instance_doc, write_json, write_jsonl
+
+INSTANCE = instance_doc(["...."], [0, 0], [("A", [2, 0], []), ("G", [3, 0], [["A"]])], "G", budget=12,
+                        instance_id="test/corridor")
+RUN = {"eebench": "trajectory/1", "id": "r", "instance": "test/corridor", "steps": [{"action": "right"}] * 3}
+
+
+def run(cli, env: dict[str, str], *args: object, code: int = 0) -> click.testing.Result:
+    result = cli.runner.invoke(main, [str(a) for a in args], env=env, catch_exceptions=False)
+    assert result.exit_code == code, (result.stdout, result.stderr)
+    return result
+
+
+def test_every_option_of_every_command_has_its_documented_name() -> None:
+    for name, command in main.commands.items():
+        for param in command.params:
+            if not isinstance(param, click.Option):
+                continue
+            long = next(o for o in param.opts if o.startswith("--"))[2:]
+            assert param.envvar == f"EEBENCH_{name}_{long}".upper().replace("-", "_"), (name, param.opts)
+
+
+@pytest.mark.parametrize("name", ["EEBENCH_QUERY_FMT", "EEBENCH_CONVERT_FMT"])
+def test_parameter_names_are_not_read(cli, tmp_path: Path, name: str) -> None:
+    """The names click would derive from Python parameters (`fmt`) are not the documented ones: ignored."""
+    bench = write_json(tmp_path / "bench" / "c.json", INSTANCE).parent
+    runs = write_jsonl(tmp_path / "runs.jsonl", [RUN])
+    db = tmp_path / "r.duckdb"
+    run(cli, {}, "grade", runs, "--bench", bench, "--db", db)
+    out = run(cli, {name: "csv"}, "query", "SELECT 1 AS one", "--db", db).stdout
+    assert "one" in out and not out.startswith("one\n1")
+
+
+@pytest.fixture
+def graded(cli, tmp_path: Path) -> tuple[Path, Path, Path]:
+    bench = write_json(tmp_path / "bench" / "c.json", INSTANCE).parent
+    runs = write_jsonl(tmp_path / "runs.jsonl", [RUN])
+    db = tmp_path / "r.duckdb"
+    run(cli, {"EEBENCH_GRADE_DB": str(db)}, "grade", runs, "--bench", bench)   # grade: --db
+    return bench, runs, db
+
+
+def test_grade_and_query(cli, graded: tuple[Path, Path, Path]) -> None:
+    _, _, db = graded
+    out = run(cli, {"EEBENCH_QUERY_FORMAT": "csv", "EEBENCH_QUERY_DB": str(db)}, "query",
+              "SELECT success FROM trajectories").stdout
+    assert out.splitlines()[0] == "success" and len(out.splitlines()) == 2   # csv: a header and one row
+
+
+def test_convert_from(cli, tmp_path: Path) -> None:
+    moves = tmp_path / "moves.json"
+    moves.write_text('["up", "down"]')
+    out = tmp_path / "o.jsonl"
+    run(cli, {"EEBENCH_CONVERT_FROM": "actions", "EEBENCH_CONVERT_INSTANCE": "test/corridor"}, "convert", moves,
+        "--out", out)
+    assert json.loads(out.read_text())["source"]["format"] == "actions"
+    refused = run(cli, {"EEBENCH_CONVERT_FROM": "nope"}, "convert", moves, "--out", out, code=2)
+    assert "--from: unknown format 'nope'" in refused.stderr
+
+
+def test_formats_format(cli) -> None:
+    assert "formats" in json.loads(run(cli, {"EEBENCH_FORMATS_FORMAT": "json"}, "formats").stdout)
+
+
+def test_generate_seeds(cli, tmp_path: Path) -> None:
+    run(cli, {"EEBENCH_GENERATE_SEEDS": "3", "EEBENCH_GENERATE_OUT": str(tmp_path / "g")}, "generate", "high-small")
+    assert (tmp_path / "g" / "high-small" / "seed-3.json").is_file()
+
+
+def test_show_bench(cli, graded: tuple[Path, Path, Path]) -> None:
+    bench, _, _ = graded
+    assert "test/corridor" in run(cli, {"EEBENCH_SHOW_BENCH": str(bench)}, "show", "test/corridor").stdout
+
+
+def test_play_agent(cli, graded: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    bench, _, _ = graded
+    out = tmp_path / "p.jsonl"
+    run(cli, {"EEBENCH_PLAY_AGENT": "oracle", "EEBENCH_PLAY_OUT": str(out)}, "play", bench)
+    assert json.loads(out.read_text())["agent"]["name"] == "oracle"
+
+
+def test_publish_version(cli, tmp_path: Path) -> None:
+    refused = run(cli, {"EEBENCH_PUBLISH_VERSION": "one"}, "publish", "park2026-main", "--out", tmp_path / "b",
+                  code=2)
+    assert "'one'" in refused.stderr
+
+
+def test_verify_digest(cli, tmp_path: Path) -> None:
+    suite = tmp_path / "one.yaml"
+    suite.write_text("eebench: suite/1\nname: one\nmembers:\n  - {presets: [high-small], seeds: [0]}\n")
+    run(cli, {}, "publish", suite, "--version", "1.0.0", "--out", tmp_path / "b")
+    refused = run(cli, {"EEBENCH_VERIFY_DIGEST": "sha256:" + "0" * 64}, "verify", tmp_path / "b", code=2)
+    assert "0" * 12 in refused.stderr
+
+
+def test_prompt_step(cli, graded: tuple[Path, Path, Path]) -> None:
+    bench, runs, _ = graded
+    out = run(cli, {"EEBENCH_PROMPT_STEP": "2", "EEBENCH_PROMPT_TRAJECTORY": str(runs)}, "prompt",
+              "test/corridor", "--bench", bench).stdout
+    assert "Step 2 of 12.\nYou moved right. You are at [2, 0]." in out
