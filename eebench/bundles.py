@@ -183,9 +183,11 @@ def render_card(manifest: dict[str, Any], *, shipped: bool) -> bytes:
             *([f"{counts['hand_made']} hand-made"] if counts["hand_made"] else [])]
     names = ", ".join(f"{kind} {n}" for kind, n in sorted(counts["names"].items())) or "not recorded"
     reproduce = (f"`eebench publish {name} --version {version} --out DIR` writes these bytes again, with any later "
-                 "eebench: the shipped versions are pinned." if shipped else
+                 "eebench: the shipped versions are pinned." if shipped and (name, version) in shipped_bundles() else
                  f"Publishing the same spec (with the hand-made instance files it names beside it) with "
-                 f"`eebench publish SUITE.yaml --version {version} --out DIR` writes these bytes again.")
+                 f"`eebench publish {name if shipped else 'SUITE.yaml'} --version {version} --out DIR` writes these "
+                 f"bytes again with eebench {eebench_version}; a later eebench may not (only the versions `eebench "
+                 "bundles` lists are pinned).")
     lines = [
         f"# {name} {version}", "",
         *([spec["description"].strip(), ""] if spec.get("description") else []),

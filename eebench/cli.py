@@ -362,7 +362,8 @@ def grade(files: tuple[Path, ...], bench: Path, db: Path, workers: int, skip_inv
 
     TRAJ_FILE is a JSONL file of trajectory/1 records (`eebench convert` makes them from agents' logs), or - for
     standard input. Each trajectory names its instance by id; the actions are replayed in the world's rules
-    (positions a log claims are never trusted). An empty file is an error, as in `convert`. Grading a trajectory id again replaces its rows. One call is one transaction:
+    (positions a log claims are never trusted). An empty file is an error, as in `convert`. Grading a trajectory
+    id again replaces its rows. One call is one transaction:
     if it fails, nothing is written. Then ask questions with `eebench query`, e.g.
 
     \b
@@ -484,7 +485,8 @@ def query(sql: str, db: Path, fmt: str) -> None:
 @click.option("--instance-field", metavar="PATH", help="Or: each record names its instance in this field, a dotted "
               "path such as task_id or metadata.instance.")
 @click.option("--instance-from-name", metavar="REGEX", help="Or: each file's name (without .json etc.) names its "
-              "instance: the group 'instance', or all groups joined by '/', e.g. '__(park2026-main)__(.+)__(seed-\\d+)$'; "
+              "instance: the group 'instance', or all groups joined by '/', e.g. "
+              "'__(park2026-main)__(.+)__(seed-\\d+)$'; "
               "groups named model, name, prompt or harness set those labels.")
 @click.option("--env", type=click.Choice(["grid_dag", "logged"]),
               help="grid_dag: eebench's grid world, graded by replay. logged: another environment, kept as text. "
@@ -539,7 +541,8 @@ def convert(inputs: tuple[Path, ...], fmt: str, out: Path, bench: Path | None, i
     say(f"converted {report.trajectories} trajectories ({report.steps} steps) from {report.files} file(s) "
         f"read as {', '.join(formats)} -> {out}" + (f"; skipped {len(report.skipped)}" if report.skipped else ""))
     if report.ignored:
-        shown = ", ".join(report.ignored[:5]) + (f" and {len(report.ignored) - 5} more" if len(report.ignored) > 5 else "")
+        more = len(report.ignored) - 5
+        shown = ", ".join(report.ignored[:5]) + (f" and {more} more" if more > 0 else "")
         say(f"left out {len(report.ignored)} file(s) of the folder(s) that no adapter reads: {shown}")
     if report.unreadable:
         more = report.unreadable - len(report.unreadable_at)

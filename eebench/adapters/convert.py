@@ -39,8 +39,8 @@ STDIN = "-"                      # the input (and output) name of the standard s
 SHOWN_LOCATIONS = 5              # unreadable actions listed by place in the summary, the rest counted
 # endings of log files, stripped to name an instance after its file (`a-3.5__b.json` -> `a-3.5__b`); never a cut at
 # the first dot, which model names contain
-LOG_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".txt", ".log", ".csv", ".eval", ".traj", ".trajectory", ".actions",
-                          ".gz", ".zip", ".yaml", ".yml"})
+LOG_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".txt", ".log", ".csv", ".eval", ".traj", ".trajectory",
+                          ".actions", ".gz", ".zip", ".yaml", ".yml"})
 
 
 class KnownInstances:
@@ -122,7 +122,8 @@ class ConvertOptions:
         named = [n for n, v in (("--instance", self.instance), ("--instance-field", self.instance_field),
                                 ("--instance-from-name", self.instance_from_name)) if v]
         if len(named) > 1:
-            raise InputError(f"give one of --instance, --instance-field or --instance-from-name, not {' and '.join(named)}")
+            raise InputError("give one of --instance, --instance-field or --instance-from-name, not "
+                             + " and ".join(named))
         self.name_pattern()
         pattern = None
         if self.action_regex is not None:
@@ -320,7 +321,8 @@ def _plan(inputs: Sequence[Path], fmt: str, report: ConvertReport,
         plan.append((path, adapter))
     if not plan:
         raise InputError.at(", ".join(str(p) for p in inputs),
-                            "no file here is a log any adapter reads; name the format with --from (see `eebench formats`)")
+                            "no file here is a log any adapter reads; name the format with --from "
+                            "(see `eebench formats`)")
     # a file given twice, or two files of one episode (BALROG's .csv and .json), is read once
     read: dict[Path, tuple[Path, Adapter]] = {}
     for path, adapter in plan:
