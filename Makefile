@@ -7,17 +7,24 @@ DEMO   := demo
 
 .PHONY: demo test bench install clean
 
+# pip's own chatter (editable-install warnings, index notes) goes to $(PIPLOG); it is shown only when pip fails.
+PIPLOG := $(VENV)/pip.log
+PIP    = $(BIN)/python -m pip install --quiet --disable-pip-version-check
+
 $(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	@echo "creating $(VENV) with $(PYTHON)"
+	@$(PYTHON) -m venv $(VENV)
+	@$(PIP) --upgrade pip >$(PIPLOG) 2>&1 || { cat $(PIPLOG); exit 1; }
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
-	touch $@
+	@echo "installing eebench into $(VENV) (pip's log: $(PIPLOG))"
+	@$(PIP) -e . >$(PIPLOG) 2>&1 || { cat $(PIPLOG); exit 1; }
+	@touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test]'
-	touch $@ $(VENV)/.installed
+	@echo "installing eebench and its test tools into $(VENV) (pip's log: $(PIPLOG))"
+	@$(PIP) -e '.[test]' >$(PIPLOG) 2>&1 || { cat $(PIPLOG); exit 1; }
+	@touch $@ $(VENV)/.installed
 
 install: $(VENV)/.installed
 
