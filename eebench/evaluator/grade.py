@@ -122,7 +122,9 @@ class Grader:
             tables, loaded = self.tables(instance_id)
         except InputError as exc:
             if self.library.path_for(instance_id) is None:  # unknown id: locate the reference in the log
-                raise InputError(Problem(file, line, "instance", str(exc.problems[0]))) from None
+                raise InputError(Problem(file, line, "instance", f"{exc.problems[0]}; give --bench the instances it "
+                                                                 "was played in (or `eebench convert --instance ID`)")
+                                 ) from None
             raise
         instance, sha = loaded.instance, loaded.sha256
         expected = (self.bench.instances or {}).get(instance_id, sha)
@@ -133,7 +135,8 @@ class Grader:
         if claimed is not None and claimed != expected:
             raise InputError(Problem(file, line, "instance_sha256",
                                      f"the log was played in instance {claimed[:12]}..., but {instance_id!r} in "
-                                     f"{self.bench.where} is {expected[:12]}...; grade against the same instance"))
+                                     f"{self.bench.where} is {expected[:12]}...; grade against the same instance "
+                                     "(--bench the version it was played in)"))
         steps = doc["steps"]
         actions = list(map(_ACTION, steps))
         replayed = replay(tables, actions)

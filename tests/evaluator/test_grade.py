@@ -335,11 +335,13 @@ def test_grade_names_the_bundle_when_an_instance_differs_or_is_missing(cli, bund
     runs = write_jsonl(tmp_path / "runs.jsonl", [trajectory("a", SOLVE, instance_sha256="f" * 64)])
     assert_one_error(cli("grade", runs, "--bench", out, "--db", tmp_path / "r.duckdb", code=2),
                      f"{runs}:1: instance_sha256: the log was played in instance ffffffffffff..., but 't/corridor' in "
-                     f"bundle t 1.0.0 ({out}) is {sha[:12]}...; grade against the same instance")
+                     f"bundle t 1.0.0 ({out}) is {sha[:12]}...; grade against the same instance (--bench the version it "
+                     "was played in)")
     runs = write_jsonl(tmp_path / "runs.jsonl", [trajectory("a", SOLVE, instance="t/corridr", instance_sha256=sha)])
     assert_one_error(cli("grade", runs, "--bench", out, "--db", tmp_path / "r.duckdb", code=2),
                      f"{runs}:1: instance: no instance 't/corridr' in bundle t 1.0.0 ({out}) (did you mean "
-                     "'t/corridor'?)")
+                     "'t/corridor'?); give --bench the instances it was played in (or `eebench convert --instance "
+                     "ID`)")
     runs = write_jsonl(tmp_path / "runs.jsonl", [trajectory("a", SOLVE, instance_sha256=sha)])
     cli("grade", runs, "--bench", out, "--db", tmp_path / "r.duckdb")
     assert rows(tmp_path / "r.duckdb", "SELECT instance_sha256, bench_name FROM trajectories") == [(sha, "t")]
