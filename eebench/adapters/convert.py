@@ -21,9 +21,9 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from eebench.adapters.actions import VOCABULARIES, ActionReader, render_call
 from eebench.adapters.base import HEAD_BYTES, Adapter, Episode, bad_record, dig
@@ -31,7 +31,11 @@ from eebench.adapters.records import dumps_line
 from eebench.adapters.registry import detect, get_adapter, known_adapters
 from eebench.documents import atomic_file, json_type, open_input
 from eebench.errors import InputError, Problem, did_you_mean, one_of
+from eebench.instances import InstanceLibrary
 from eebench.trajectories import AGENT_LABELS
+
+if TYPE_CHECKING:
+    from eebench.evaluator.grade import Bench
 
 ENVS = ("grid_dag", "logged")
 LOGGED = "logged"
@@ -48,11 +52,10 @@ class KnownInstances:
     one, those of the shipped suites (what `eebench publish` freezes). Answers whether an id is one of them, and the
     sha256 a bench promises for it."""
 
-    def __init__(self, bench: Any | None = None):
-        self.bench = bench   # an evaluator Bench (a folder or an opened bundle), or None for the shipped suites
-        self._library = None
+    def __init__(self, bench: Bench | None = None):
+        self.bench = bench   # a folder or an opened bundle (bundles.open_bench), or None for the shipped suites
+        self._library: InstanceLibrary | None = None
         if bench is not None:
-            from eebench.instances import InstanceLibrary
             self._library = InstanceLibrary(bench.root, label=bench.label)
 
     @property
@@ -153,7 +156,7 @@ def convert_files(inputs: Sequence[Path], fmt: str, out: Path, options: ConvertO
     """Convert every episode of `inputs` (files, folders, `-`) into trajectory/1 lines of `out` (`-`: stdout),
     written atomically."""
     readers = options.readers()
-    options = options if options.known is not None else _with_known(options)
+    options = options if options.known is not None else replace(options, known=KnownInstances())
     report = ConvertReport()
     seen: dict[str, str] = {}
     with _stdin_spooled(inputs) as (inputs, shown):
@@ -183,15 +186,10 @@ def convert_files(inputs: Sequence[Path], fmt: str, out: Path, options: ConvertO
     return report
 
 
-def _with_known(options: ConvertOptions) -> ConvertOptions:
-    from dataclasses import replace
-    return replace(options, known=KnownInstances())
-
-
 def _count(report: ConvertReport, trajectory: dict[str, Any], episode: Episode, name: str) -> None:
     report.trajectories += 1
     report.steps += len(trajectory["steps"])
-    if trajectory.get("env") == LOGGED and "source" in trajectory:
+    if trajectory.get("env") == LOGGED:
         report.logged += 1
         report.logged_example = report.logged_example or trajectory["instance"]
     for t, step in enumerate(trajectory["steps"]):
@@ -503,7 +501,15 @@ def to_trajectory(episode: Episode, adapter: Adapter, path: Path, options: Conve
 def _relabel(document: dict[str, Any], episode: Episode, path: Path, name: str,
              options: ConvertOptions) -> dict[str, Any]:
     """An already canonical trajectory, with only what the user asked for changed: instance and labels (its env
-    and actions are as the document says)."""
+    and actions are as the document says). With --bench, its instance must be there, and its sha256 is added."""
+    known = options.known
+    if known is not None and known.bench is not None and not options.named() and document.get("env") != LOGGED:
+        if not known.knows(document["instance"]):
+            raise bad_record(name, f"instance {document['instance']!r} is not in {known.where}"
+                                   f"{known.close_to(document['instance'])}; name it with --instance ID",
+                             line=episode.line, record=episode.record, field="instance")
+        if "instance_sha256" not in document:
+            document = {**document, "instance_sha256": known.sha256(document["instance"])}
     if not (options.named() or options.labels):
         return document
     document = dict(document)

@@ -176,3 +176,42 @@ def test_grade_on_a_raw_log_names_trajectory_and_convert(cli, tmp_path: Path, ra
     log.write_text(json.dumps(raw) + "\n")
     stderr = cli("grade", log, "--bench", bench, "--db", tmp_path / "r.duckdb", code=2).stderr
     assert "expected a trajectory/1 record" in stderr and "eebench convert" in stderr
+
+
+def test_canonical_trajectories_are_checked_against_the_bench(tmp_path: Path) -> None:
+    from eebench.adapters import ConvertOptions, convert_files
+    from eebench.adapters.convert import KnownInstances
+    from eebench.errors import InputError
+    from eebench.evaluator.grade import Bench
+    bench = Bench(corridor(tmp_path))
+    given = write_jsonl(tmp_path / "t.jsonl", [{"eebench": "trajectory/1", "id": "a", "instance": INSTANCE,
+                                                "steps": [{"action": "right"}]}])
+    out = tmp_path / "o.jsonl"
+    convert_files([given], "auto", out, ConvertOptions(known=KnownInstances(bench)))
+    [trajectory] = lines(out)
+    assert len(trajectory["instance_sha256"]) == 64 and trajectory["steps"] == [{"action": "right"}]
+    other = write_jsonl(tmp_path / "u.jsonl", [{"eebench": "trajectory/1", "id": "a", "instance": "test/elsewhere",
+                                                "steps": []}])
+    with pytest.raises(InputError, match=r"u\.jsonl:1: instance: instance 'test/elsewhere' is not in .*bench"):
+        convert_files([other], "auto", out, ConvertOptions(known=KnownInstances(bench)))
+
+
+@given(st.text(max_size=40), st.sampled_from(["up", "down", "left", "right"]))
+def test_a_user_pattern_that_does_not_match_changes_nothing(prose: str, move: str) -> None:
+    from eebench.adapters.actions import ActionReader
+    text = f"{prose}\n<action>{move}</action>"
+    plain = ActionReader("grid").from_text(text)
+    with_pattern = ActionReader("grid", re.compile(r"MOVE=(\w+)")).from_text(text)
+    assert with_pattern == plain or "MOVE=" in text
+
+
+def test_grade_progress_counts_trajectories_and_steps(tmp_path: Path) -> None:
+    from eebench.evaluator import grade_files
+    from eebench.evaluator.grade import Bench
+    runs = write_jsonl(tmp_path / "runs.jsonl", [
+        {"eebench": "trajectory/1", "id": str(i), "instance": INSTANCE, "steps": [{"action": "right"}] * (i + 1)}
+        for i in range(3)])
+    told: list[tuple[int, int]] = []
+    report = grade_files([runs], Bench(corridor(tmp_path)), tmp_path / "r.duckdb",
+                         progress=lambda records, steps: told.append((records, steps)))
+    assert (sum(r for r, _ in told), sum(s for _, s in told)) == (3, 6) == (report.trajectories, report.steps)
