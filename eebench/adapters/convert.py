@@ -74,7 +74,7 @@ class KnownInstances:
 
     def sha256(self, instance_id: str) -> str | None:
         """The sha256 of a bench's instance (the manifest's for a bundle); None without a bench."""
-        if self._library is None:
+        if self._library is None or self.bench is None:
             return None
         promised = (self.bench.instances or {}).get(instance_id)
         return promised or self._library.get(instance_id).sha256
