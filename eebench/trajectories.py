@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterator
 from operator import itemgetter
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from eebench.documents import decode_utf8, document_kind, json_type, parse_text, read_text
 from eebench.errors import InputError, Problem
@@ -42,9 +42,6 @@ def read_raw_records(path: Path | str) -> Iterator[Record]:
     """
     path = Path(path)
     file = str(path)
-    if file == "-":  # standard input: JSON Lines, read as it comes
-        yield from _lines(sys.stdin.buffer, file)
-        return
     if path.suffix.lower() == ".json":
         value = parse_text(read_text(path), file, yaml_syntax=False)
         if isinstance(value, list):
@@ -54,21 +51,17 @@ def read_raw_records(path: Path | str) -> Iterator[Record]:
             yield Record(file, None, 0, value)
         return
     try:
-        handle = path.open("rb")
+        handle = sys.stdin.buffer if file == "-" else path.open("rb")  # `-`: standard input, as JSON Lines
     except FileNotFoundError:
         raise InputError.at(file, "no such file") from None
     except IsADirectoryError:
         raise InputError.at(file, "is a folder, expected a .jsonl file") from None
     with handle:
-        yield from _lines(handle, file)
-
-
-def _lines(handle: IO[bytes], file: str) -> Iterator[Record]:
-    index = 0
-    for number, raw in enumerate(handle, start=1):
-        if raw.strip():
-            yield Record(file, number, index, raw)
-            index += 1
+        index = 0
+        for number, raw in enumerate(handle, start=1):
+            if raw.strip():
+                yield Record(file, number, index, raw)
+                index += 1
 
 
 def parse_record(record: Record) -> Record:
