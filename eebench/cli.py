@@ -75,12 +75,15 @@ def main() -> None:
                suite --publish--> frozen bundle (verify it; grade --bench BUNDLE)
     \b
     Start here:
-      eebench list                                   shipped suites and presets
-      eebench generate park2026-main --out bench/    materialize the paper's main suite
+      eebench list                                          shipped suites and presets
+      eebench generate park2026-main --out bench/           materialize the paper's main suite
       eebench show bench/park2026-main/low-small/seed-0.json
+      eebench prompt bench/park2026-main/low-small/seed-0.json    what an agent is shown
       eebench play bench/ --agent frontier --out runs.jsonl
-      eebench bundles                                frozen versions to grade against
-      eebench convert logs.jsonl --out runs.jsonl    your agent's logs as trajectories
+      eebench convert logs/ --bench bench/ --out runs.jsonl your agent's logs as trajectories
+      eebench grade runs.jsonl --bench bench/ --db results.duckdb
+      eebench query "SELECT * FROM agent_summary" --db results.duckdb
+      eebench bundles                                       frozen versions to grade against
 
     Every option can also be set from the environment as EEBENCH_<COMMAND>_<OPTION>.
     """
