@@ -110,3 +110,11 @@ def test_prompt_step(cli, graded: tuple[Path, Path, Path]) -> None:
     out = run(cli, {"EEBENCH_PROMPT_STEP": "2", "EEBENCH_PROMPT_TRAJECTORY": str(runs)}, "prompt",
               "test/corridor", "--bench", bench).stdout
     assert "Step 2 of 12.\nYou moved right. You are at [2, 0]." in out
+
+
+def test_a_flag_from_the_environment(cli, graded: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    bench, _, _ = graded
+    runs = write_jsonl(tmp_path / "mixed.jsonl", [RUN, {**RUN, "id": "bad", "instance": "nope"}])
+    result = run(cli, {"EEBENCH_GRADE_SKIP_INVALID": "1"}, "grade", runs, "--bench", bench, "--db",
+                 tmp_path / "m.duckdb")
+    assert "graded 1 trajectories" in result.stdout and "skipped 1" in result.stdout

@@ -409,7 +409,10 @@ def place(episode: Episode, path: Path, name: str, options: ConvertOptions) -> P
     elif options.instance_field:
         value = dig(episode.fields, options.instance_field)
         if value is None:
-            raise bad_record(name, f"--instance-field {options.instance_field}: no such field in this record", **where)
+            first = options.instance_field.replace("[", ".").split(".")[0]
+            keys = [str(k) for k in episode.fields] if isinstance(episode.fields, Mapping) else []
+            raise bad_record(name, f"--instance-field {options.instance_field}: no such field in this record"
+                                   f"{did_you_mean(first, keys)}", **where)
         if isinstance(value, (bool, dict, list)):
             raise bad_record(name, f"--instance-field {options.instance_field}: expected a string or a number, "
                                    f"found {json_type(value)}", **where)

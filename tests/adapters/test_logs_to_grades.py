@@ -215,3 +215,10 @@ def test_grade_progress_counts_trajectories_and_steps(tmp_path: Path) -> None:
     report = grade_files([runs], Bench(corridor(tmp_path)), tmp_path / "r.duckdb",
                          progress=lambda records, steps: told.append((records, steps)))
     assert (sum(r for r, _ in told), sum(s for _, s in told)) == (3, 6) == (report.trajectories, report.steps)
+
+
+def test_a_missing_instance_field_suggests_the_close_key(cli, tmp_path: Path) -> None:
+    log = write_jsonl(tmp_path / "chat.jsonl", [chat_episode(INSTANCE, ["up"])])
+    result = cli("convert", log, "--instance-field", "task", "--out", tmp_path / "o.jsonl", code=2)
+    assert result.stderr == (f"error: {log}:1: --instance-field task: no such field in this record "
+                             "(did you mean 'task_id'?)\n")
