@@ -75,7 +75,9 @@ def parse_record(record: Record) -> Record:
         decode_utf8(record.value, record.file, line=record.line)
         raise
     except json.JSONDecodeError as exc:
-        raise InputError.at(record.file, f"malformed JSON: {exc.msg} (column {exc.colno})", line=record.line) from None
+        hint = _CONVERT_HINT if record.index == 0 else ""  # a first line that is not JSON: a log, not trajectories
+        raise InputError.at(record.file, f"malformed JSON: {exc.msg} (column {exc.colno}){hint}",
+                            line=record.line) from None
 
 
 def read_records(path: Path | str, errors: list[Problem] | None = None) -> Iterator[Record]:

@@ -222,3 +222,16 @@ def test_a_missing_instance_field_suggests_the_close_key(cli, tmp_path: Path) ->
     result = cli("convert", log, "--instance-field", "task", "--out", tmp_path / "o.jsonl", code=2)
     assert result.stderr == (f"error: {log}:1: --instance-field task: no such field in this record "
                              "(did you mean 'task_id'?)\n")
+
+
+def test_grade_on_a_text_log_suggests_convert_at_its_first_line_only(cli, tmp_path: Path) -> None:
+    bench = corridor(tmp_path)
+    log = tmp_path / "react.txt"
+    log.write_text("Thought: go right\nAction: right\n")
+    stderr = cli("grade", log, "--bench", bench, "--db", tmp_path / "r.duckdb", code=2).stderr
+    assert stderr == (f"error: {log}:1: malformed JSON: Expecting value (column 1) (an agent's log? `eebench "
+                      "convert` makes trajectories from it)\n")
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text(json.dumps({"eebench": "trajectory/1", "id": "a", "instance": INSTANCE, "steps": []}) + "\n{\n")
+    stderr = cli("grade", cut, "--bench", bench, "--db", tmp_path / "r.duckdb", code=2).stderr
+    assert "eebench convert" not in stderr and stderr.startswith(f"error: {cut}:2: malformed JSON")
