@@ -19,6 +19,7 @@ import click
 
 from eebench import __version__
 from eebench.errors import EebenchError, InputError
+from eebench.prompts import VARIANTS as PROMPT_VARIANTS
 
 
 class _Group(click.Group):
@@ -289,7 +290,7 @@ def play(target: Path, agent: str, seed: int, out: Path, observations: bool) -> 
 @click.option("--memory", is_flag=True, help="The memory variant (Park et al., Appendix D): a summary of what was "
               "observed so far follows each observation.")
 @click.option("--variant", default="base", show_default=True,
-              type=click.Choice(["base", "exploration", "exploitation", "balance"]),
+              type=click.Choice(PROMPT_VARIANTS),
               help="The strategy sentence of the system prompt (Appendix C.3); base has none.")
 @click.option("--format", "fmt", default="text", show_default=True, type=click.Choice(["text", "json"]),
               help="text: the system prompt and the turn under [system] and [user] lines; json: the chat messages.")
