@@ -229,13 +229,14 @@ def _stdin_spooled(inputs: Sequence[Path]) -> Iterator[tuple[list[Path], dict[Pa
 
 
 def _suffix_for(head: bytes) -> str:
-    """`.jsonl` for JSON lines, `.json` for one JSON document, `.txt` for anything else."""
+    """`.jsonl` for JSON lines (an object per line, more than one), `.json` for one JSON document (a single line
+    too: some formats are read from .json only), `.txt` for anything else."""
     text = head.lstrip()
     if text[:1] == b"[":
         return ".json"
     if text[:1] == b"{":
         first, _, rest = text.partition(b"\n")
-        return ".jsonl" if first.rstrip().endswith(b"}") and rest.lstrip()[:1] in (b"{", b"") else ".json"
+        return ".jsonl" if first.rstrip().endswith(b"}") and rest.lstrip()[:1] == b"{" else ".json"
     return ".txt"
 
 

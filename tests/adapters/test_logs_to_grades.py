@@ -235,3 +235,12 @@ def test_grade_on_a_text_log_suggests_convert_at_its_first_line_only(cli, tmp_pa
     cut.write_text(json.dumps({"eebench": "trajectory/1", "id": "a", "instance": INSTANCE, "steps": []}) + "\n{\n")
     stderr = cli("grade", cut, "--bench", bench, "--db", tmp_path / "r.duckdb", code=2).stderr
     assert "eebench convert" not in stderr and stderr.startswith(f"error: {cut}:2: malformed JSON")
+
+
+@pytest.mark.parametrize(("head", "suffix"), [
+    (b'{"a": 1}\n{"a": 2}\n', ".jsonl"), (b'{"a": 1}\n', ".json"), (b'{\n  "a": 1\n}\n', ".json"),
+    (b'  [{"role": "user"}]', ".json"), (b"Thought: hm\nAction: up\n", ".txt"), (b"", ".txt"),
+])
+def test_standard_input_is_named_by_its_content(head: bytes, suffix: str) -> None:
+    from eebench.adapters.convert import _suffix_for
+    assert _suffix_for(head) == suffix
