@@ -8,7 +8,8 @@ import decimal
 import io
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain
 from typing import Any
 
 FORMATS = ("table", "csv", "json")
@@ -57,3 +58,43 @@ def format_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str)
     out = [line(columns), "  ".join("-" * w for w in widths), *(line(r) for r in cells)]
     out.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
     return "\n".join(s.rstrip() for s in out)
+
+
+def stream_rows(columns: Sequence[str], batches: Iterable[Sequence[Sequence[Any]]], fmt: str) -> Iterator[str]:
+    """The text of format_rows in pieces, batch by batch, so a big result is never held whole.
+
+    csv and json give the same text as format_rows (with a final newline). A table takes its column widths and
+    alignment from the header and the first batch; a later value wider than its column pushes the row right.
+    """
+    batches = iter(batches)
+    first = next(batches, [])
+    if fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(columns)
+        for batch in chain([first], batches):
+            writer.writerows([["" if v is None else _plain(v) for v in row] for row in batch])
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+        return
+    if fmt == "json":
+        opened = False
+        for batch in chain([first], batches):
+            for row in batch:
+                item = json.dumps([{c: _plain(v) for c, v in zip(columns, row)}], indent=2, ensure_ascii=False)
+                yield ("[\n" if not opened else ",\n") + item[2:-2]
+                opened = True
+        yield "\n]\n" if opened else "[]\n"
+        return
+    head = format_rows(columns, first, "table").splitlines()[:-1]  # widths from the first batch; no count yet
+    yield "\n".join(head) + "\n"
+    widths = [len(part) for part in head[1].split("  ")] if len(head) > 1 else []
+    numeric = [bool(first) and all(row[i] is None or (isinstance(row[i], (int, float)) and not isinstance(row[i], bool))
+                                   for row in first) for i in range(len(columns))]
+    count = len(first)
+    for batch in batches:
+        count += len(batch)
+        yield "".join("  ".join(_cell(v).rjust(w) if numeric[i] else _cell(v).ljust(w)
+                                for i, (v, w) in enumerate(zip(row, widths))).rstrip() + "\n" for row in batch)
+    yield f"({count} row{'s' if count != 1 else ''})\n"
