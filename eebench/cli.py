@@ -370,7 +370,8 @@ def export(db: Path, out: Path, fmt: str, tables: tuple[str, ...]) -> None:
     from eebench.evaluator import export as export_tables
 
     written = export_tables(db, out, fmt, tables)
-    click.echo(f"exported {len(written)} tables and views ({sum(e.rows for e in written)} rows) to {out}/: "
+    what = "table or view" if len(written) == 1 else "tables and views"
+    click.echo(f"exported {len(written)} {what} ({sum(e.rows for e in written)} rows) to {out}/: "
                + ", ".join(f"{e.file} ({e.rows})" for e in written))
 
 
