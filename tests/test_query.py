@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import resource
 import subprocess
 import sys
 import time
@@ -111,14 +110,14 @@ def test_duckdb_hints_stay_whole_on_one_line(cli, db: Path) -> None:
     assert cli("query", "  ", "--db", db, code=2).stderr == "error: SQL: no statement given\n"
 
 
-@given(st.lists(st.text(st.characters(blacklist_categories=("Cs",)), max_size=40), min_size=1, max_size=6))
+@given(st.lists(st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")), max_size=40), min_size=1,
+                max_size=6))
 def test_a_message_is_one_line_with_every_line_of_duckdb_s(lines: list[str]) -> None:
     text = _message(ValueError("\n".join(lines)))
-    assert "\n" not in text and "\r" not in text and text.strip() == text
-    for line in lines:
-        kept = line.strip()
-        if kept and set(kept) != {"^"} and len(text) < 800 and not set(kept) & set("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"):
-            assert kept in text
+    assert "\n" not in text and text.strip() == text
+    for line in lines:  # every line but the caret line under a quoted statement
+        if line.strip() and set(line.strip()) != {"^"}:
+            assert line.strip() in text
 
 
 def test_sql_that_is_not_utf8_is_one_line(db: Path) -> None:
@@ -136,18 +135,23 @@ def test_rows_stream_in_batches(db: Path) -> None:
     assert query(db, "SELECT count(*) FROM steps") == (["count_star()"], [(11,)])
 
 
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the peak memory from /proc")
 def test_a_huge_result_streams_to_the_output_in_flat_memory(db: Path) -> None:
-    """20 million rows: the first lines come at once, and a reader that stops early ends the query."""
+    """20 million rows: the first lines come at once, memory stays flat, and a reader that stops early ends it."""
     started = time.monotonic()
     with subprocess.Popen([sys.executable, "-m", "eebench.cli", "query", "SELECT * FROM range(20000000)", "--db", db,
                            "--format", "csv"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as process:
         assert process.stdout is not None
         assert [process.stdout.readline() for _ in range(3)] == [b"range\n", b"0\n", b"1\n"]
+        assert time.monotonic() - started < 15   # fetching all first would take far longer
+        for _ in range(300_000):
+            process.stdout.readline()
+        status = (Path("/proc") / str(process.pid) / "status").read_text()
+        peak_mb = int(next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1]) / 1024
         process.stdout.close()
         process.wait(timeout=60)
-    assert time.monotonic() - started < 30
-    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    assert peak_mb < 400, peak_mb  # holding 20 million rows as Python tuples takes well over a gigabyte
+    assert time.monotonic() - started < 40
+    assert peak_mb < 300, peak_mb  # holding 20 million rows as Python tuples takes well over a gigabyte
 
 
 def test_timeout_interrupts_the_query(cli, db: Path) -> None:
@@ -170,5 +174,6 @@ def test_streamed_csv_and_json_are_what_the_whole_result_gives(rows: list[tuple]
 
 def test_a_table_in_one_batch_is_what_the_whole_result_gives() -> None:
     rows = [(1, "x", None), (22, "yyy", 1.5)]
-    assert "".join(stream_rows(["a", "bb", "c"], [rows], "table")) == format_rows(["a", "bb", "c"], rows, "table") + "\n"
+    columns = ["a", "bb", "c"]
+    assert "".join(stream_rows(columns, [rows], "table")) == format_rows(columns, rows, "table") + "\n"
     assert "".join(stream_rows(["a"], [[(1,)], [(12345,)]], "table")) == "a\n-\n1\n12345\n(2 rows)\n"

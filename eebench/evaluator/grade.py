@@ -65,7 +65,8 @@ class GradeReport:
     def notes(self) -> str:
         """What the summary line adds after the counts: replaced grades, and bundles they lose."""
         replaced = self.replaced
-        text = f"; replaced the earlier grades of {replaced.trajectories} trajectory ids" if replaced.trajectories else ""
+        text = f"; replaced the earlier grades of {replaced.trajectories} trajectory ids" \
+            if replaced.trajectories else ""
         if replaced.unbundled:
             text += (f" ({replaced.unbundled} of them graded against bundle {', '.join(replaced.bundles)}, now "
                      "against a plain folder: their bench_name, bench_version and bench_digest are NULL)")

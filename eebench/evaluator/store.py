@@ -364,7 +364,10 @@ class ResultStore:
             with self._failures():
                 _sweep_abandoned_runs(self.path)
                 (self._stage_dir / OWNER_FILE).write_text(f"{socket.gethostname()} {os.getpid()}\n")
-                self.stage = _connect(self._stage_path, spill=self._stage_dir / SPILL_DIR)
+                try:
+                    self.stage = _connect(self._stage_path, spill=self._stage_dir / SPILL_DIR)
+                except InputError as exc:  # a new file that cannot be made: a full disk, say
+                    raise self._failed(str(exc)) from None
                 self._memory = _Memory(self.stage)
                 self.stage.execute(f"SET threads = {WRITE_THREADS}")
                 self.stage.execute(_ddl("trajectories", (*TRAJECTORY_COLUMNS, _KEY)))
@@ -459,7 +462,8 @@ class ResultStore:
         names = ", ".join(c.name for c in _STAGED[table])
         self.stage.register("batch_rows", data)
         try:  # one statement, one transaction: nothing is left of it when it fails, so it can run again
-            self._memory.run(lambda: self.stage.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM batch_rows"))
+            self._memory.run(lambda: self.stage.execute(
+                f"INSERT INTO {table} ({names}) SELECT {names} FROM batch_rows"))
         finally:
             self.stage.unregister("batch_rows")
 

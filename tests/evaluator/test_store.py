@@ -272,10 +272,10 @@ def test_a_damaged_results_file_is_one_line_and_stays_as_it_was(cli, bench: Path
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 4 MiB tmpfs (needs root); skipped where it cannot be mounted."""
+    """A 12 MiB tmpfs (needs root); skipped where it cannot be mounted."""
     mount = tmp_path / "disk"
     mount.mkdir()
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True)
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12m", "tmpfs", str(mount)], capture_output=True)
     if made.returncode:
         pytest.skip(f"cannot mount a small tmpfs: {made.stderr.decode().strip()}")
     try:
@@ -284,19 +284,29 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", str(mount)], check=True)
 
 
-def test_a_full_disk_while_grading_is_one_line_and_the_results_stay(cli, bench: Path, tmp_path: Path,
-                                                                   small_disk: Path) -> None:
+def test_a_full_disk_while_grading_or_committing_is_one_line_and_the_results_stay(cli, bench: Path, tmp_path: Path,
+                                                                                  small_disk: Path) -> None:
     db = small_disk / "r.duckdb"
-    cli("grade", write_jsonl(tmp_path / "a.jsonl", [trajectory("x", SOLVE)]), "--bench", bench, "--db", db)
-    before = rows(db, "SELECT * FROM steps ORDER BY t")
     words = ["left", "right", "up", "down", "noop", "jump"]
-    big = write_jsonl(tmp_path / "big.jsonl", [
-        trajectory(f"r{i}-{'y' * 200}", [words[(i * 7 + k * k) % 6] for k in range(3000)], instance="t/long")
-        for i in range(200)])
-    result = cli("grade", big, "--bench", bench, "--db", db, code=2)
-    assert result.stderr.startswith(f"error: {db}: grading failed while writing results: ") \
-        and result.stderr.endswith(f"; nothing was written ({db} is as it was)\n") \
-        and result.stderr.count("\n") == 1, result.stderr
-    assert "No space left on device" in result.stderr or "disk" in result.stderr.lower(), result.stderr
-    assert sorted(p.name for p in small_disk.iterdir()) == ["r.duckdb"]
-    assert rows(db, "SELECT * FROM steps ORDER BY t") == before and len(before) == 9
+
+    def runs(name: str, n: int, steps: int, id_chars: int = 0) -> Path:
+        return write_jsonl(tmp_path / f"{name}.jsonl", [
+            trajectory(f"{name}{i}{'y' * id_chars}", [words[(i * 7 + k * k) % 6] for k in range(steps)],
+                       instance="t/long") for i in range(n)])
+
+    def failed(result) -> None:
+        assert result.stderr.startswith(f"error: {db}: grading failed while writing results: ") \
+            and result.stderr.endswith(f"; nothing was written ({db} is as it was)\n") \
+            and result.stderr.count("\n") == 1 and "No space left on device" in result.stderr, result.stderr
+
+    count = "SELECT count(*), sum(n_steps), sum(invalid_moves) FROM trajectories"
+    first, second = runs("a", 500, 1000), runs("b", 500, 1000)
+    cli("grade", first, "--bench", bench, "--db", db)
+    cli("grade", second, "--bench", bench, "--db", db)
+    before = rows(db, count)
+    assert before[0][:2] == (1000, 1_000_000)
+    failed(cli("grade", first, "--bench", bench, "--db", db, code=2))  # the run fits; adding it to the results not
+    assert rows(db, count) == before
+    failed(cli("grade", runs("c", 200, 3000, id_chars=200), "--bench", bench, "--db", db, code=2))  # nor the run
+    assert rows(db, count) == before
+    assert not list(small_disk.glob(".r.duckdb.*"))
