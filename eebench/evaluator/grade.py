@@ -209,6 +209,7 @@ def _record_size(record: Record) -> int:
 # Worker processes keep one Grader each, so instance tables are built once per worker.
 _worker: Grader | None = None
 PARENT_POLL_SECONDS = 1.0   # how often a worker checks that its parent lives, where the kernel cannot tell it
+_PR_SET_PDEATHSIG = 1       # from <linux/prctl.h>
 
 
 def _die_with_parent(parent: int) -> None:
@@ -221,7 +222,8 @@ def _die_with_parent(parent: int) -> None:
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
             libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            libc.prctl(_PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGKILL), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                       ctypes.c_ulong(0))
     if os.getppid() != parent:  # the parent died before the request above was made
         os._exit(1)
 
@@ -231,9 +233,6 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
     threading.Thread(target=watch, name="eebench-parent-watch", daemon=True).start()
-
-
-_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 
 def _init_worker(bench: Bench, graded_at: dt.datetime, parent: int) -> None:

@@ -2,7 +2,8 @@
 
 Tables `trajectories` and `steps` hold one row per graded episode and per graded step; `meta` records the
 schema and metric versions. Rows of a trajectory id are replaced, never duplicated, when it is graded again.
-Writes are staged as NumPy column batches and reach the results file in one transaction (see ResultStore).
+Writes are staged as NumPy column batches and reach the results file in one transaction (see ResultStore);
+queries run read-only as DuckDB enforces it (see READ_ONLY_CONFIG) and stream; `export` writes tables as files.
 """
 
 from __future__ import annotations
@@ -418,8 +419,6 @@ class ResultStore:
             if int(found[0]) > SCHEMA_VERSION:
                 raise InputError.at(str(self.path), f"results schema version {found[0]} is newer than this "
                                                     f"eebench writes ({SCHEMA_VERSION}); upgrade eebench")
-            for table in ("trajectories", "steps"):  # read every block once: a damaged file is refused now
-                con.execute(f"SELECT count(*) FROM {table}").fetchall()
         except duckdb.Error as exc:
             raise InputError.at(str(self.path), f"cannot be read as a results file: {_message(exc)}; grade into "
                                                 "another --db") from None
