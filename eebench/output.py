@@ -30,6 +30,13 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _json_default(value: Any) -> str:
+    """Values JSON has no type for (BLOB, INTERVAL, UUID, ...) as the text DuckDB shows for them."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return "".join(chr(b) if 32 <= b < 127 and b != 92 else f"\\x{b:02X}" for b in bytes(value))
+    return str(value)
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return "NULL"
@@ -41,7 +48,7 @@ def _cell(value: Any) -> str:
 def format_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str) -> str:
     if fmt == "json":
         return json.dumps([{c: _plain(v) for c, v in zip(columns, row)} for row in rows], indent=2,
-                          ensure_ascii=False)
+                          ensure_ascii=False, default=_json_default)
     if fmt == "csv":
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
@@ -82,7 +89,8 @@ def stream_rows(columns: Sequence[str], batches: Iterable[Sequence[Sequence[Any]
         opened = False
         for batch in chain([first], batches):
             for row in batch:
-                item = json.dumps([{c: _plain(v) for c, v in zip(columns, row)}], indent=2, ensure_ascii=False)
+                item = json.dumps([{c: _plain(v) for c, v in zip(columns, row)}], indent=2, ensure_ascii=False,
+                                  default=_json_default)
                 yield ("[\n" if not opened else ",\n") + item[2:-2]
                 opened = True
         yield "\n]\n" if opened else "[]\n"

@@ -177,3 +177,13 @@ def test_a_table_in_one_batch_is_what_the_whole_result_gives() -> None:
     columns = ["a", "bb", "c"]
     assert "".join(stream_rows(columns, [rows], "table")) == format_rows(columns, rows, "table") + "\n"
     assert "".join(stream_rows(["a"], [[(1,)], [(12345,)]], "table")) == "a\n-\n1\n12345\n(2 rows)\n"
+
+
+def test_values_json_has_no_type_for_are_text(cli, db: Path) -> None:
+    sql = "SELECT 'a\\xFFb'::BLOB AS b, INTERVAL 1 DAY AS i, '00000000-0000-0000-0000-000000000001'::UUID AS u"
+    assert json.loads(cli("query", sql, "--db", db, "--format", "json").stdout) == [
+        {"b": "a\\xFFb", "i": "1 day, 0:00:00", "u": "00000000-0000-0000-0000-000000000001"}]
+    result = cli("query", "SELECT now() AS n", "--db", db, code=None)  # DuckDB's client needs pytz for TIMESTAMPTZ
+    assert result.exit_code == 0 or result.stderr == (
+        "error: SQL: a TIMESTAMP WITH TIME ZONE value (now(), say) cannot be shown without the Python package pytz: "
+        "cast it (now()::TIMESTAMP) or pip install pytz\n")

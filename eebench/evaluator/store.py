@@ -688,6 +688,9 @@ def _check_sql_text(sql: str) -> None:
 
 def _sql_error(exc: duckdb.Error) -> InputError:
     text = _message(exc)
+    if "Required module 'pytz'" in text:  # DuckDB's Python client needs pytz to give TIMESTAMPTZ values
+        return InputError("SQL: a TIMESTAMP WITH TIME ZONE value (now(), say) cannot be shown without the Python "
+                          "package pytz: cast it (now()::TIMESTAMP) or pip install pytz")
     if "Permission Error" in text or "read-only mode" in text or "configuration has been locked" in text:
         text += " (`eebench query` only reads the results file; `eebench export` writes tables and views as files)"
     return InputError(f"SQL: {text}")
