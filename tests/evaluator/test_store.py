@@ -9,14 +9,17 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from eebench.evaluator import store
+from eebench.evaluator import Bench, grade_files, store
 from eebench.instances import write_instances
 from tests.conftest import make_instance, write_jsonl
 
@@ -310,3 +313,30 @@ def test_a_full_disk_while_grading_or_committing_is_one_line_and_the_results_sta
     failed(cli("grade", runs("c", 200, 3000, id_chars=200), "--bench", bench, "--db", db, code=2))  # nor the run
     assert rows(db, count) == before
     assert not list(small_disk.glob(".r.duckdb.*"))
+
+
+# -- invariants of regrading -----------------------------------------------------------------------------
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(first=st.sets(st.integers(0, 9), max_size=6), second=st.sets(st.integers(0, 9), max_size=6),
+       lengths=st.lists(st.integers(0, 12), min_size=10, max_size=10))
+def test_regrading_keeps_one_grade_per_id_and_counts_what_it_replaced(bench: Path, first: set[int], second: set[int],
+                                                                      lengths: list[int]) -> None:
+    words = ["left", "right", "up", "down", "noop"]
+    with tempfile.TemporaryDirectory() as folder:
+        db = Path(folder) / "r.duckdb"
+        reports = []
+        for run, ids in (("a", first), ("b", second)):
+            runs = write_jsonl(Path(folder) / f"{run}.jsonl", [
+                trajectory(f"t{i}", [words[(i + k + len(run)) % 5] for k in range(lengths[i] + (run == "b"))])
+                for i in sorted(ids)])
+            reports.append(grade_files([runs], Bench(bench), db))
+        assert reports[1].replaced == store.Replaced(len(first & second))
+        if not first | second:
+            return
+        graded = rows(db, "SELECT trajectory_id, n_steps FROM trajectories ORDER BY 1")
+        expected = {f"t{i}": lengths[i] + (i in second) for i in first | second}  # the later grade wins
+        assert graded == sorted(expected.items())
+        assert rows(db, "SELECT trajectory_id, count(*) FROM steps GROUP BY 1 HAVING count(*) > 0 ORDER BY 1") == \
+            sorted((k, v) for k, v in expected.items() if v)
+        assert not list(Path(folder).glob(".r.duckdb.*"))
