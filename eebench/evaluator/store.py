@@ -259,32 +259,41 @@ OWNER_FILE = "owner"   # in a run's staging folder: "<host> <pid>" of the grade 
                        # to leave alone the runs of other machines sharing the folder)
 
 
+LOCK_FILE = "lock"     # in a run's staging folder: locked (flock) by the run for as long as it lives
+
+
 def _make_staging(results: Path) -> tuple[Path, int]:
     """A new staging folder next to the results and an open descriptor holding its lock for the run's lifetime.
 
-    The lock (flock on the folder) is the proof of life: the kernel drops it when the process dies, however it
-    dies, so a folder nobody holds is abandoned. A sweep may take a folder in the instant between its creation
-    and its lock; then it is gone, and another is made.
+    The lock (flock on the folder's lock file) is the proof of life: the kernel drops it when the process dies,
+    however it dies, so a folder nobody holds is abandoned. A sweep may take a folder in the instant between its
+    creation and its lock; then it is gone, and another is made. Where the file system has no locks, the run
+    goes on unlocked, and sweeps leave its folder alone (they cannot tell it is abandoned).
     """
     while True:
         try:
             folder = Path(tempfile.mkdtemp(prefix=f".{results.name}.", suffix=".grading", dir=results.parent))
         except OSError as exc:
             raise InputError.at(str(results), f"cannot write: {exc.strerror}") from None
+        lock = folder / LOCK_FILE
         try:
-            fd = os.open(folder, os.O_RDONLY)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
         except FileNotFoundError:
-            continue
-        fcntl.flock(fd, fcntl.LOCK_EX)  # a sweep holds it only while it removes the folder
+            continue  # swept already
+        except OSError as exc:
+            raise InputError.at(str(results), f"cannot write: {exc.strerror}") from None
+        with contextlib.suppress(OSError):  # (no locks on this file system: see above)
+            fcntl.flock(fd, fcntl.LOCK_EX)  # a sweep holds it only while it removes the folder
         with contextlib.suppress(FileNotFoundError):
-            if os.path.samestat(os.fstat(fd), os.stat(folder)):
+            if os.path.samestat(os.fstat(fd), os.stat(lock)):
                 return folder, fd
         os.close(fd)
 
 
 def _sweep_abandoned_runs(results: Path) -> None:
     """Remove the staging folders of runs that were killed outright: folders whose lock nobody holds (whatever
-    their owner file says, or when it is missing or empty), except those another machine's run made."""
+    their owner file says, or when it or the lock file is missing or empty), except those another machine's run
+    made."""
     for folder in results.parent.glob(f".{glob.escape(results.name)}.*.grading"):
         try:
             host = (folder / OWNER_FILE).read_text().split()[0]
@@ -293,14 +302,14 @@ def _sweep_abandoned_runs(results: Path) -> None:
         if host not in (None, socket.gethostname()):
             continue   # another machine's run: its lock may not be visible here
         try:
-            fd = os.open(folder, os.O_RDONLY)
+            fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)  # (made if a kill came first)
         except OSError:
             continue
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             shutil.rmtree(folder, ignore_errors=True)
         except OSError:
-            pass   # held: a live run
+            pass   # held by a live run (or a file system without locks: left alone)
         finally:
             os.close(fd)
 

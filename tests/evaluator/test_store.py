@@ -126,8 +126,8 @@ def test_staging_folders_nobody_holds_are_swept_whatever_their_owner_file_says(c
         (folders[name] / "run.duckdb").write_bytes(b"partial")
         if owner is not None:
             (folders[name] / "owner").write_text(owner)
-    with python("import fcntl, os, sys, time\nfd = os.open(sys.argv[1], os.O_RDONLY)\n"
-                "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('ready', flush=True)\ntime.sleep(600)", folders["held"]):
+    with python("import fcntl, os, sys, time\nfd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
+                "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('ready', flush=True)\ntime.sleep(600)", folders["held"] / "lock"):
         cli("grade", write_jsonl(tmp_path / "a.jsonl", [trajectory("x", ["left"])]), "--bench", bench,
             "--db", tmp_path / "r.duckdb")
     assert sorted(p.name for p in tmp_path.glob(".r.duckdb.*")) == [folders["held"].name, folders["other-host"].name]
@@ -140,7 +140,7 @@ def test_a_live_run_holds_its_staging_folder(bench: Path, tmp_path: Path) -> Non
     try:
         folder = next(tmp_path.glob(".r.duckdb.*.grading"))
         assert (folder / "owner").read_text() == f"{socket.gethostname()} {os.getpid()}\n"
-        fd = os.open(folder, os.O_RDONLY)
+        fd = os.open(folder / "lock", os.O_RDWR)
         try:
             with pytest.raises(BlockingIOError):
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
