@@ -255,11 +255,10 @@ class _Memory:
                 self.con.execute(f"SET memory_limit = '{self.limit_mb}MB'")
 
 
-OWNER_FILE = "owner"   # in a run's staging folder: "<host> <pid>" of the grade that made it (for people, and
-                       # to leave alone the runs of other machines sharing the folder)
-
-
-LOCK_FILE = "lock"     # in a run's staging folder: locked (flock) by the run for as long as it lives
+# In a run's staging folder: "<host> <pid>" of the grade that made it (for people, and to leave alone the runs
+# of other machines sharing the folder), and the file the run locks (flock) for as long as it lives.
+OWNER_FILE = "owner"
+LOCK_FILE = "lock"
 
 
 def _make_staging(results: Path) -> tuple[Path, int]:
@@ -548,10 +547,11 @@ class ResultStore:
                 for table in ("trajectories", "steps"):
                     con.execute(f"ALTER TABLE {table} DROP COLUMN {_KEY.name}")
                 self._write_meta_and_views(con)
-            con.execute("CHECKPOINT")  # everything in the file itself: no write-ahead log to carry along
 
         try:
             self._memory.run(finish)
+            # everything in the file itself: no write-ahead log to carry along
+            self._memory.run(lambda: con.execute("CHECKPOINT"))
         finally:
             con.close()
         wal = self._stage_path.with_name(self._stage_path.name + ".wal")
