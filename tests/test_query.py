@@ -187,3 +187,14 @@ def test_values_json_has_no_type_for_are_text(cli, db: Path) -> None:
     assert result.exit_code == 0 or result.stderr == (
         "error: SQL: a TIMESTAMP WITH TIME ZONE value (now(), say) cannot be shown without the Python package pytz: "
         "cast it (now()::TIMESTAMP) or pip install pytz\n")
+
+
+def test_a_results_file_being_written_is_said_so(cli, db: Path) -> None:
+    from tests.evaluator.test_store import HOLD, python
+    with python(HOLD, db, "rw", 600):
+        result = cli("query", "SELECT 1", "--db", db, code=2)
+        assert result.stderr == f"error: {db}: is being written by another process (a grade committing, say); try " \
+                                "again when it is done\n"
+        result = cli("export", "--db", db, "--out", db.parent / "out", code=2)
+        assert result.stderr.startswith(f"error: {db}: is being written by another process")
+    assert cli("query", "SELECT 1 AS x", "--db", db, "--format", "csv").stdout == "x\n1\n"

@@ -695,6 +695,19 @@ def _check_sql_text(sql: str) -> None:
         raise InputError("SQL: no statement given")
 
 
+def _connect_reading(path: Path, config: dict[str, Any]) -> duckdb.DuckDBPyConnection:
+    """A read-only connection for `query` and `export`; a file being written (a grade committing) is said so."""
+    if not path.exists():
+        raise InputError.at(str(path), "no such database (run `eebench grade ... --db` first)")
+    try:
+        return _connect(path, read_only=True, config=config)
+    except InputError as exc:
+        if "could not set lock" not in str(exc).lower():
+            raise
+        raise InputError.at(str(path), "is being written by another process (a grade committing, say); try again "
+                                       "when it is done") from None
+
+
 def _sql_error(exc: duckdb.Error) -> InputError:
     text = _message(exc)
     if "Required module 'pytz'" in text:  # DuckDB's Python client needs pytz to give TIMESTAMPTZ values
@@ -714,10 +727,8 @@ def query_rows(db: Path | str, sql: str, *, timeout: float | None = None) -> Ite
     """
     path = Path(db)
     _check_sql_text(sql)
-    if not path.exists():
-        raise InputError.at(str(path), "no such database (run `eebench grade ... --db` first)")
     with tempfile.TemporaryDirectory(prefix="eebench-query-") as spill:  # a big sort spills here, not by the file
-        con = _connect(path, read_only=True, config={**READ_ONLY_CONFIG, "temp_directory": spill})
+        con = _connect_reading(path, {**READ_ONLY_CONFIG, "temp_directory": spill})
         expired = threading.Event()
 
         def stop() -> None:
@@ -783,10 +794,7 @@ def export(db: Path | str, out: Path | str, fmt: str, tables: Sequence[str] = ()
     path, out = Path(db), Path(out)
     if fmt not in EXPORT_FORMATS:
         raise InputError(f"--format: expected parquet or csv, found {fmt!r}")
-    if not path.exists():
-        raise InputError.at(str(path), "no such database (run `eebench grade ... --db` first)")
-    con = _connect(path, read_only=True, config={k: v for k, v in READ_ONLY_CONFIG.items()
-                                                 if k != "enable_external_access"})
+    con = _connect_reading(path, {k: v for k, v in READ_ONLY_CONFIG.items() if k != "enable_external_access"})
     try:
         try:
             found = [name for (name,) in con.execute(
