@@ -55,16 +55,34 @@ def format_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str)
         writer.writerow(columns)
         writer.writerows([["" if v is None else _plain(v) for v in row] for row in rows])
         return buffer.getvalue().rstrip("\n")
-    cells = [[_cell(v) for v in row] for row in rows]
-    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    widths, numeric = _layout(columns, rows)
+    return "\n".join([*_table_head(columns, widths, numeric), *_table_rows(rows, widths, numeric), _count(len(rows))])
+
+
+def _layout(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> tuple[list[int], list[bool]]:
+    """Column widths, and which columns hold only numbers or NULL (aligned right), for a table of these rows."""
+    widths = [max([len(c)] + [len(_cell(row[i])) for row in rows]) for i, c in enumerate(columns)]
     numeric = [bool(rows) and all(row[i] is None or (isinstance(row[i], (int, float)) and not isinstance(row[i], bool))
-                                  for row in rows)
-               for i in range(len(columns))]
-    def line(values: Sequence[str]) -> str:
-        return "  ".join(v.rjust(w) if numeric[i] else v.ljust(w) for i, (v, w) in enumerate(zip(values, widths)))
-    out = [line(columns), "  ".join("-" * w for w in widths), *(line(r) for r in cells)]
-    out.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
-    return "\n".join(s.rstrip() for s in out)
+                                  for row in rows) for i in range(len(columns))]
+    return widths, numeric
+
+
+def _line(values: Sequence[str], widths: Sequence[int], numeric: Sequence[bool]) -> str:
+    return "  ".join(v.rjust(w) if numeric[i] else v.ljust(w)
+                     for i, (v, w) in enumerate(zip(values, widths))).rstrip()
+
+
+def _table_head(columns: Sequence[str], widths: list[int], numeric: list[bool]) -> list[str]:
+    return [_line(columns, widths, numeric), "  ".join("-" * w for w in widths)]
+
+
+def _table_rows(rows: Iterable[Sequence[Any]], widths: list[int], numeric: list[bool]) -> Iterator[str]:
+    """Table lines; a value wider than its column (a streamed row after the first batch) pushes the rest right."""
+    return (_line([_cell(v) for v in row], widths, numeric) for row in rows)
+
+
+def _count(n: int) -> str:
+    return f"({n} row{'s' if n != 1 else ''})"
 
 
 def stream_rows(columns: Sequence[str], batches: Iterable[Sequence[Sequence[Any]]], fmt: str) -> Iterator[str]:
@@ -95,14 +113,10 @@ def stream_rows(columns: Sequence[str], batches: Iterable[Sequence[Sequence[Any]
                 opened = True
         yield "\n]\n" if opened else "[]\n"
         return
-    head = format_rows(columns, first, "table").splitlines()[:-1]  # widths from the first batch; no count yet
-    yield "\n".join(head) + "\n"
-    widths = [len(part) for part in head[1].split("  ")] if len(head) > 1 else []
-    numeric = [bool(first) and all(row[i] is None or (isinstance(row[i], (int, float)) and not isinstance(row[i], bool))
-                                   for row in first) for i in range(len(columns))]
-    count = len(first)
-    for batch in batches:
+    widths, numeric = _layout(columns, first)  # from the first batch
+    yield "".join(line + "\n" for line in _table_head(columns, widths, numeric))
+    count = 0
+    for batch in chain([first], batches):
         count += len(batch)
-        yield "".join("  ".join(_cell(v).rjust(w) if numeric[i] else _cell(v).ljust(w)
-                                for i, (v, w) in enumerate(zip(row, widths))).rstrip() + "\n" for row in batch)
-    yield f"({count} row{'s' if count != 1 else ''})\n"
+        yield "".join(line + "\n" for line in _table_rows(batch, widths, numeric))
+    yield _count(count) + "\n"
