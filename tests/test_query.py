@@ -156,7 +156,7 @@ def test_a_huge_result_streams_to_the_output_in_flat_memory(db: Path) -> None:
 
 def test_timeout_interrupts_the_query(cli, db: Path) -> None:
     started = time.monotonic()
-    result = cli("query", "SELECT count(*) FROM range(1000000000000)", "--db", db, "--timeout", "0.5", code=2)
+    result = cli("query", "SELECT sum(hash(range)) FROM range(1000000000000)", "--db", db, "--timeout", "0.5", code=2)
     assert result.stderr == "error: SQL: stopped after 0.5 s (--timeout)\n"
     assert time.monotonic() - started < 20
     assert cli("query", "SELECT 42 AS x", "--db", db, "--timeout", "30", "--format", "csv").stdout == "x\n42\n"
