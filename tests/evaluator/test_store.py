@@ -126,8 +126,9 @@ def test_staging_folders_nobody_holds_are_swept_whatever_their_owner_file_says(c
         (folders[name] / "run.duckdb").write_bytes(b"partial")
         if owner is not None:
             (folders[name] / "owner").write_text(owner)
-    with python("import fcntl, os, sys, time\nfd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
-                "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('ready', flush=True)\ntime.sleep(600)", folders["held"] / "lock"):
+    hold = ("import fcntl, os, sys, time\nfd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
+            "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('ready', flush=True)\ntime.sleep(600)")
+    with python(hold, folders["held"] / "lock"):
         cli("grade", write_jsonl(tmp_path / "a.jsonl", [trajectory("x", ["left"])]), "--bench", bench,
             "--db", tmp_path / "r.duckdb")
     assert sorted(p.name for p in tmp_path.glob(".r.duckdb.*")) == [folders["held"].name, folders["other-host"].name]
