@@ -381,8 +381,7 @@ def grade(files: tuple[Path, ...], bench: Path, db: Path, workers: int, skip_inv
     _echo_problems("skipped", report.skipped)
     rate = report.steps / report.seconds if report.seconds else 0.0
     click.echo(f"graded {report.trajectories} trajectories ({report.steps} steps) into {db} "
-               f"in {report.seconds:.2f} s ({rate:,.0f} steps/s)"
-               + (f"; skipped {len(report.skipped)}" if report.skipped else ""))
+               f"in {report.seconds:.2f} s ({rate:,.0f} steps/s)" + report.notes())
 
 
 # -- frozen versions ----------------------------------------------------------------------------------
@@ -455,21 +454,50 @@ def bundles(folder: Path | None) -> None:
               help="DuckDB file of results.")
 @click.option("--format", "fmt", default="table", show_default=True, type=click.Choice(["table", "csv", "json"]),
               help="Output format.")
-def query(sql: str, db: Path, fmt: str) -> None:
-    """Run read-only SQL against graded results.
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+              help="Stop the query after this many seconds (default: no limit).")
+def query(sql: str, db: Path, fmt: str, timeout: float | None) -> None:
+    """Run read-only SQL against graded results; rows stream to the output as they are read.
 
     Tables: trajectories, steps, meta. Views: agent_summary, preset_summary, case_summary (see the README for
-    every column). Statements that could write are refused.
+    every column). Read-only is enforced by DuckDB: nothing can be written, no other file read, no extension
+    loaded, no setting changed. To write tables as files, use `eebench export`.
 
     \b
-      eebench query "SELECT * FROM agent_summary"
-      eebench query "SELECT case_id, avg(error) FROM steps GROUP BY ALL" --format csv
+      eebench query "SELECT * FROM agent_summary" --db results.duckdb
+      eebench query "SELECT case_id, avg(error) FROM steps GROUP BY ALL" --db results.duckdb --format csv
     """
-    from eebench.evaluator import query as run_query
-    from eebench.output import format_rows
+    from eebench.evaluator import query_rows
+    from eebench.output import stream_rows
 
-    columns, rows = run_query(db, sql)
-    click.echo(format_rows(columns, rows, fmt))
+    with query_rows(db, sql, timeout=timeout) as result:
+        if result.columns:
+            for text in stream_rows(result.columns, result.batches, fmt):
+                click.echo(text, nl=False)
+
+
+@main.command()
+@click.option("--db", default="eebench.duckdb", show_default=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="DuckDB file of results (opened read-only).")
+@click.option("--out", "-o", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder to write <table>.<format> files and export.json into: new, empty, or an earlier export "
+                   "(replaced whole, only once every file is written).")
+@click.option("--format", "fmt", default="parquet", show_default=True, type=click.Choice(["parquet", "csv"]),
+              help="File format.")
+@click.option("--table", "tables", multiple=True, metavar="NAME",
+              help="A table or view to write (repeat for more); default: every table and view.")
+def export(db: Path, out: Path, fmt: str, tables: tuple[str, ...]) -> None:
+    """Write tables and views of a results file as Parquet or CSV files.
+
+    \b
+      eebench export --db results.duckdb --out results-csv --format csv --table agent_summary
+    """
+    from eebench.evaluator import export as export_tables
+
+    written = export_tables(db, out, fmt, tables)
+    what = "table or view" if len(written) == 1 else "tables and views"
+    click.echo(f"exported {len(written)} {what} ({sum(e.rows for e in written)} rows) to {out}/: "
+               + ", ".join(f"{e.file} ({e.rows})" for e in written))
 
 
 # -- adapters ------------------------------------------------------------------------------------------

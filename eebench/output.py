@@ -8,7 +8,8 @@ import decimal
 import io
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain
 from typing import Any
 
 FORMATS = ("table", "csv", "json")
@@ -29,6 +30,13 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _json_default(value: Any) -> str:
+    """Values JSON has no type for (BLOB, INTERVAL, UUID, ...) as the text DuckDB shows for them."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return "".join(chr(b) if 32 <= b < 127 and b != 92 else f"\\x{b:02X}" for b in bytes(value))
+    return str(value)
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return "NULL"
@@ -40,20 +48,75 @@ def _cell(value: Any) -> str:
 def format_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str) -> str:
     if fmt == "json":
         return json.dumps([{c: _plain(v) for c, v in zip(columns, row)} for row in rows], indent=2,
-                          ensure_ascii=False)
+                          ensure_ascii=False, default=_json_default)
     if fmt == "csv":
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(columns)
         writer.writerows([["" if v is None else _plain(v) for v in row] for row in rows])
         return buffer.getvalue().rstrip("\n")
-    cells = [[_cell(v) for v in row] for row in rows]
-    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    widths, numeric = _layout(columns, rows)
+    return "\n".join([*_table_head(columns, widths, numeric), *_table_rows(rows, widths, numeric), _count(len(rows))])
+
+
+def _layout(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> tuple[list[int], list[bool]]:
+    """Column widths, and which columns hold only numbers or NULL (aligned right), for a table of these rows."""
+    widths = [max([len(c)] + [len(_cell(row[i])) for row in rows]) for i, c in enumerate(columns)]
     numeric = [bool(rows) and all(row[i] is None or (isinstance(row[i], (int, float)) and not isinstance(row[i], bool))
-                                  for row in rows)
-               for i in range(len(columns))]
-    def line(values: Sequence[str]) -> str:
-        return "  ".join(v.rjust(w) if numeric[i] else v.ljust(w) for i, (v, w) in enumerate(zip(values, widths)))
-    out = [line(columns), "  ".join("-" * w for w in widths), *(line(r) for r in cells)]
-    out.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
-    return "\n".join(s.rstrip() for s in out)
+                                  for row in rows) for i in range(len(columns))]
+    return widths, numeric
+
+
+def _line(values: Sequence[str], widths: Sequence[int], numeric: Sequence[bool]) -> str:
+    return "  ".join(v.rjust(w) if numeric[i] else v.ljust(w)
+                     for i, (v, w) in enumerate(zip(values, widths))).rstrip()
+
+
+def _table_head(columns: Sequence[str], widths: list[int], numeric: list[bool]) -> list[str]:
+    return [_line(columns, widths, numeric), "  ".join("-" * w for w in widths)]
+
+
+def _table_rows(rows: Iterable[Sequence[Any]], widths: list[int], numeric: list[bool]) -> Iterator[str]:
+    """Table lines; a value wider than its column (a streamed row after the first batch) pushes the rest right."""
+    return (_line([_cell(v) for v in row], widths, numeric) for row in rows)
+
+
+def _count(n: int) -> str:
+    return f"({n} row{'s' if n != 1 else ''})"
+
+
+def stream_rows(columns: Sequence[str], batches: Iterable[Sequence[Sequence[Any]]], fmt: str) -> Iterator[str]:
+    """The text of format_rows in pieces, batch by batch, so a big result is never held whole.
+
+    csv and json give the same text as format_rows (with a final newline). A table takes its column widths and
+    alignment from the header and the first batch; a later value wider than its column pushes the row right.
+    """
+    batches = iter(batches)
+    first = next(batches, [])
+    if fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(columns)
+        for batch in chain([first], batches):
+            writer.writerows([["" if v is None else _plain(v) for v in row] for row in batch])
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+        return
+    if fmt == "json":
+        opened = False
+        for batch in chain([first], batches):
+            for row in batch:
+                item = json.dumps([{c: _plain(v) for c, v in zip(columns, row)}], indent=2, ensure_ascii=False,
+                                  default=_json_default)
+                yield ("[\n" if not opened else ",\n") + item[2:-2]
+                opened = True
+        yield "\n]\n" if opened else "[]\n"
+        return
+    widths, numeric = _layout(columns, first)  # from the first batch
+    yield "".join(line + "\n" for line in _table_head(columns, widths, numeric))
+    count = 0
+    for batch in chain([first], batches):
+        count += len(batch)
+        yield "".join(line + "\n" for line in _table_rows(batch, widths, numeric))
+    yield _count(count) + "\n"

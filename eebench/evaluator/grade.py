@@ -8,8 +8,14 @@ the results are written in order. The first bad record aborts the run and nothin
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
+import ctypes
 import datetime as dt
 import multiprocessing
+import os
+import signal
+import sys
+import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Sequence
@@ -24,7 +30,7 @@ import numpy as np
 from eebench import __version__
 from eebench.errors import InputError, Problem
 from eebench.evaluator.park import METRIC_VERSION, ParkTables, Replay, error_counts, replay, step_columns
-from eebench.evaluator.store import Batch, ResultStore
+from eebench.evaluator.store import Batch, Replaced, ResultStore
 from eebench.instances import InstanceLibrary, LoadedInstance
 from eebench.trajectories import AGENT_LABELS, Record, check_trajectory, parse_record, read_raw_records
 
@@ -55,6 +61,17 @@ class GradeReport:
     steps: int = 0
     skipped: list[Problem] = field(default_factory=list)
     seconds: float = 0.0
+    replaced: Replaced = Replaced()   # earlier grades of the same trajectory ids, now replaced
+
+    def notes(self) -> str:
+        """What the summary line adds after the counts: replaced grades, and bundles they lose."""
+        replaced = self.replaced
+        text = f"; replaced the earlier grades of {replaced.trajectories} trajectory ids" \
+            if replaced.trajectories else ""
+        if replaced.unbundled:
+            text += (f" ({replaced.unbundled} of them graded against bundle {', '.join(replaced.bundles)}, now "
+                     "against a plain folder: their bench_name, bench_version and bench_digest are NULL)")
+        return text + (f"; skipped {len(self.skipped)}" if self.skipped else "")
 
 
 class Grader:
@@ -197,10 +214,36 @@ def _chunks(files: Sequence[Path]) -> Iterator[list[Record]]:
 
 # Worker processes keep one Grader each, so instance tables are built once per worker.
 _worker: Grader | None = None
+PARENT_POLL_SECONDS = 1.0   # how often a worker checks that its parent lives, where the kernel cannot tell it
+_PR_SET_PDEATHSIG = 1       # from <linux/prctl.h>
 
 
-def _init_worker(bench: Bench, graded_at: dt.datetime) -> None:
+def _die_with_parent(parent: int) -> None:
+    """End this worker when the grade that started it ends, however it ends (`kill -9` included).
+
+    On Linux the kernel sends SIGKILL when the parent dies (PR_SET_PDEATHSIG); everywhere, a thread also
+    watches for the worker being handed to another parent. The resource tracker ends by itself once the parent
+    and the workers, which hold its pipe, are gone.
+    """
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGKILL), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                       ctypes.c_ulong(0))
+    if os.getppid() != parent:  # the parent died before the request above was made
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="eebench-parent-watch", daemon=True).start()
+
+
+def _init_worker(bench: Bench, graded_at: dt.datetime, parent: int) -> None:
     global _worker
+    _die_with_parent(parent)
     _worker = Grader(bench, graded_at)
 
 
@@ -224,7 +267,7 @@ def _graded_chunks(chunks: Iterator[list[Record]], bench: Bench, graded_at: dt.d
         return
     context = multiprocessing.get_context("spawn")  # no fork of a process holding a DuckDB connection
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
-                                                initargs=(bench, graded_at)) as pool:
+                                                initargs=(bench, graded_at, os.getpid())) as pool:
         pending: deque[tuple[list[Record], concurrent.futures.Future]] = deque()
         for chunk in chunks:
             pending.append((chunk, pool.submit(_work, chunk, skip_invalid)))
@@ -273,7 +316,7 @@ def grade_files(files: Sequence[Path], bench: Bench, db: Path, *, workers: int =
         store.write(pending)
         _check_unique(store, report, skip_invalid)
         report.trajectories, report.steps = store.staged_trajectories(), store.staged_steps()
-        store.commit()
+        report.replaced = store.commit()
     except BaseException:
         store.abort()
         raise

@@ -2,29 +2,34 @@
 
 Tables `trajectories` and `steps` hold one row per graded episode and per graded step; `meta` records the
 schema and metric versions. Rows of a trajectory id are replaced, never duplicated, when it is graded again.
-Writes are staged as NumPy column batches and reach the results file in one transaction (see ResultStore).
+Writes are staged as NumPy column batches and reach the results file in one transaction (see ResultStore);
+queries run read-only as DuckDB enforces it (see READ_ONLY_CONFIG) and stream; `export` writes tables as files.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import fcntl
 import glob
+import json
 import os
 import shutil
 import socket
 import tempfile
+import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import duckdb
 import numpy as np
 
 from eebench import __version__
-from eebench.errors import InputError
+from eebench.documents import atomic_directory
+from eebench.errors import EebenchError, InputError, did_you_mean
 from eebench.evaluator.park import EXPLOIT_CASES, EXPLORE_CASES, METRIC_VERSION
 
 SCHEMA_VERSION = 1  # of the tables below; a change of meaning or layout bumps it
@@ -160,41 +165,53 @@ VIEWS = {
         """),
 }
 
-_READ_ONLY_STATEMENTS = ("SELECT", "EXPLAIN")
 _FIRST_COPIES = "(SELECT trajectory_id, min(trajectory_key) AS trajectory_key, arg_min(source_file, trajectory_key) AS source_file, arg_min(source_line, trajectory_key) AS source_line FROM trajectories GROUP BY trajectory_id)"
 _KEY = Column("trajectory_key", "BIGINT NOT NULL", "Staging only: the row's position in the run.")
-MEMORY_LIMIT = "64MB"  # DuckDB's memory cap while grading; beyond it pages go to disk, so memory stays flat
+# DuckDB's memory cap while grading, so memory stays flat: pages beyond it go to the run's spill folder. Some
+# work cannot spill (very long strings in a row group); then the cap is raised (x4 each time, up to most of the
+# machine's memory) and the work done again, so a valid run never fails for the cap's sake.
+MEMORY_LIMIT_MB = 64
+MEMORY_SHARE = 0.8   # of the machine's memory: the highest cap a run may raise DuckDB's to
+SPILL_DIR = "spill"  # in a run's staging folder: DuckDB's temp_directory (swept with the folder)
 # DuckDB threads while writing a run (its own file, and the copy into an existing results file): one thread
 # appends into full row groups written as they fill, and keeps the run's order; with more, each thread leaves a
 # partial row group that the checkpoint compresses and writes again (the writes took 1.5x as long on 2 cores).
 WRITE_THREADS = 1
 ROW_GROUP_ROWS = 122_880  # DuckDB's row group size: appends of whole row groups are written once, as they are
 _STAGED = {"trajectories": (*TRAJECTORY_COLUMNS, _KEY), "steps": (*STORED_STEP_COLUMNS, _KEY)}  # columns inserted
+T = TypeVar("T")
 
 
-def _connect(path: Path, *, read_only: bool = False, limit: bool = True) -> duckdb.DuckDBPyConnection:
-    """A connection with eebench's settings; InputError when the file is not a DuckDB database."""
+def _connect(path: Path, *, read_only: bool = False, spill: Path | None = None,
+             config: dict[str, Any] | None = None) -> duckdb.DuckDBPyConnection:
+    """A connection with eebench's settings (a memory cap when `spill` names a folder for what exceeds it);
+    InputError when the file is not a DuckDB database."""
+    settings = dict(config or {})
+    if spill is not None:
+        settings.update(memory_limit=f"{MEMORY_LIMIT_MB}MB", temp_directory=str(spill))
     try:
-        con = duckdb.connect(str(path), read_only=read_only, config={"memory_limit": MEMORY_LIMIT} if limit else {})
+        con = duckdb.connect(str(path), read_only=read_only, config=settings)
     except duckdb.Error as exc:
-        raise InputError.at(str(path), f"cannot open as a DuckDB database: {_first_line(exc)}") from None
-    con.execute("SET enable_progress_bar = false")  # our own progress bar is the one on stderr
+        raise InputError.at(str(path), f"cannot open as a DuckDB database: {_message(exc)}") from None
+    if not settings.get("lock_configuration"):
+        con.execute("SET enable_progress_bar = false")  # our own progress bar is the one on stderr
     return con
 
 
-LOCK_WAIT_SECONDS = 60  # how long a finished run waits for a reader (an `eebench query`) to let go of the file
+LOCK_WAIT_SECONDS = 60  # how long a grade waits for another process to let go of the results file
 
 
-def _connect_for_writing(path: Path) -> duckdb.DuckDBPyConnection:
-    """A read-write connection, waiting while another process (a query, a DuckDB shell) holds the file's lock,
-    so a reader that happens to be there when a long run commits does not cost the run."""
+def _connect_waiting(path: Path, *, read_only: bool = False, spill: Path | None = None) -> duckdb.DuckDBPyConnection:
+    """A connection to the results file, waiting while another process holds it (any holder: an `eebench query`,
+    a DuckDB shell, a Python program, reading or writing), so a holder that is there when a grade starts or
+    commits does not cost the run."""
     deadline = time.monotonic() + LOCK_WAIT_SECONDS
     delay = 0.05
     while True:
         try:
-            return _connect(path)
+            return _connect(path, read_only=read_only, spill=spill)
         except InputError as exc:
-            if "lock" not in str(exc).lower():
+            if "could not set lock" not in str(exc).lower():
                 raise
             if time.monotonic() > deadline:
                 raise InputError.at(str(path), f"is in use by another process (waited {LOCK_WAIT_SECONDS} s for its "
@@ -203,21 +220,97 @@ def _connect_for_writing(path: Path) -> duckdb.DuckDBPyConnection:
         delay = min(delay * 2, 1.0)
 
 
-OWNER_FILE = "owner"   # in a run's staging folder: "<host> <pid>" of the grade that made it
+def _memory_ceiling_mb() -> int:
+    try:
+        return max(MEMORY_LIMIT_MB, int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * MEMORY_SHARE)
+                   >> 20)
+    except (ValueError, OSError, AttributeError):  # no sysconf: a generous fixed ceiling
+        return 16 << 10
+
+
+def _out_of_memory(exc: duckdb.Error) -> bool:
+    """DuckDB ran into its memory cap (a commit reports it as a failure to pin a block)."""
+    text = str(exc)
+    return isinstance(exc, duckdb.OutOfMemoryException) or "failed to pin block" in text \
+        or "could not allocate block" in text
+
+
+class _Memory:
+    """DuckDB's memory cap on one connection, raised when a piece of work cannot be done within it."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection):
+        self.con = con
+        self.limit_mb = MEMORY_LIMIT_MB
+
+    def run(self, work: Callable[[], T]) -> T:
+        """Do `work` (which must leave nothing behind when it fails: one statement or one transaction)."""
+        while True:
+            try:
+                return work()
+            except duckdb.Error as exc:
+                ceiling = _memory_ceiling_mb()
+                if not _out_of_memory(exc) or self.limit_mb >= ceiling:
+                    raise
+                self.limit_mb = min(self.limit_mb * 4, ceiling)
+                self.con.execute(f"SET memory_limit = '{self.limit_mb}MB'")
+
+
+# In a run's staging folder: "<host> <pid>" of the grade that made it (for people, and to leave alone the runs
+# of other machines sharing the folder), and the file the run locks (flock) for as long as it lives.
+OWNER_FILE = "owner"
+LOCK_FILE = "lock"
+
+
+def _make_staging(results: Path) -> tuple[Path, int]:
+    """A new staging folder next to the results and an open descriptor holding its lock for the run's lifetime.
+
+    The lock (flock on the folder's lock file) is the proof of life: the kernel drops it when the process dies,
+    however it dies, so a folder nobody holds is abandoned. A sweep may take a folder in the instant between its
+    creation and its lock; then it is gone, and another is made. Where the file system has no locks, the run
+    goes on unlocked, and sweeps leave its folder alone (they cannot tell it is abandoned).
+    """
+    while True:
+        try:
+            folder = Path(tempfile.mkdtemp(prefix=f".{results.name}.", suffix=".grading", dir=results.parent))
+        except OSError as exc:
+            raise InputError.at(str(results), f"cannot write: {exc.strerror}") from None
+        lock = folder / LOCK_FILE
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError:
+            continue  # swept already
+        except OSError as exc:
+            raise InputError.at(str(results), f"cannot write: {exc.strerror}") from None
+        with contextlib.suppress(OSError):  # (no locks on this file system: see above)
+            fcntl.flock(fd, fcntl.LOCK_EX)  # a sweep holds it only while it removes the folder
+        with contextlib.suppress(FileNotFoundError):
+            if os.path.samestat(os.fstat(fd), os.stat(lock)):
+                return folder, fd
+        os.close(fd)
 
 
 def _sweep_abandoned_runs(results: Path) -> None:
-    """Remove the staging folders of runs that were killed outright (their process, on this machine, is gone)."""
+    """Remove the staging folders of runs that were killed outright: folders whose lock nobody holds (whatever
+    their owner file says, or when it or the lock file is missing or empty), except those another machine's run
+    made."""
     for folder in results.parent.glob(f".{glob.escape(results.name)}.*.grading"):
         try:
-            host, pid = (folder / OWNER_FILE).read_text().split()
-            if host != socket.gethostname():
-                continue   # a run on another machine sharing this folder: not ours to judge
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
+            host = (folder / OWNER_FILE).read_text().split()[0]
+        except (OSError, IndexError, UnicodeDecodeError):
+            host = None  # no owner yet, or a run killed before it wrote one: the lock tells
+        if host not in (None, socket.gethostname()):
+            continue   # another machine's run: its lock may not be visible here
+        try:
+            fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)  # (made if a kill came first)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             shutil.rmtree(folder, ignore_errors=True)
-        except (OSError, ValueError):
-            continue   # no owner yet (a run starting), or not ours: leave it
+        except OSError:
+            pass   # held by a live run (or a file system without locks: left alone)
+        finally:
+            os.close(fd)
 
 
 def _ddl(table: str, columns: Iterable[Column]) -> str:
@@ -247,6 +340,14 @@ class Batch:
         self.steps.extend({**part, "trajectory": part["trajectory"] + offset} for part in other.steps)
 
 
+class Replaced(NamedTuple):
+    """Rows of earlier grades that a commit replaced (their trajectory ids were graded again)."""
+
+    trajectories: int = 0
+    unbundled: int = 0               # of them graded against a bundle, now against a plain folder (no bench)
+    bundles: tuple[str, ...] = ()    # those bundles, as "name version"
+
+
 class ResultStore:
     """Writes one grading run into a DuckDB results file, as one transaction.
 
@@ -259,34 +360,52 @@ class ResultStore:
     - otherwise the run's file is attached to the results file and its rows copied in, in a single transaction,
       after the rows of re-graded trajectory ids are deleted.
     Until then the results file is not touched (not even created), so a failed run leaves it exactly as it was.
+    The folder is locked while the run lives; a later run removes the folder of a run that was killed outright.
     """
 
     def __init__(self, path: Path | str):
         self.path = Path(path)
         if self.path.exists():
             self._check_existing()
-        try:
-            self._stage_dir = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.", suffix=".grading",
-                                                    dir=self.path.parent))
-        except OSError as exc:
-            raise InputError.at(str(self.path), f"cannot write: {exc.strerror}") from None
-        _sweep_abandoned_runs(self.path)
-        (self._stage_dir / OWNER_FILE).write_text(f"{socket.gethostname()} {os.getpid()}\n")
+        self._stage_dir, self._lock = _make_staging(self.path)
         self._stage_path = self._stage_dir / "run.duckdb"
         try:
-            self.stage = _connect(self._stage_path)
-            self.stage.execute(f"SET threads = {WRITE_THREADS}")
-            self.stage.execute(_ddl("trajectories", (*TRAJECTORY_COLUMNS, _KEY)))
-            self.stage.execute(_ddl("steps", (*STEP_COLUMNS, _KEY)))  # after the generated columns: it is dropped
+            with self._failures():
+                _sweep_abandoned_runs(self.path)
+                (self._stage_dir / OWNER_FILE).write_text(f"{socket.gethostname()} {os.getpid()}\n")
+                try:
+                    self.stage = _connect(self._stage_path, spill=self._stage_dir / SPILL_DIR)
+                except InputError as exc:  # a new file that cannot be made: a full disk, say
+                    raise self._failed(str(exc)) from None
+                self._memory = _Memory(self.stage)
+                self.stage.execute(f"SET threads = {WRITE_THREADS}")
+                self.stage.execute(_ddl("trajectories", (*TRAJECTORY_COLUMNS, _KEY)))
+                self.stage.execute(_ddl("steps", (*STEP_COLUMNS, _KEY)))  # after the generated columns: it is dropped
         except BaseException:
             self._cleanup()
             raise
         self._next_key = 0
         self._waiting: list[dict[str, np.ndarray]] = []  # steps not inserted yet: less than a row group
 
+    @contextlib.contextmanager
+    def _failures(self) -> Iterator[None]:
+        """DuckDB or the disk failing while the run is built or committed (a full disk, say): one line that says
+        what happened; the results file is left as it was (the commit is one transaction)."""
+        try:
+            yield
+        except duckdb.Error as exc:
+            raise self._failed(_message(exc)) from None
+        except OSError as exc:
+            raise self._failed(f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")) from None
+
+    def _failed(self, what: str) -> EebenchError:
+        return EebenchError(f"{self.path}: grading failed while writing results: {what}; nothing was written "
+                            f"({self.path} is as it was)")
+
     def _check_existing(self) -> None:
-        """Refuse, before any grading, a results file eebench cannot add to: a newer layout, or foreign tables."""
-        con = _connect(self.path, read_only=True)
+        """Refuse, before any grading, a results file eebench cannot add to: damaged, a newer layout, or foreign
+        tables."""
+        con = _connect_waiting(self.path, read_only=True)
         try:
             columns: dict[str, list[str]] = {}
             for table, column in con.execute("SELECT table_name, column_name FROM information_schema.columns "
@@ -308,6 +427,9 @@ class ResultStore:
             if int(found[0]) > SCHEMA_VERSION:
                 raise InputError.at(str(self.path), f"results schema version {found[0]} is newer than this "
                                                     f"eebench writes ({SCHEMA_VERSION}); upgrade eebench")
+        except duckdb.Error as exc:
+            raise InputError.at(str(self.path), f"cannot be read as a results file: {_message(exc)}; grade into "
+                                                "another --db") from None
         finally:
             con.close()
 
@@ -318,11 +440,12 @@ class ResultStore:
         keys = np.arange(self._next_key, self._next_key + len(batch), dtype=np.int64)
         self._next_key += len(batch)
         rows = _columns(batch.rows, TRAJECTORY_COLUMNS)
-        self._insert("trajectories", {**rows, _KEY.name: keys})
-        owner = np.concatenate([part["trajectory"] for part in batch.steps])  # position in batch.rows
-        self._append_steps({"trajectory_id": rows["trajectory_id"][owner], _KEY.name: keys[owner],
-                            **{c.name: np.concatenate([part[c.name] for part in batch.steps])
-                               for c in STORED_STEP_COLUMNS[1:]}})
+        with self._failures():
+            self._insert("trajectories", {**rows, _KEY.name: keys})
+            owner = np.concatenate([part["trajectory"] for part in batch.steps])  # position in batch.rows
+            self._append_steps({"trajectory_id": rows["trajectory_id"][owner], _KEY.name: keys[owner],
+                                **{c.name: np.concatenate([part[c.name] for part in batch.steps])
+                                   for c in STORED_STEP_COLUMNS[1:]}})
 
     def _append_steps(self, data: dict[str, np.ndarray]) -> None:
         """Queue step columns; insert the whole row groups queued so far."""
@@ -345,47 +468,61 @@ class ResultStore:
     def _insert(self, table: str, data: dict[str, np.ndarray]) -> None:
         names = ", ".join(c.name for c in _STAGED[table])
         self.stage.register("batch_rows", data)
-        self.stage.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM batch_rows")
-        self.stage.unregister("batch_rows")
+        try:  # one statement, one transaction: nothing is left of it when it fails, so it can run again
+            self._memory.run(lambda: self.stage.execute(
+                f"INSERT INTO {table} ({names}) SELECT {names} FROM batch_rows"))
+        finally:
+            self.stage.unregister("batch_rows")
+
+    def _staged(self, sql: str) -> list[tuple[Any, ...]]:
+        """Rows of a query over the staged run (queued steps inserted first)."""
+        with self._failures():
+            self._flush()
+            return self._memory.run(lambda: self.stage.execute(sql).fetchall())
 
     def duplicates(self) -> list[tuple[str, str, int | None, str, int | None]]:
         """Trajectory ids staged more than once: (id, file, line) of the later copy and of the first one."""
-        self._flush()
-        return self.stage.execute("""
+        return self._staged("""
             SELECT later.trajectory_id, later.source_file, later.source_line, first.source_file, first.source_line
             FROM stage_first first JOIN trajectories later
               ON later.trajectory_id = first.trajectory_id AND later.trajectory_key > first.trajectory_key
-            ORDER BY later.trajectory_key""".replace("stage_first", _FIRST_COPIES)).fetchall()
+            ORDER BY later.trajectory_key""".replace("stage_first", _FIRST_COPIES))
 
     def drop_duplicates(self) -> None:
         """Keep the first copy of each trajectory id, with its steps."""
-        self._flush()
-        self.stage.execute(f"DELETE FROM trajectories WHERE trajectory_key NOT IN "
-                           f"(SELECT trajectory_key FROM {_FIRST_COPIES})")
-        self.stage.execute("DELETE FROM steps WHERE trajectory_key NOT IN (SELECT trajectory_key FROM trajectories)")
+        with self._failures():
+            self._flush()
+            self._memory.run(lambda: self._in_transaction(
+                f"DELETE FROM trajectories WHERE trajectory_key NOT IN (SELECT trajectory_key FROM {_FIRST_COPIES})",
+                "DELETE FROM steps WHERE trajectory_key NOT IN (SELECT trajectory_key FROM trajectories)"))
+
+    def _in_transaction(self, *statements: str) -> None:
+        with _transaction(self.stage):
+            for statement in statements:
+                self.stage.execute(statement)
 
     def staged_steps(self) -> int:
-        self._flush()
-        return self.stage.execute("SELECT coalesce(sum(n_steps), 0) FROM trajectories").fetchone()[0]
+        return self._staged("SELECT coalesce(sum(n_steps), 0) FROM trajectories")[0][0]
 
     def staged_trajectories(self) -> int:
-        self._flush()
-        return self.stage.execute("SELECT count(*) FROM trajectories").fetchone()[0]
+        return self._staged("SELECT count(*) FROM trajectories")[0][0]
 
-    def commit(self) -> None:
+    def commit(self) -> Replaced:
         """Make the staged rows the results (a new file), or add them to the results file in one transaction,
-        replacing re-graded ids."""
+        replacing re-graded ids (what was replaced is returned)."""
         try:
-            self._flush()
-            if os.path.lexists(self.path):  # (also a link to a file still to be made: DuckDB creates it there)
-                self.stage.close()
-            else:
-                self._finish_as_results()
-                if self._claim():
-                    return
+            with self._failures():
+                self._flush()
+                if os.path.lexists(self.path):  # (also a link to a file still to be made: DuckDB creates it there)
+                    self.stage.close()
+                else:
+                    self._finish_as_results()
+                    if self._claim():
+                        return Replaced()
             if self.path.exists():  # perhaps made by another run while this one graded
                 self._check_existing()
-            self._copy_into_results()
+            with self._failures():
+                return self._copy_into_results()
         finally:
             self._cleanup()
 
@@ -404,37 +541,55 @@ class ResultStore:
     def _finish_as_results(self) -> None:
         """Turn the run's file into a results file: the key columns go, meta and views come."""
         con = self.stage
-        try:
+
+        def finish() -> None:
             with _transaction(con):
                 for table in ("trajectories", "steps"):
                     con.execute(f"ALTER TABLE {table} DROP COLUMN {_KEY.name}")
                 self._write_meta_and_views(con)
-            con.execute("CHECKPOINT")  # everything in the file itself: no write-ahead log to carry along
+
+        try:
+            self._memory.run(finish)
+            # everything in the file itself: no write-ahead log to carry along
+            self._memory.run(lambda: con.execute("CHECKPOINT"))
         finally:
             con.close()
         wal = self._stage_path.with_name(self._stage_path.name + ".wal")
         if wal.exists():
-            raise RuntimeError(f"DuckDB left a write-ahead log after a checkpoint: {wal}")
+            raise EebenchError(f"{self.path}: DuckDB left a write-ahead log after a checkpoint: {wal}")
 
-    def _copy_into_results(self) -> None:
-        con = _connect_for_writing(self.path)
+    def _copy_into_results(self) -> Replaced:
+        con = _connect_waiting(self.path, spill=self._stage_dir / SPILL_DIR)
         try:
             con.execute(f"ATTACH {_quoted(self._stage_path)} AS stage (READ_ONLY)")
             con.execute(f"SET threads = {WRITE_THREADS}")
-            with _transaction(con):
-                con.execute(_ddl("meta", META_COLUMNS))
-                con.execute(_ddl("trajectories", TRAJECTORY_COLUMNS))
-                con.execute(_ddl("steps", STEP_COLUMNS))
-                self._write_meta_and_views(con)
-                for table in ("steps", "trajectories"):
-                    con.execute(f"DELETE FROM {table} WHERE trajectory_id IN "
-                                "(SELECT trajectory_id FROM stage.trajectories)")
-                for table, columns in (("trajectories", TRAJECTORY_COLUMNS), ("steps", STORED_STEP_COLUMNS)):
-                    names = ", ".join(c.name for c in columns)  # the run's rows are in run order already
-                    con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM stage.{table}")
+            replaced = _Memory(con).run(lambda: self._add_rows(con))
             con.execute("DETACH stage")
+            return replaced
         finally:
             con.close()
+
+    def _add_rows(self, con: duckdb.DuckDBPyConnection) -> Replaced:
+        """In one transaction: the tables if new, meta and views, then the run's rows instead of earlier rows of
+        its trajectory ids."""
+        with _transaction(con):
+            con.execute(_ddl("meta", META_COLUMNS))
+            con.execute(_ddl("trajectories", TRAJECTORY_COLUMNS))
+            con.execute(_ddl("steps", STEP_COLUMNS))
+            self._write_meta_and_views(con)
+            count, unbundled, bundles = con.execute("""
+                SELECT count(*),
+                       count(*) FILTER (WHERE r.bench_digest IS NOT NULL AND s.bench_digest IS NULL),
+                       list(DISTINCT concat_ws(' ', r.bench_name, r.bench_version) ORDER BY 1)
+                           FILTER (WHERE r.bench_digest IS NOT NULL AND s.bench_digest IS NULL)
+                FROM trajectories r JOIN stage.trajectories s USING (trajectory_id)""").fetchone()
+            for table in ("steps", "trajectories"):
+                con.execute(f"DELETE FROM {table} WHERE trajectory_id IN "
+                            "(SELECT trajectory_id FROM stage.trajectories)")
+            for table, columns in (("trajectories", TRAJECTORY_COLUMNS), ("steps", STORED_STEP_COLUMNS)):
+                names = ", ".join(c.name for c in columns)  # the run's rows are in run order already
+                con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM stage.{table}")
+        return Replaced(count, unbundled, tuple(bundles or ()))
 
     @staticmethod
     def _write_meta_and_views(con: duckdb.DuckDBPyConnection) -> None:
@@ -448,12 +603,15 @@ class ResultStore:
 
     def abort(self) -> None:
         """Drop the staged rows; the results file is left as it was."""
-        with contextlib.suppress(duckdb.Error):
+        with contextlib.suppress(duckdb.Error, AttributeError):
             self.stage.close()
         self._cleanup()
 
     def _cleanup(self) -> None:
         shutil.rmtree(self._stage_dir, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            os.close(self._lock)  # (after the removal: a sweep never takes a folder still being emptied)
+            self._lock = -1
 
 
 @contextlib.contextmanager
@@ -494,34 +652,181 @@ def _column(values: Sequence[Any]) -> np.ndarray:
     return np.array(values)
 
 
-def _first_line(exc: BaseException) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+MESSAGE_CHARS = 800  # at most this much of a DuckDB message is quoted (it may echo a huge statement)
 
 
-def query(db: Path | str, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """Run read-only SQL; statements that could write (to the database or to files) are refused."""
-    path = Path(db)
+def _message(exc: BaseException) -> str:
+    """A DuckDB message as one line: its lines joined, so hints such as `Did you mean "trajectories"?` stay whole;
+    the caret line that underlines a quoted statement goes."""
+    lines = (line.strip() for line in str(exc).splitlines())
+    text = " ".join(line for line in lines if line and set(line) != {"^"}) or type(exc).__name__
+    return text if len(text) <= MESSAGE_CHARS else text[:MESSAGE_CHARS] + " ..."
+
+
+# The read-only guarantees of `query`, enforced by DuckDB itself whatever the statement: the file is opened
+# read-only, no other file can be read or written (COPY, EXPORT, ATTACH, read_csv, glob, ...), no extension is
+# installed or loaded, and no setting can be changed back (SET, PRAGMA, RESET).
+READ_ONLY_CONFIG: dict[str, Any] = {
+    "enable_external_access": False,
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+    "allow_community_extensions": False,
+    "lock_configuration": True,
+}
+FETCH_ROWS = 10_000  # rows per fetch of a query's result: the output streams, memory stays flat
+
+
+class QueryResult(NamedTuple):
+    """The columns of a query and its rows, fetched batch by batch as they are read."""
+
+    columns: list[str]
+    batches: Iterator[list[tuple[Any, ...]]]
+
+
+def _check_sql_text(sql: str) -> None:
+    """SQL that is not UTF-8 (bytes of the command line that did not decode) is refused, naming the byte."""
+    try:
+        sql.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        code = ord(sql[exc.start])
+        what = f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"lone surrogate U+{code:04X}"
+        raise InputError(f"SQL: not UTF-8 text ({what} at character {exc.start + 1})") from None
+    if not sql.strip():
+        raise InputError("SQL: no statement given")
+
+
+def _connect_reading(path: Path, config: dict[str, Any]) -> duckdb.DuckDBPyConnection:
+    """A read-only connection for `query` and `export`; a file being written (a grade committing) is said so."""
     if not path.exists():
         raise InputError.at(str(path), "no such database (run `eebench grade ... --db` first)")
     try:
-        statements = duckdb.extract_statements(sql)
-    except duckdb.Error as exc:
-        raise InputError(f"SQL: {_first_line(exc)}") from None
-    if not statements:
-        raise InputError("SQL: no statement given")
-    for statement in statements:
-        kind = statement.type.name
-        if kind not in _READ_ONLY_STATEMENTS:
-            raise InputError(f"SQL: {kind} statements are refused: `eebench query` is read-only "
-                             "(SELECT, WITH, FROM, DESCRIBE, SHOW, SUMMARIZE and EXPLAIN are allowed)")
-    con = _connect(path, read_only=True, limit=False)
+        return _connect(path, read_only=True, config=config)
+    except InputError as exc:
+        if "could not set lock" not in str(exc).lower():
+            raise
+        raise InputError.at(str(path), "is being written by another process (a grade committing, say); try again "
+                                       "when it is done") from None
+
+
+def _sql_error(exc: duckdb.Error) -> InputError:
+    text = _message(exc)
+    if "Required module 'pytz'" in text:  # DuckDB's Python client needs pytz to give TIMESTAMPTZ values
+        return InputError("SQL: a TIMESTAMP WITH TIME ZONE value (now(), say) cannot be shown without the Python "
+                          "package pytz: cast it (now()::TIMESTAMP) or pip install pytz")
+    if "Permission Error" in text or "read-only mode" in text or "configuration has been locked" in text:
+        text += " (`eebench query` only reads the results file; `eebench export` writes tables and views as files)"
+    return InputError(f"SQL: {text}")
+
+
+@contextlib.contextmanager
+def query_rows(db: Path | str, sql: str, *, timeout: float | None = None) -> Iterator[QueryResult]:
+    """Run SQL over a results file, read-only (enforced by DuckDB, see READ_ONLY_CONFIG); rows stream in batches.
+
+    Several statements may be given, separated by `;`; the rows are the last one's. After `timeout` seconds the
+    query is interrupted (EebenchError).
+    """
+    path = Path(db)
+    _check_sql_text(sql)
+    with tempfile.TemporaryDirectory(prefix="eebench-query-") as spill:  # a big sort spills here, not by the file
+        con = _connect_reading(path, {**READ_ONLY_CONFIG, "temp_directory": spill})
+        expired = threading.Event()
+
+        def stop() -> None:
+            expired.set()
+            con.interrupt()
+
+        timer = threading.Timer(timeout, stop) if timeout else None
+
+        def run(work: Callable[[], T]) -> T:
+            if expired.is_set():
+                raise EebenchError(f"SQL: stopped after {timeout:g} s (--timeout)")
+            try:
+                return work()
+            except duckdb.Error as exc:
+                if expired.is_set():
+                    raise EebenchError(f"SQL: stopped after {timeout:g} s (--timeout)") from None
+                raise _sql_error(exc) from None
+
+        def batches() -> Iterator[list[tuple[Any, ...]]]:
+            while rows := run(lambda: cursor.fetchmany(FETCH_ROWS)):
+                yield rows
+
+        try:
+            if timer:
+                timer.daemon = True
+                timer.start()
+            cursor = run(lambda: con.execute(sql))
+            columns = [d[0] for d in cursor.description or []]
+            yield QueryResult(columns, batches() if columns else iter(()))
+        finally:
+            if timer:
+                timer.cancel()
+            con.close()
+
+
+def query(db: Path | str, sql: str, *, timeout: float | None = None) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """Run read-only SQL (see query_rows) and return its columns and all its rows."""
+    with query_rows(db, sql, timeout=timeout) as result:
+        return result.columns, [row for batch in result.batches for row in batch]
+
+
+EXPORT_FORMATS = ("parquet", "csv")
+EXPORT_MARKER = "export.json"   # in an export folder: what it holds (and the sign that it may be replaced)
+EXPORT_VERSION = 1
+
+
+class Exported(NamedTuple):
+    name: str
+    file: str
+    rows: int
+
+
+def _identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def export(db: Path | str, out: Path | str, fmt: str, tables: Sequence[str] = ()) -> list[Exported]:
+    """Write tables and views of a results file (all by default) as `OUT/<name>.<fmt>` files, plus export.json.
+
+    The database is opened read-only; the files are written into a temporary folder that replaces OUT only when
+    every one is complete (OUT may be missing, empty, or an earlier export).
+    """
+    path, out = Path(db), Path(out)
+    if fmt not in EXPORT_FORMATS:
+        raise InputError(f"--format: expected parquet or csv, found {fmt!r}")
+    con = _connect_reading(path, {k: v for k, v in READ_ONLY_CONFIG.items() if k != "enable_external_access"})
     try:
-        for statement in statements[:-1]:
-            con.execute(statement.query)
-        cursor = con.execute(statements[-1].query)
-        columns = [d[0] for d in cursor.description or []]
-        return columns, cursor.fetchall()
-    except duckdb.Error as exc:
-        raise InputError(f"SQL: {_first_line(exc)}") from None
+        try:
+            found = [name for (name,) in con.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_catalog = current_database() "
+                "AND table_schema = 'main' ORDER BY table_name").fetchall()]
+        except duckdb.Error as exc:
+            raise InputError.at(str(path), f"cannot be read: {_message(exc)}") from None
+        for name in tables:
+            if name not in found:
+                raise InputError(f"--table: no table or view {name!r} in {path}{did_you_mean(name, found)}; it has "
+                                 f"{', '.join(found) or 'none'}")
+        chosen = list(dict.fromkeys(tables)) or found
+        for name in chosen:
+            if name.startswith(".") or not all(c.isalnum() or c in "_.-" for c in name):
+                raise InputError(f"--table: {name!r} cannot be a file name; export it with `eebench query` and a "
+                                 "name of letters, digits, '_', '.' or '-'")
+        options = "FORMAT parquet" if fmt == "parquet" else "FORMAT csv, HEADER true"
+        written: list[Exported] = []
+        try:
+            with atomic_directory(out, marker=EXPORT_MARKER) as folder:
+                for name in chosen:
+                    file = f"{name}.{fmt}"
+                    (rows,) = con.execute(f"COPY (SELECT * FROM {_identifier(name)}) TO {_quoted(folder / file)} "
+                                          f"({options})").fetchone()
+                    written.append(Exported(name, file, int(rows)))
+                (folder / EXPORT_MARKER).write_text(json.dumps({
+                    "export_version": EXPORT_VERSION, "format": fmt, "db": str(path), "eebench_version": __version__,
+                    "tables": [e._asdict() for e in written]}, indent=2) + "\n", "utf-8")
+        except duckdb.Error as exc:
+            raise EebenchError(f"{out}: export failed: {_message(exc)}; nothing was written") from None
+        except OSError as exc:
+            raise EebenchError(f"{out}: export failed: {exc.strerror or exc}; nothing was written") from None
+        return written
     finally:
         con.close()

@@ -1,0 +1,343 @@
+"""The results file under faults: killed runs and their staging folders, other holders, memory, damage, a full disk."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from eebench.evaluator import Bench, grade_files, store
+from eebench.instances import write_instances
+from tests.conftest import make_instance, write_jsonl
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# x: 0 1 2 3 4 5 6  -- P at the left end, the goal G at the right end needs P; the start in the middle
+CORRIDOR = dict(map_rows=["......."], start=[3, 0], nodes=[("P", [0, 0], []), ("G", [6, 0], [["P"]])],
+                goal="G", budget=30)
+SOLVE = ["left"] * 3 + ["right"] * 6   # 9 steps: P on the 3rd, G on the 9th
+
+
+def trajectory(traj_id: str, actions: list, instance: str = "t/corridor") -> dict:
+    return {"eebench": "trajectory/1", "id": traj_id, "instance": instance, "agent": {"name": "a"},
+            "steps": [{"action": a} for a in actions]}
+
+
+@pytest.fixture
+def bench(tmp_path: Path) -> Path:
+    folder = tmp_path / "bench"
+    write_instances([make_instance(**CORRIDOR, instance_id="t/corridor"),
+                     make_instance(**{**CORRIDOR, "budget": 1_000_000}, instance_id="t/long")], folder, {"kind": "t"})
+    return folder
+
+
+def rows(db: Path, sql: str) -> list[tuple]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def eebench(*args: str | Path, **kwargs) -> subprocess.Popen:
+    """`eebench ARGS` in a process of its own (what a user's shell would run)."""
+    return subprocess.Popen([sys.executable, "-m", "eebench.cli", *map(str, args)], cwd=ROOT, **kwargs)
+
+
+@contextlib.contextmanager
+def python(code: str, *args: str | Path) -> Iterator[subprocess.Popen]:
+    """A helper process running `code`, from when it prints 'ready' (it holds what it was asked to hold) to the
+    end of the block (killed if it still runs)."""
+    with subprocess.Popen([sys.executable, "-c", code, *map(str, args)], stdout=subprocess.PIPE, text=True) as process:
+        try:
+            assert process.stdout is not None and process.stdout.readline() == "ready\n"
+            yield process
+        finally:
+            process.kill()
+
+
+# -- workers die with their parent -----------------------------------------------------------------------
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.add(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to find the workers")
+def test_kill_9_of_a_grade_with_workers_leaves_no_process_behind(bench: Path, tmp_path: Path) -> None:
+    words = ["left", "right", "up", "down"]
+    runs = write_jsonl(tmp_path / "runs.jsonl", [trajectory(f"r{i}", [words[(i + k) % 4] for k in range(1500)],
+                                                            instance="t/long") for i in range(800)])
+    grade = eebench("grade", runs, "--bench", bench, "--db", tmp_path / "r.duckdb", "--workers", "2",
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while len(_children(grade.pid)) < 3 and grade.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)  # two workers and the resource tracker
+    children = _children(grade.pid)
+    assert len(children) >= 3 and grade.poll() is None, "the grade ended before its workers could be seen"
+    os.kill(grade.pid, signal.SIGKILL)
+    out, _ = grade.communicate(timeout=30)  # EOF on stdout: no worker holds it open any more
+    deadline = time.monotonic() + 15
+    while any(map(_alive, children)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in children if _alive(pid)]
+    assert grade.returncode == -signal.SIGKILL and out == b""
+    assert not (tmp_path / "r.duckdb").exists()
+
+
+# -- staging folders of killed runs ----------------------------------------------------------------------
+
+def test_staging_folders_nobody_holds_are_swept_whatever_their_owner_file_says(cli, bench: Path,
+                                                                              tmp_path: Path) -> None:
+    owners = {"dead": f"{socket.gethostname()} 999999999\n", "empty": "", "none": None,
+              "this-pid-but-unlocked": f"{socket.gethostname()} {os.getpid()}\n",
+              "other-host": "some-other-host 999999999\n", "held": ""}
+    folders = {name: tmp_path / f".r.duckdb.{name}.grading" for name in owners}
+    for name, owner in owners.items():
+        folders[name].mkdir()
+        (folders[name] / "run.duckdb").write_bytes(b"partial")
+        if owner is not None:
+            (folders[name] / "owner").write_text(owner)
+    hold = ("import fcntl, os, sys, time\nfd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
+            "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('ready', flush=True)\ntime.sleep(600)")
+    with python(hold, folders["held"] / "lock"):
+        cli("grade", write_jsonl(tmp_path / "a.jsonl", [trajectory("x", ["left"])]), "--bench", bench,
+            "--db", tmp_path / "r.duckdb")
+    assert sorted(p.name for p in tmp_path.glob(".r.duckdb.*")) == [folders["held"].name, folders["other-host"].name]
+    assert rows(tmp_path / "r.duckdb", "SELECT trajectory_id FROM trajectories") == [("x",)]
+
+
+def test_a_live_run_holds_its_staging_folder(bench: Path, tmp_path: Path) -> None:
+    results = tmp_path / "r.duckdb"
+    live = store.ResultStore(results)
+    try:
+        folder = next(tmp_path.glob(".r.duckdb.*.grading"))
+        assert (folder / "owner").read_text() == f"{socket.gethostname()} {os.getpid()}\n"
+        fd = os.open(folder / "lock", os.O_RDWR)
+        try:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
+        other = store.ResultStore(results)  # another run starting sweeps: the live one's folder stays
+        assert folder.exists() and len(list(tmp_path.glob(".r.duckdb.*.grading"))) == 2
+        other.abort()
+    finally:
+        live.abort()
+    assert not list(tmp_path.glob(".r.duckdb.*"))
+
+
+# -- other holders of the results file -------------------------------------------------------------------
+
+HOLD = ("import duckdb, sys, time\ncon = duckdb.connect(sys.argv[1], read_only=sys.argv[2] == 'r')\n"
+        "print('ready', flush=True)\ntime.sleep(float(sys.argv[3]))\ncon.close()")
+
+
+@pytest.mark.parametrize("mode", ["r", "rw"])
+def test_a_grade_waits_for_a_reader_or_a_writer_holding_the_results_file(cli, bench: Path, tmp_path: Path,
+                                                                        mode: str) -> None:
+    db = tmp_path / "r.duckdb"
+    cli("grade", write_jsonl(tmp_path / "a.jsonl", [trajectory("x", ["left"])]), "--bench", bench, "--db", db)
+    with python(HOLD, db, mode, 1.5) as holder:
+        started = time.monotonic()
+        cli("grade", write_jsonl(tmp_path / "b.jsonl", [trajectory("y", SOLVE)]), "--bench", bench, "--db", db)
+        assert time.monotonic() - started > 1.0 and holder.wait(timeout=30) == 0
+    assert rows(db, "SELECT trajectory_id, n_steps FROM trajectories ORDER BY 1") == [("x", 1), ("y", 9)]
+
+
+def test_a_holder_that_stays_is_named_after_the_wait(cli, bench: Path, tmp_path: Path, monkeypatch) -> None:
+    db = tmp_path / "r.duckdb"
+    cli("grade", write_jsonl(tmp_path / "a.jsonl", [trajectory("x", ["left"])]), "--bench", bench, "--db", db)
+    before = db.read_bytes()
+    monkeypatch.setattr(store, "LOCK_WAIT_SECONDS", 0.3)
+    with python(HOLD, db, "rw", 600):
+        result = cli("grade", write_jsonl(tmp_path / "b.jsonl", [trajectory("y", ["left"])]), "--bench", bench,
+                     "--db", db, code=2)
+    assert result.stderr == f"error: {db}: is in use by another process (waited 0.3 s for its lock); close it and " \
+                            "grade again\n"
+    assert db.read_bytes() == before and sorted(p.name for p in tmp_path.glob(".r.duckdb*")) == []
+
+
+# -- regrading against a plain folder what a bundle graded -----------------------------------------------
+
+def test_the_summary_says_when_bundle_grades_are_replaced_by_plain_folder_ones(cli, bench: Path,
+                                                                            tmp_path: Path) -> None:
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "corridor.json").write_text((bench / "t" / "corridor.json").read_text())
+    (specs / "t.yaml").write_text("eebench: suite/1\nname: t\nmembers:\n  - {instance: corridor.json}\n")
+    cli("publish", specs / "t.yaml", "--version", "1.0.0", "--out", tmp_path / "b")
+    db = tmp_path / "r.duckdb"
+    runs = write_jsonl(tmp_path / "runs.jsonl", [trajectory("a", SOLVE), trajectory("b", ["up"])])
+    instance_id = rows_of_bundle = None
+    first = cli("grade", runs, "--bench", tmp_path / "b", "--db", db).stdout
+    assert "replaced" not in first
+    instance_id, rows_of_bundle = rows(db, "SELECT DISTINCT instance_id, bench_name FROM trajectories")[0]
+    assert rows_of_bundle == "t"
+    plain = tmp_path / "plain"
+    write_instances([make_instance(**CORRIDOR, instance_id=instance_id)], plain, {"kind": "t"})
+    again = write_jsonl(tmp_path / "again.jsonl", [trajectory("a", SOLVE, instance=instance_id),
+                                                    trajectory("c", ["left"], instance=instance_id)])
+    out = cli("grade", again, "--bench", plain, "--db", db).stdout
+    assert out.rstrip().endswith("; replaced the earlier grades of 1 trajectory ids (1 of them graded against bundle "
+                                 "t 1.0.0, now against a plain folder: their bench_name, bench_version and "
+                                 "bench_digest are NULL)")
+    assert rows(db, "SELECT trajectory_id, bench_name FROM trajectories ORDER BY 1") == [
+        ("a", None), ("b", "t"), ("c", None)]
+    out = cli("grade", again, "--bench", plain, "--db", db).stdout  # plain over plain: replaced, nothing lost
+    assert out.rstrip().endswith("; replaced the earlier grades of 2 trajectory ids")
+
+
+# -- memory: the cap spills or grows, never fails a valid run --------------------------------------------
+
+def test_long_ids_and_many_steps_grade_under_the_memory_cap(cli, bench: Path, tmp_path: Path) -> None:
+    # 5 ids of 100,000 characters, 200 steps each: under the fixed 64 MB cap DuckDB failed the commit of the
+    # staged steps ("failed to pin block of size 256.0 KiB (61.0 MiB/61.0 MiB used)")
+    long_ids = [f"{i}-" + "x" * 100_000 for i in range(5)]
+    runs = write_jsonl(tmp_path / "runs.jsonl", [trajectory(i, ["left", "right"] * 100, instance="t/long")
+                                                 for i in long_ids])
+    db = tmp_path / "r.duckdb"
+    assert "graded 5 trajectories (1000 steps)" in cli("grade", runs, "--bench", bench, "--db", db).stdout
+    assert "replaced the earlier grades of 5" in cli("grade", runs, "--bench", bench, "--db", db).stdout  # (a copy)
+    assert rows(db, "SELECT trajectory_id, count(*) FROM steps GROUP BY 1 ORDER BY 1") == [(i, 200) for i in long_ids]
+    assert rows(db, "SELECT sum(n_steps) FROM trajectories") == [(1000,)]
+    assert sorted(p.name for p in tmp_path.glob(".r.duckdb*")) == []
+
+
+def test_the_memory_cap_grows_only_for_work_that_cannot_spill(tmp_path: Path) -> None:
+    con = duckdb.connect(str(tmp_path / "m.duckdb"), config={"memory_limit": "64MB"})
+    memory = store._Memory(con)
+    calls = []
+
+    def work() -> int:
+        calls.append(memory.limit_mb)
+        if len(calls) < 3:
+            raise duckdb.OutOfMemoryException("Out of Memory Error: failed to pin block of size 256.0 KiB")
+        return 7
+
+    assert memory.run(work) == 7 and calls == [64, 256, 1024]
+    assert con.execute("SELECT current_setting('memory_limit')").fetchone()[0] == "976.5 MiB"  # 1024 MB
+    with pytest.raises(duckdb.CatalogException):  # other failures are not retried
+        memory.run(lambda: con.execute("SELECT * FROM nowhere"))
+    con.close()
+
+
+# -- a damaged results file ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("damage", ["truncated", "bit flips"])
+def test_a_damaged_results_file_is_one_line_and_stays_as_it_was(cli, bench: Path, tmp_path: Path,
+                                                               damage: str) -> None:
+    db = tmp_path / "r.duckdb"
+    cli("grade", write_jsonl(tmp_path / "a.jsonl", [trajectory(f"x{i}", SOLVE * 3) for i in range(300)]),
+        "--bench", bench, "--db", db)
+    data = bytearray(db.read_bytes())
+    if damage == "truncated":
+        data = data[:len(data) // 3]
+    else:
+        for i in range(12288, len(data), 997):
+            data[i] ^= 0x5A
+    db.write_bytes(bytes(data))
+    result = cli("grade", write_jsonl(tmp_path / "b.jsonl", [trajectory("y", SOLVE)]), "--bench", bench,
+                 "--db", db, code=2)
+    assert result.stderr.startswith(f"error: {db}: cannot ") and result.stderr.count("\n") == 1, result.stderr
+    assert "Traceback" not in result.stderr and db.read_bytes() == bytes(data)
+    assert sorted(p.name for p in tmp_path.glob(".r.duckdb*")) == []
+
+
+# -- a full disk -----------------------------------------------------------------------------------------
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 12 MiB tmpfs (needs root); skipped where it cannot be mounted."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12m", "tmpfs", str(mount)], capture_output=True)
+    if made.returncode:
+        pytest.skip(f"cannot mount a small tmpfs: {made.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_a_full_disk_while_grading_or_committing_is_one_line_and_the_results_stay(cli, bench: Path, tmp_path: Path,
+                                                                                  small_disk: Path) -> None:
+    db = small_disk / "r.duckdb"
+    words = ["left", "right", "up", "down", "noop", "jump"]
+
+    def runs(name: str, n: int, steps: int, id_chars: int = 0) -> Path:
+        return write_jsonl(tmp_path / f"{name}.jsonl", [
+            trajectory(f"{name}{i}{'y' * id_chars}", [words[(i * 7 + k * k) % 6] for k in range(steps)],
+                       instance="t/long") for i in range(n)])
+
+    def failed(result) -> None:
+        assert result.stderr.startswith(f"error: {db}: grading failed while writing results: ") \
+            and result.stderr.endswith(f"; nothing was written ({db} is as it was)\n") \
+            and result.stderr.count("\n") == 1 and "No space left on device" in result.stderr, result.stderr
+
+    count = "SELECT count(*), sum(n_steps), sum(invalid_moves) FROM trajectories"
+    first, second = runs("a", 500, 1000), runs("b", 500, 1000)
+    cli("grade", first, "--bench", bench, "--db", db)
+    cli("grade", second, "--bench", bench, "--db", db)
+    before = rows(db, count)
+    assert before[0][:2] == (1000, 1_000_000)
+    failed(cli("grade", first, "--bench", bench, "--db", db, code=2))  # the run fits; adding it to the results not
+    assert rows(db, count) == before
+    failed(cli("grade", runs("c", 200, 3000, id_chars=200), "--bench", bench, "--db", db, code=2))  # nor the run
+    assert rows(db, count) == before
+    assert not list(small_disk.glob(".r.duckdb.*"))
+
+
+# -- invariants of regrading -----------------------------------------------------------------------------
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(first=st.sets(st.integers(0, 9), max_size=6), second=st.sets(st.integers(0, 9), max_size=6),
+       lengths=st.lists(st.integers(0, 12), min_size=10, max_size=10))
+def test_regrading_keeps_one_grade_per_id_and_counts_what_it_replaced(bench: Path, first: set[int], second: set[int],
+                                                                      lengths: list[int]) -> None:
+    words = ["left", "right", "up", "down", "noop"]
+    with tempfile.TemporaryDirectory() as folder:
+        db = Path(folder) / "r.duckdb"
+        reports = []
+        for run, ids in (("a", first), ("b", second)):
+            runs = write_jsonl(Path(folder) / f"{run}.jsonl", [
+                trajectory(f"t{i}", [words[(i + k + len(run)) % 5] for k in range(lengths[i] + (run == "b"))])
+                for i in sorted(ids)])
+            reports.append(grade_files([runs], Bench(bench), db))
+        assert reports[1].replaced == store.Replaced(len(first & second))
+        if not first | second:
+            return
+        graded = rows(db, "SELECT trajectory_id, n_steps FROM trajectories ORDER BY 1")
+        expected = {f"t{i}": lengths[i] + (i in second) for i in first | second}  # the later grade wins
+        assert graded == sorted(expected.items())
+        assert rows(db, "SELECT trajectory_id, count(*) FROM steps GROUP BY 1 HAVING count(*) > 0 ORDER BY 1") == \
+            sorted((k, v) for k, v in expected.items() if v)
+        assert not list(Path(folder).glob(".r.duckdb.*"))
