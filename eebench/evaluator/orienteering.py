@@ -323,7 +323,11 @@ def _cp_sat(problem: OrienteeringProblem, plan: _Plan, time_limit: float) -> Sol
     model.Maximize(sum(round(problem.prize[j] * scale) * visit[j] for j in cand))
 
     solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 1 if len(cand) <= 30 else 2
+    # One worker: the same path on every run, and the machine's other cores stay free. Linearization level 2 puts
+    # the circuit's cuts into the LP relaxation: 5 to 30 times less time on the classic sets (Chao 66 at budget 25:
+    # over 300 s at level 1, 36 s at level 2).
+    solver.parameters.num_workers = 1
+    solver.parameters.linearization_level = 2
     deadline = time.monotonic() + time_limit
     best_path = plan.base  # the empty path (the closed tour's is (start, start))
     best_value = path_value(problem, best_path)
