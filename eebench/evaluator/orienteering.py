@@ -16,11 +16,13 @@ from eebench.errors import EebenchError, InputError
 # Float costs are scaled by a power of two before CP-SAT sees them (exact in binary): this one, or a smaller one
 # that keeps the scaled budget within 2**40, far from CP-SAT's integer limits.
 COST_SCALE = 2 ** 20
-# The exhaustive search is chosen when a path may visit at most this many prize nodes, or when at most this many
-# are within reach: its dominance pruning keeps it below a millisecond on room worlds (ball_limit 3..5, tens of
-# balls) where CP-SAT needs tens of milliseconds just to start; measured in benchmarks/bench_orienteering.py.
+# The exhaustive search is chosen when a path may visit at most EXHAUSTIVE_MAX_VISITS prize nodes, or when at most
+# EXHAUSTIVE_MAX_NODES are within reach. Measured: room worlds (ball_limit 3..5, 20 to 120 balls) take it 0.2 to
+# 40 ms where CP-SAT needs 20 to 50 ms just to start (benchmarks/bench_orienteering.py); the classic sets with at
+# most 8 visits take it under 0.1 s (CP-SAT: up to 8 s); but 16 nodes with no visit limit and a budget that reaches
+# most of them took it 12 s (CP-SAT: 0.13 s), 11 nodes 18 ms (CP-SAT: 24 ms).
 EXHAUSTIVE_MAX_VISITS = 8
-EXHAUSTIVE_MAX_NODES = 16
+EXHAUSTIVE_MAX_NODES = 10
 # Most prize decimals CP-SAT accepts (it needs integer objective coefficients).
 MAX_PRIZE_DECIMALS = 6
 

@@ -215,8 +215,12 @@ def test_choose_method_follows_the_documented_rule():
     assert choose_method(room_like) is Method.EXHAUSTIVE
     many = line(xs=list(range(40)), prize=[0] + [1] * 39, budget=30)
     assert choose_method(many) is Method.CP_SAT
-    few = line(xs=list(range(10)), prize=[0] + [1] * 9, budget=30)
-    assert choose_method(few) is Method.EXHAUSTIVE
+    ten = line(xs=list(range(11)), prize=[0] + [1] * 10, budget=30)
+    assert choose_method(ten) is Method.EXHAUSTIVE
+    eleven = line(xs=list(range(12)), prize=[0] + [1] * 11, budget=30)
+    assert choose_method(eleven) is Method.CP_SAT
+    nine_visits = line(xs=list(range(40)), prize=[0] + [1] * 39, budget=30, max_visits=9)
+    assert choose_method(nine_visits) is Method.CP_SAT
     assert solve(room_like).method is Method.EXHAUSTIVE
 
 
