@@ -107,8 +107,11 @@ class OrienteeringProblem:
                                             or not isinstance(self.max_visits, (int, np.integer))
                                             or self.max_visits < 0):
             raise _fail("max_visits", f"expected None or an integer >= 0, found {self.max_visits!r}")
+        for name in ("start", "end", "max_visits"):  # numpy integers become ints
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, int(getattr(self, name)))
         digest = hashlib.sha256()
-        digest.update(f"{n}|{float(self.budget)!r}|{int(self.start)}|{self.end}|{self.max_visits}|".encode())
+        digest.update(f"{n}|{float(self.budget)!r}|{self.start}|{self.end}|{self.max_visits}|".encode())
         digest.update(np.ascontiguousarray(as_float, dtype="<f8").tobytes())
         digest.update(np.asarray(prize, dtype="<f8").tobytes())
         object.__setattr__(self, "key", digest.hexdigest())
@@ -169,7 +172,8 @@ class _Plan(NamedTuple):
     k: int                       # how many candidates a path may visit
     feasible: bool               # False when a fixed end is surely beyond the budget
     closure: np.ndarray          # shortest-path closure of cost: a lower bound on what reaching a node costs
-    slack: float                 # tolerance of float sums in pruning (0 for integer costs)
+    integral: bool               # every finite cost is a whole number: sums are exact
+    slack: float                 # tolerance of float sums in pruning (0 for integral costs)
 
 
 def _plan(problem: OrienteeringProblem) -> _Plan:
@@ -179,16 +183,18 @@ def _plan(problem: OrienteeringProblem) -> _Plan:
     closure = problem.cost.astype(np.float64)
     for via in range(problem.n):  # Floyd-Warshall: costs need not obey the triangle inequality
         np.minimum(closure, closure[:, via:via + 1] + closure[via:via + 1, :], out=closure)
+    finite = problem.cost[np.isfinite(problem.cost)].astype(np.float64)
+    integral = bool((finite == np.floor(finite)).all()) and float(finite.max(initial=0)) < 2 ** 52
     # Float sums may differ from the exact sum by a few ulps: prune with slack, decide with `path_cost`.
-    slack = 1e-9 * max(1.0, float(budget)) if problem.cost.dtype.kind == "f" else 0.0
+    slack = 0.0 if integral else 1e-9 * max(1.0, float(budget))
     if e is not None and closure[s, e] > budget + slack:
-        return _Plan(base, base_value, [], 0, False, closure, slack)
+        return _Plan(base, base_value, [], 0, False, closure, integral, slack)
     to_end = closure[:, e] if e is not None else np.zeros(problem.n)
     candidates = [j for j in range(problem.n) if j != s and j != e and problem.prize[j] > 0
                   and closure[s, j] + to_end[j] <= budget + slack]
     candidates.sort(key=lambda j: (-problem.prize[j], j))
     k = len(candidates) if problem.max_visits is None else min(problem.max_visits, len(candidates))
-    return _Plan(base, base_value, candidates, k, True, closure, slack)
+    return _Plan(base, base_value, candidates, k, True, closure, integral, slack)
 
 
 def _exhaustive(problem: OrienteeringProblem, plan: _Plan) -> Solution:
@@ -200,8 +206,8 @@ def _exhaustive(problem: OrienteeringProblem, plan: _Plan) -> Solution:
     """
     s, e, budget, k, slack = problem.start, problem.end, problem.budget, plan.k, plan.slack
     cand = plan.candidates
-    exact = problem.cost.dtype.kind != "f"
-    cost = problem.cost.astype(np.int64 if exact else np.float64).tolist()
+    exact = plan.integral
+    cost = problem.cost.astype(np.float64).tolist()
     reach = plan.closure.tolist()
     prize = problem.prize
     to_end = [reach[j][e] if e is not None else 0.0 for j in range(problem.n)]
@@ -271,9 +277,7 @@ def _cp_sat(problem: OrienteeringProblem, plan: _Plan, time_limit: float) -> Sol
 
     s, e = problem.start, problem.end
     scale = _prize_scale(problem.prize)
-    nodes = [s, *plan.candidates] + ([e] if e is not None else [])
-    used = problem.cost[np.ix_(nodes, nodes)].astype(np.float64)
-    floats = bool((np.mod(used[np.isfinite(used)], 1) != 0).any())
+    floats = not plan.integral
     cost_scale = min(COST_SCALE, 2 ** max(0, 40 - math.frexp(float(problem.budget))[1])) if floats else 1
     budget_int = math.floor(problem.budget * cost_scale) + (1 if floats else 0)
 
