@@ -407,7 +407,8 @@ def solve(problem: OrienteeringProblem, *, method: Method | None = None, time_li
 
 
 class SolverCache:
-    """Get-or-solve by problem content (`OrienteeringProblem.key`); counts hits and misses."""
+    """Get-or-solve by problem content (`OrienteeringProblem.key`, which depends on the order of the nodes); counts
+    hits and misses. The first answer stays, whatever method or time limit a later call asks for."""
 
     def __init__(self) -> None:
         self._solutions: dict[str, Solution] = {}
