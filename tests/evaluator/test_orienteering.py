@@ -300,6 +300,24 @@ def test_both_methods_equal_brute_force_on_float_costs(problem):
             check(problem, solution, expected)
 
 
+@st.composite
+def room_worlds(draw) -> OrienteeringProblem:
+    """Beyond brute force: balls in the rooms of a W x H grid (door distance = Manhattan), ball_limit 1..5."""
+    width, height = draw(st.integers(2, 5)), draw(st.integers(2, 5))
+    rooms = draw(st.lists(st.tuples(st.integers(0, width - 1), st.integers(0, height - 1)), min_size=6, max_size=16))
+    rooms = [(0, 0), *rooms]
+    cost = np.array([[abs(a[0] - b[0]) + abs(a[1] - b[1]) for b in rooms] for a in rooms])
+    prize = (0, *draw(st.lists(st.integers(1, 10), min_size=len(rooms) - 1, max_size=len(rooms) - 1)))
+    return OrienteeringProblem(cost, prize, draw(st.integers(0, width + height)), max_visits=draw(st.integers(1, 5)))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(room_worlds())
+def test_both_methods_agree_on_room_worlds(problem):
+    exhaustive, cp_sat = solve(problem, method=Method.EXHAUSTIVE), solve(problem, method=Method.CP_SAT)
+    check(problem, cp_sat, exhaustive.value)
+    check(problem, exhaustive, cp_sat.value)
+
 @settings(max_examples=60, deadline=None)
 @given(problems(), st.integers(0, 5), st.integers(0, 3))
 def test_value_is_monotone_in_budget_and_max_visits(problem, more_budget, more_visits):
