@@ -1,0 +1,229 @@
+"""Dense per-step rewards: the graded step record of each action as it is played, one episode at a time or in batch.
+
+`Scorer(instance)` keeps the replay's state between actions, so a trainer can turn any field of the record
+(`-error`, `progress`, ...) into a reward without writing a trajectory. The per-instance tables are the grader's
+own (`evaluator.park.ParkTables`); `Scorer.batch` runs the grader's replay over many trajectories of the
+instance at once, and `Scorer.step` follows the same rules one action at a time (tests hold the three equal).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import Enum
+from itertools import chain
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from eebench.errors import EebenchError
+from eebench.evaluator.park import (
+    _ERROR,
+    _GAIN,
+    _PROGRESS,
+    EXPLOIT_CASES,
+    EXPLORE_CASES,
+    ParkTables,
+    _case,
+    _pending,
+    replay,
+    step_columns,
+)
+from eebench.world.grid_dag import ACTION_INDEX, GridDagInstance, parse_action
+
+
+class EndReason(str, Enum):
+    """Why an episode ended, as the trajectories table's `end_reason` says it."""
+
+    GOAL = "goal"
+    BUDGET = "budget"
+
+
+class StepRecord(NamedTuple):
+    """One graded step of a grid_dag episode: the columns of the `steps` table, and whether the episode ended."""
+
+    t: int
+    action: str | None
+    from_x: int
+    from_y: int
+    to_x: int
+    to_y: int
+    valid: bool
+    case_id: int        # Park et al.'s case 1-4 of the state the action was taken in
+    n_targets: int      # |T(t)|
+    gain: int
+    progress: int
+    stale: int          # S(t)
+    error: int          # err(t): 1 for an exploration or exploitation error
+    end: EndReason | None = None   # set on the last step of the episode
+
+    @property
+    def explore_error(self) -> int:
+        return self.error if self.case_id in EXPLORE_CASES else 0
+
+    @property
+    def exploit_error(self) -> int:
+        return self.error if self.case_id in EXPLOIT_CASES else 0
+
+
+class Scorer:
+    """`Scorer(instance)` makes the scorer of the instance's world kind (`GridDagScorer`, ...)."""
+
+    _kinds: dict[type, type[Scorer]] = {}
+
+    def __new__(cls, instance: Any, *args: Any, **kwargs: Any) -> Scorer:
+        if cls is Scorer:
+            kind = Scorer._kinds.get(type(instance))
+            if kind is None:
+                raise EebenchError(f"no scorer for {type(instance).__name__}; expected an instance from eebench.load "
+                                   f"({', '.join(k.__name__ for k in Scorer._kinds)})")
+            cls = kind
+        return super().__new__(cls)
+
+    def reset(self) -> None:
+        raise NotImplementedError
+
+    def step(self, action: Any) -> Any:
+        raise NotImplementedError
+
+
+class GridDagScorer(Scorer):
+    """Park et al.'s step record of each action of a grid_dag episode, as the action is played."""
+
+    def __init__(self, instance: GridDagInstance, tables: ParkTables | None = None):
+        self.tables = tables if tables is not None else ParkTables(instance)
+        self.instance = instance
+        world = self.tables.world
+        self._width = world.width
+        closer = self.tables.closer
+        self._closer = closer.__getitem__ if isinstance(closer, list) else closer
+        self.reset()
+
+    def reset(self) -> None:
+        """Start a new episode at t = 0."""
+        tables = self.tables
+        world = tables.world
+        observed, self._unobserved, self._pending, self._goal_pending, case = tables.initial
+        self._case, self._targets, self._n_targets = case
+        self._unseen = tables.all_cells ^ observed
+        self._achieved = 0
+        self._fresh = set(tables.initial_fresh)
+        self._pos = world.start
+        self._segment = {world.start}
+        self._stale = 0
+        self.t = 0
+        self.end: EndReason | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.end is not None
+
+    @property
+    def position(self) -> tuple[int, int]:
+        return self._pos % self._width, self._pos // self._width
+
+    def step(self, action: str | None) -> StepRecord:
+        """Grade one action (a move word; anything else is an inadmissible move) and advance the episode."""
+        if self.end is not None:
+            raise EebenchError(f"the episode ended ({self.end.value}) at t = {self.t}; call reset() first")
+        tables = self.tables
+        world = tables.world
+        code = ACTION_INDEX.get(action) if action.__class__ is str else None
+        if code is None:
+            parsed = parse_action(action)
+            code = 4 if parsed is None else parsed
+        pos = self._pos
+        slot = 5 * pos + code
+        target = tables.to[slot]
+        case, n_targets, t = self._case, self._n_targets, self.t
+        width = self._width
+        self.t = t + 1
+        if target < 0:  # inadmissible: stays in place, Gain = 0, nothing added to the segment
+            flags, stale, target = _ERROR, self._stale, pos
+        elif target in self._fresh:  # a progress event: the segment restarts here
+            flags = _GAIN | _PROGRESS if self._closer(slot) & self._targets else _PROGRESS
+            stale = self._stale = 0
+            self._segment = {target}
+            self._progress(target)
+        else:
+            rise = 0  # S(t) - S(t-1), counted as `park.replay` counts it
+            segment, n_cells = self._segment, world.n_cells
+            if target in segment:
+                key = target + n_cells
+                if key in segment:
+                    rise = 1
+                else:
+                    segment.add(key)
+                key = tables.edge[slot]
+                if key not in segment:
+                    segment.add(key)
+                    rise += 1
+                elif key + 2 * n_cells in segment:
+                    rise += 1
+                else:
+                    segment.add(key + 2 * n_cells)
+            else:
+                segment.add(target)
+                segment.add(tables.edge[slot])
+            if self._closer(slot) & self._targets:
+                flags = _GAIN | _ERROR if rise and n_targets != 1 else _GAIN
+            else:
+                flags = _ERROR
+            stale = self._stale = self._stale + rise
+        self._pos = target
+        if self._achieved >> world.goal & 1:
+            self.end = EndReason.GOAL
+        elif self.t >= world.budget:
+            self.end = EndReason.BUDGET
+        return StepRecord(t, action, pos % width, pos // width, target % width, target // width, target != pos,
+                          case, n_targets, flags & _GAIN, (flags & _PROGRESS) >> 1, stale, (flags & _ERROR) >> 2,
+                          self.end)
+
+    def _progress(self, target: int) -> None:
+        """Update U(t), P(t), the case and T(t) after a progress event at `target` (as `park.replay` does)."""
+        tables = self.tables
+        world = tables.world
+        self._fresh.discard(target)
+        self._unseen &= ~(1 << target)
+        self._unobserved = (self._unobserved | world.neighbours[target]) & self._unseen
+        node = world.node_at[target]
+        if node >= 0:
+            achieved = self._achieved
+            if not achieved >> node & 1 and world.prerequisites_met(node, achieved):
+                achieved |= 1 << node
+                self._achieved = achieved
+                self._fresh.update(cell for other, cell in tables.node_cells
+                                   if not achieved >> other & 1 and world.prerequisites_met(other, achieved))
+            self._pending, self._goal_pending = _pending(world, tables.all_cells ^ self._unseen, self._achieved)
+            self._case, self._targets, self._n_targets = _case(
+                self._pending, self._goal_pending, world.node_cell[world.goal], self._unobserved)
+        elif self._case == 1:
+            self._targets = self._unobserved
+            self._n_targets = self._unobserved.bit_count()
+        elif self._case != 2:
+            self._case, self._targets, self._n_targets = _case(
+                self._pending, self._goal_pending, world.node_cell[world.goal], self._unobserved)
+
+    def play(self, actions: Sequence[str | None]) -> list[StepRecord]:
+        """Reset, then grade `actions` one by one until the episode ends (later actions are not graded)."""
+        self.reset()
+        records = []
+        for action in actions:
+            records.append(self.step(action))
+            if self.end is not None:
+                break
+        return records
+
+    def batch(self, trajectories: Sequence[Sequence[str | None]]) -> dict[str, np.ndarray]:
+        """The step columns of many trajectories of this instance at once, as `eebench grade` writes them.
+
+        `trajectory` is each one's position in `trajectories`; the other columns are the `steps` table's.
+        """
+        replays = [replay(self.tables, actions) for actions in trajectories]
+        columns = step_columns(replays, [self._width] * len(replays))
+        lengths = [len(r.cells_to) for r in replays]
+        columns["action"] = np.fromiter(chain.from_iterable(a[:n] for a, n in zip(trajectories, lengths)),
+                                        dtype=object, count=len(columns["t"]))
+        return columns
+
+
+Scorer._kinds[GridDagInstance] = GridDagScorer
