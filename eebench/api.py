@@ -1,0 +1,269 @@
+"""eebench from Python: load instances, grade trajectories in memory or into DuckDB, query results as DataFrames.
+
+A thin layer over the library the CLI uses, so the same input gives the same rows and the same one-line
+`InputError` messages. Heavy modules (DuckDB, pyarrow, pandas) are imported on first use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from eebench.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas
+    import pyarrow
+
+    from eebench.evaluator.grade import Bench, GradeReport
+    from eebench.world.grid_dag import GridDagInstance
+
+    Instance = GridDagInstance
+
+TABLES = ("trajectories", "steps", "meta")  # what `grade` returns (the views stay with grade_files + query)
+
+
+@dataclass(frozen=True)
+class Instances(Mapping[str, "Instance"]):
+    """The instances of a suite, a folder or a bundle, by id, in their listed order.
+
+    `source` is what was loaded; `bundle` is (name, version, digest) for a verified bundle, else None.
+    """
+
+    source: str
+    items_: dict[str, Instance] = field(repr=False)
+    bundle: tuple[str, str, str] | None = None
+
+    def __getitem__(self, instance_id: str) -> Instance:
+        try:
+            return self.items_[instance_id]
+        except KeyError:
+            from eebench.errors import did_you_mean
+
+            raise InputError(f"{self.source}: no instance {instance_id!r}{did_you_mean(instance_id, self.items_)}"
+                             ) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.items_)
+
+    def __len__(self) -> int:
+        return len(self.items_)
+
+
+def load(source: str | Path | Mapping[str, Any]) -> Instance | Instances:
+    """An instance or a set of them, validated as `eebench validate` does.
+
+    `source` is an instance document (a dict), an instance file, a folder of instances, a bundle (folder or
+    archive, verified), a suite or generator spec file, the name of a shipped suite or preset (`eebench list`),
+    or the id of one instance of a shipped suite (e.g. 'park2026-main/low-small/seed-0').
+    Returns the instance for a single one, else `Instances`.
+    """
+    from eebench.documents import document_kind, load_document
+    from eebench.instances import check_instance_document
+
+    if isinstance(source, Mapping):
+        return check_instance_document(dict(source), "<instance>")
+    path = Path(source)
+    if path.is_dir():
+        return _load_folder(path)
+    if path.is_file():
+        from eebench.archives import archive_suffix
+
+        if archive_suffix(path):
+            return _load_bundle(path)
+        doc = load_document(path)
+        kind, _ = document_kind(doc, str(path))
+        if kind == "instance":
+            return check_instance_document(doc, str(path))
+        if kind == "manifest":
+            return _load_bundle(path.parent)
+        return _load_suite(str(path))
+    return _load_named(str(source))
+
+
+def _load_folder(path: Path) -> Instances:
+    from eebench.bundles import MANIFEST_FILE
+    from eebench.instances import InstanceLibrary
+
+    if (path / MANIFEST_FILE).is_file():
+        return _load_bundle(path)
+    library = InstanceLibrary(path)
+    ids = library.ids()
+    if not ids:
+        raise InputError.at(str(path), "holds no instance files (`eebench generate` writes them)")
+    return Instances(str(path), {i: library.get(i).instance for i in ids})
+
+
+def _load_bundle(path: Path) -> Instances:
+    from eebench.bundles import verify_bundle
+    from eebench.documents import decode_utf8, parse_text
+    from eebench.instances import check_instance_document
+
+    bundle = verify_bundle(path)
+    manifest = bundle.manifest
+    items = {}
+    for entry in manifest["instances"]:
+        where = f"{path}/{entry['path']}"
+        doc = parse_text(decode_utf8(bundle.files[entry["path"]], where), where, yaml_syntax=False)
+        items[entry["id"]] = check_instance_document(doc, where)
+    return Instances(str(path), items, (manifest["name"], manifest["version"], manifest["digest"]))
+
+
+def _load_suite(spec: str) -> Instances:
+    from eebench.suites import resolve_spec
+
+    suite = resolve_spec(spec)
+    return Instances(spec, {instance.id: instance for instance in suite.instances()})
+
+
+def _load_named(name: str) -> Instance | Instances:
+    """A shipped suite or preset by name, or one instance of a shipped suite by id."""
+    from eebench.suites import resolve_spec, shipped_instances, shipped_presets, shipped_suites
+
+    if name in shipped_suites() or name in shipped_presets():
+        return _load_suite(name)
+    if name in shipped_instances():
+        from eebench.instances import load_instance
+
+        return load_instance(shipped_instances()[name]).instance
+    for suite_name in shipped_suites():
+        if name.startswith(suite_name + "/"):
+            suite = resolve_spec(suite_name)
+            if name in suite.instance_ids():
+                return next(i for i in suite.instances() if i.id == name)
+            from eebench.errors import did_you_mean
+
+            raise InputError(f"{name}: no such instance in the shipped suite {suite_name!r}"
+                             f"{did_you_mean(name, suite.instance_ids())}")
+    return _load_suite(name)  # the message of an unknown name, with close names
+
+
+# -- grading -----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Results:
+    """Graded tables as Arrow tables (`results['steps']`); `to_pandas`/`to_polars` convert one table.
+
+    Arrow -> polars shares the buffers; Arrow -> pandas is the one copy.
+    """
+
+    tables: dict[str, pyarrow.Table]
+    report: GradeReport
+
+    def __getitem__(self, table: str) -> pyarrow.Table:
+        if table not in self.tables:
+            from eebench.errors import did_you_mean
+
+            raise InputError(f"no table {table!r}{did_you_mean(table, self.tables)}; tables: {', '.join(self.tables)}")
+        return self.tables[table]
+
+    @property
+    def trajectories(self) -> pyarrow.Table:
+        return self["trajectories"]
+
+    @property
+    def steps(self) -> pyarrow.Table:
+        return self["steps"]
+
+    def to_arrow(self, table: str = "trajectories") -> pyarrow.Table:
+        return self[table]
+
+    def to_pandas(self, table: str = "trajectories") -> pandas.DataFrame:
+        return self[table].to_pandas()
+
+    def to_polars(self, table: str = "trajectories") -> Any:
+        import polars
+
+        return polars.from_arrow(self[table])
+
+
+def grade(trajectories: Any, *, bench: str | Path | Instances | Iterable[Any], workers: int = 1,
+          skip_invalid: bool = False) -> Results:
+    """Grade trajectories in memory and return their tables (as `eebench grade` would write them).
+
+    `trajectories`: a trajectory file (JSONL) or several, or trajectory/1 documents (dicts).
+    `bench`: a folder of instances or a bundle (verified), the name of a shipped suite, or instances from `load`.
+    """
+    with tempfile.TemporaryDirectory(prefix="eebench-grade-") as tmp:
+        db = Path(tmp) / "results.duckdb"
+        report = grade_files(trajectories, bench=bench, db=db, workers=workers, skip_invalid=skip_invalid)
+        import duckdb
+
+        with contextlib.closing(duckdb.connect(str(db), read_only=True)) as con:
+            tables = {name: con.sql(f"SELECT * FROM {name}").to_arrow_table() for name in TABLES}
+    return Results(tables, report)
+
+
+def grade_files(trajectories: Any, *, bench: str | Path | Instances | Iterable[Any], db: str | Path,
+                workers: int = 1, skip_invalid: bool = False) -> GradeReport:
+    """Grade trajectories into the DuckDB file `db` in one transaction, as `eebench grade` does."""
+    from eebench.evaluator.grade import grade_files as grade_into
+
+    with contextlib.ExitStack() as stack:
+        files = _trajectory_files(trajectories, stack)
+        opened = _open_bench(bench, stack)
+        return grade_into(files, opened, Path(db), workers=workers, skip_invalid=skip_invalid)
+
+
+def _trajectory_files(trajectories: Any, stack: contextlib.ExitStack) -> list[Path]:
+    """Paths to grade: the files given, or the documents given written to one temporary JSONL file."""
+    if isinstance(trajectories, (str, Path)):
+        return [Path(trajectories)]
+    items = list(trajectories)
+    if all(isinstance(item, (str, Path)) for item in items):
+        return [Path(item) for item in items]
+    if not all(isinstance(item, Mapping) for item in items):
+        raise InputError("trajectories: expected trajectory files or trajectory/1 documents (dicts), not a mix")
+    import orjson
+
+    tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="eebench-trajectories-")))
+    path = tmp / "trajectories.jsonl"
+    with path.open("wb") as out:
+        for item in items:
+            out.write(orjson.dumps(item) + b"\n")
+    return [path]
+
+
+def _open_bench(bench: Any, stack: contextlib.ExitStack) -> Bench:
+    """The bench to grade against: a path opened as the CLI opens it, else instances written to a temporary folder."""
+    from eebench.bundles import open_bench
+
+    if isinstance(bench, (str, Path)) and Path(bench).exists():
+        return stack.enter_context(open_bench(Path(bench)))
+    if isinstance(bench, (str, Path)):
+        bench = load(str(bench))
+    instances = list(bench.values()) if isinstance(bench, Mapping) else list(bench)
+    from eebench.evaluator.grade import Bench
+    from eebench.instances import write_instances
+
+    tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="eebench-bench-")))
+    write_instances(instances, tmp / "instances", {"api": "eebench.grade"})
+    return Bench(tmp / "instances", label=getattr(bench, "source", "the instances given"))
+
+
+def query(sql: str, db: str | Path) -> pandas.DataFrame:
+    """Run read-only SQL against a results file (as `eebench query` does) and return a pandas DataFrame."""
+    return query_arrow(sql, db).to_pandas()
+
+
+def query_arrow(sql: str, db: str | Path) -> pyarrow.Table:
+    """The result of read-only SQL as an Arrow table (polars.from_arrow takes it without a copy)."""
+    import duckdb
+
+    from eebench.evaluator.store import READ_ONLY_CONFIG, _check_sql_text, _connect_reading, _sql_error
+
+    _check_sql_text(sql)
+    with tempfile.TemporaryDirectory(prefix="eebench-query-") as spill:  # as `query_rows`: spills go here
+        with contextlib.closing(_connect_reading(Path(db), {**READ_ONLY_CONFIG, "temp_directory": spill})) as con:
+            try:
+                return con.sql(sql).to_arrow_table()
+            except duckdb.Error as exc:
+                raise _sql_error(exc) from None
+
+
+__all__ = ["Instances", "Results", "grade", "grade_files", "load", "query", "query_arrow"]
