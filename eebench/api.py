@@ -86,11 +86,12 @@ def load(source: str | Path | Mapping[str, Any]) -> Instance | Instances:
 
 
 def _load_folder(path: Path) -> Instances:
-    from eebench.bundles import MANIFEST_FILE
+    from eebench.bundles import _enclosing_bundle
     from eebench.instances import InstanceLibrary
 
-    if (path / MANIFEST_FILE).is_file():
-        return _load_bundle(path)
+    enclosing = _enclosing_bundle(path)  # part of a bundle is the bundle, verified (as `grade --bench` rules)
+    if enclosing is not None:
+        return _load_bundle(enclosing)
     library = InstanceLibrary(path)
     ids = library.ids()
     if not ids:

@@ -1,0 +1,91 @@
+"""eebench.load, grade, grade_files and query: the same instances, rows and one-line messages as the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import eebench
+from eebench.world.grid_dag import GridDagInstance
+from tests.conftest import instance_doc, write_json
+
+
+def test_load_shipped_suite_instance_and_bundle(main_suite: eebench.Instances, main_bundle: Path) -> None:
+    assert len(main_suite) == 27 and main_suite.bundle is None
+    one = eebench.load("park2026-main/low-small/seed-0")
+    assert isinstance(one, GridDagInstance) and one == main_suite["park2026-main/low-small/seed-0"]
+    bundle = eebench.load(main_bundle)
+    assert isinstance(bundle, eebench.Instances)
+    assert bundle.bundle is not None and bundle.bundle[:2] == ("park2026-main", "1.0.0")
+    assert dict(bundle) == dict(main_suite)
+    assert dict(eebench.load(main_bundle / "instances")) == dict(bundle)  # part of a bundle: the bundle, verified
+    path = main_bundle / "instances" / "park2026-main" / "low-small" / "seed-0.json"
+    assert eebench.load(path) == one
+    assert eebench.load(json.loads(path.read_text())) == one
+
+
+def test_load_refuses_with_the_cli_message(tmp_path: Path, cli) -> None:
+    doc = instance_doc(["..", ".#"], [0, 0], [("G", [1, 1], [])], "G")
+    bad = write_json(tmp_path / "bad.json", doc)
+    with pytest.raises(eebench.InputError) as caught:
+        eebench.load(bad)
+    printed = cli("validate", bad, code=2).stderr.strip().splitlines()
+    assert str(caught.value) in printed[0] and "nodes[0].pos" in str(caught.value)
+    with pytest.raises(eebench.InputError, match=r"park2026-mian: no such file.*did you mean 'park2026-main'"):
+        eebench.load("park2026-mian")
+    with pytest.raises(eebench.InputError, match=r"no such instance in the shipped suite 'park2026-main'"):
+        eebench.load("park2026-main/low-small/seed-9")
+
+
+def test_grade_in_memory_equals_grade_files(main_suite: eebench.Instances, main_bundle: Path, tmp_path: Path,
+                                            cli) -> None:
+    runs = tmp_path / "random.jsonl"
+    cli("play", main_bundle, "--agent", "random", "--seed", "1", "--out", runs)
+    results = eebench.grade(runs, bench=main_bundle)
+    assert results.report.trajectories == 27 and results.trajectories.num_rows == 27
+    assert set(results.trajectories.column_names) >= {"trajectory_id", "bench_digest", "explore_error"}
+    assert results.trajectories.column("bench_name").to_pylist() == ["park2026-main"] * 27
+
+    db = tmp_path / "results.duckdb"
+    eebench.grade_files(runs, bench=main_bundle, db=db)
+    order = "ORDER BY trajectory_id, t"
+    stored = eebench.query_arrow(f"SELECT * FROM steps {order}", db)
+    assert results.steps.sort_by([("trajectory_id", "ascending"), ("t", "ascending")]).equals(stored)
+
+    # dicts and in-memory instances give the same steps (the bench columns aside: no bundle was named)
+    docs = [json.loads(line) for line in runs.read_text().splitlines()]
+    again = eebench.grade(docs, bench=main_suite)
+    assert again.steps.sort_by([("trajectory_id", "ascending"), ("t", "ascending")]).equals(stored)
+    assert again.trajectories.column("bench_name").null_count == 27
+
+    frame = eebench.query("SELECT agent_name, episodes FROM agent_summary", db)
+    assert frame.to_dict("records") == [{"agent_name": "random", "episodes": 27}]
+    assert results.to_pandas("steps").shape == (results.steps.num_rows, results.steps.num_columns)
+    polars_frame = results.to_polars("steps")
+    assert polars_frame.shape == (results.steps.num_rows, results.steps.num_columns)
+    assert isinstance(results.to_arrow("meta"), pa.Table)
+
+
+def test_grade_errors_are_input_errors(main_suite: eebench.Instances, tmp_path: Path) -> None:
+    doc = {"eebench": "trajectory/1", "id": "x", "instance": "park2026-main/nope", "steps": [{"action": "up"}]}
+    with pytest.raises(eebench.InputError, match=r"trajectories.jsonl:1: instance: "):
+        eebench.grade([doc], bench=main_suite)
+    with pytest.raises(eebench.InputError, match=r"SQL: Catalog Error"):
+        db = tmp_path / "r.duckdb"
+        eebench.grade_files([{**doc, "instance": "park2026-main/low-small/seed-0"}], bench=main_suite, db=db)
+        eebench.query("SELECT * FROM nope", db)
+    with pytest.raises(eebench.InputError, match=r"no table 'step'.*did you mean 'steps'"):
+        eebench.grade([{**doc, "instance": "park2026-main/low-small/seed-0"}], bench=main_suite)["step"]
+
+
+def test_import_stays_cheap() -> None:
+    """`import eebench` loads none of the heavy modules; the API names arrive on first use."""
+    code = ("import sys, eebench; heavy = {'numpy', 'duckdb', 'pyarrow', 'gymnasium', 'jsonschema'} & set(sys.modules);"
+            "print(sorted(heavy)); eebench.Scorer; print('eebench.scorer' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[:2] == ["[]", "True"]

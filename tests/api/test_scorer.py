@@ -1,0 +1,95 @@
+"""eebench.Scorer: a hand-worked episode, and records equal to `eebench grade`'s step for step."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import eebench
+from eebench.errors import EebenchError
+from eebench.scorer import EndReason, GridDagScorer, StepRecord
+from tests.conftest import make_instance
+
+WORDS = ["up", "down", "left", "right", " Left ", "UP", "jump", None]
+STEP_FIELDS = [f for f in StepRecord._fields if f != "end"]
+
+
+def test_hand_worked_corridor() -> None:
+    """A corridor S . G: the goal sits two cells right of the start; worked by hand from the rules (park.py)."""
+    instance = make_instance(["..."], [0, 0], [("G", [2, 0], [])], "G", budget=9)
+    scorer = eebench.Scorer(instance)
+    assert isinstance(scorer, GridDagScorer)
+    records = [scorer.step(a) for a in ["left", "right", "left", "right", "right"]]
+    # (t, from, to, valid, case, |T|, gain, progress, stale, error): case 1 throughout (no node seen before the
+    # goal's cell is entered), T = the one unobserved cell ahead
+    expected = [
+        (0, (0, 0), (0, 0), False, 1, 1, 0, 0, 0, 1),  # the map's edge: stays, Gain 0, an error
+        (1, (0, 0), (1, 0), True, 1, 1, 1, 1, 0, 0),   # enters the unobserved cell: progress
+        (2, (1, 0), (0, 0), True, 1, 1, 0, 0, 0, 1),   # away from T = {[2, 0]}: Gain 0, an error
+        (3, (0, 0), (1, 0), True, 1, 1, 1, 0, 0, 0),   # back over the same edge, closer: Gain 1, S stays 0
+        (4, (1, 0), (2, 0), True, 1, 1, 1, 1, 0, 0),   # the goal: progress, the episode ends
+    ]
+    got = [(r.t, (r.from_x, r.from_y), (r.to_x, r.to_y), r.valid, r.case_id, r.n_targets, r.gain, r.progress,
+            r.stale, r.error) for r in records]
+    assert got == expected
+    assert [r.end for r in records] == [None] * 4 + [EndReason.GOAL]
+    assert records[0].explore_error == 1 and records[0].exploit_error == 0
+    with pytest.raises(EebenchError, match=r"^the episode ended \(goal\) at t = 5; call reset\(\) first$"):
+        scorer.step("left")
+    scorer.reset()
+    assert scorer.step("right").progress == 1
+
+
+def test_budget_ends_the_episode() -> None:
+    instance = make_instance(["..."], [0, 0], [("G", [2, 0], [])], "G", budget=2)
+    records = eebench.Scorer(instance).play(["left", "left", "right"])
+    assert [r.end for r in records] == [None, EndReason.BUDGET]
+
+
+def test_unknown_instance_type() -> None:
+    with pytest.raises(EebenchError, match="no scorer for dict"):
+        eebench.Scorer({"map": []})
+
+
+def _trajectories(main_suite: eebench.Instances, draws: list[tuple[int, list[str | None]]]) -> list[dict]:
+    ids = list(main_suite)
+    return [{"eebench": "trajectory/1", "id": f"t{k}", "instance": ids[i % len(ids)],
+             "steps": [{"action": a} for a in actions]} for k, (i, actions) in enumerate(draws)]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 26), st.lists(st.sampled_from(WORDS), min_size=1, max_size=120)),
+                min_size=1, max_size=4))
+def test_records_equal_grade(main_suite: eebench.Instances, draws: list[tuple[int, list[str | None]]]) -> None:
+    """Scorer.step, Scorer.batch and `eebench grade` give the same step rows."""
+    trajectories = _trajectories(main_suite, draws)
+    graded = eebench.grade(trajectories, bench=main_suite).steps.to_pylist()
+    by_id: dict[str, list[dict]] = {}
+    for row in graded:
+        by_id.setdefault(row["trajectory_id"], []).append(row)
+    for trajectory in trajectories:
+        actions = [s["action"] for s in trajectory["steps"]]
+        scorer = eebench.Scorer(main_suite[trajectory["instance"]])
+        stepped = [r._asdict() for r in scorer.play(actions)]
+        rows = sorted(by_id[trajectory["id"]], key=lambda row: row["t"])
+        assert [{f: r[f] for f in STEP_FIELDS} for r in stepped] == [{f: r[f] for f in STEP_FIELDS} for r in rows]
+        columns = scorer.batch([actions])
+        batch = [{f: columns[f][i].item() if hasattr(columns[f][i], "item") else columns[f][i]
+                  for f in STEP_FIELDS} for i in range(len(columns["t"]))]
+        assert batch == [{f: r[f] for f in STEP_FIELDS} for r in stepped]
+        ends = [r.end for r in scorer.play(actions)]
+        assert ends[:-1] == [None] * (len(ends) - 1)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(0, 26), st.lists(st.lists(st.sampled_from(WORDS), max_size=100), min_size=1, max_size=6))
+def test_batch_equals_steps(main_suite: eebench.Instances, which: int, trajectories: list[list[str | None]]) -> None:
+    """The batch form's columns are the one-at-a-time records, trajectory after trajectory."""
+    scorer = eebench.Scorer(main_suite[list(main_suite)[which]])
+    columns = scorer.batch(trajectories)
+    records = [(k, r) for k, actions in enumerate(trajectories) for r in scorer.play(actions)]
+    assert len(columns["t"]) == len(records)
+    for i, (k, record) in enumerate(records):
+        assert columns["trajectory"][i] == k
+        assert all(columns[f][i] == getattr(record, f) for f in STEP_FIELDS)
