@@ -1,0 +1,209 @@
+"""`eebench grade --engine ray`: grade JSONL shards in Ray tasks into Parquet partitions; `ingest` loads them.
+
+Each shard (one trajectory file, local or on any filesystem pyarrow reads) is graded by one task with the same
+library call as a local grade (`evaluator.grade_files`, into a DuckDB file of the task's own), and each table is
+written as one Parquet file per shard: OUT/<table>/part-<shard>.parquet. So the rows are the local rows; only
+`graded_at` differs (when each shard was graded). `ingest` loads a directory of partitions into a results file in
+one transaction, through the store's own commit (ids graded again replace their rows; duplicates are refused).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eebench.errors import EebenchError, InputError, Problem
+
+INSTALL_HINT = "--engine ray needs Ray: pip install 'eebench[ray]'"
+PART = "part-{index:05d}.parquet"
+NOT_PARTITIONED = ("meta",)  # written by `ingest` itself
+
+
+@dataclass(frozen=True)
+class RayReport:
+    shards: int
+    trajectories: int
+    steps: int
+    skipped: list[Problem]
+    seconds: float
+
+
+def _ray() -> Any:
+    try:
+        import ray
+        import ray.data  # noqa: F401  (the extra installs both)
+    except ImportError:
+        raise EebenchError(INSTALL_HINT) from None
+    return ray
+
+
+def _filesystem(uri: str) -> tuple[Any, str]:
+    """A pyarrow filesystem and the path within it: a local path, or a URI (s3://, gs://, hdfs://, file://)."""
+    from pyarrow import fs
+
+    if "://" in uri:
+        return fs.FileSystem.from_uri(uri)
+    return fs.LocalFileSystem(), str(Path(uri).resolve())
+
+
+def _bench_payload(bench: Any) -> dict[str, Any]:
+    """The bench as data a task on another machine can rebuild: its instance files and what a grade records."""
+    root = Path(bench.root)
+    files = {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+             and p.suffix.lower() in (".json", ".yaml", ".yml")}
+    return {"files": files, "name": bench.name, "version": bench.version, "digest": bench.digest,
+            "instances": bench.instances, "label": bench.label or str(bench.root)}
+
+
+def _grade_shard(row: dict[str, Any], bench: dict[str, Any], out: str, skip_invalid: bool) -> dict[str, Any]:
+    """One Ray task: grade one shard as a local grade does, write its tables as Parquet partitions."""
+    import duckdb
+    from pyarrow import fs
+
+    from eebench.evaluator.grade import Bench, grade_files
+
+    index, source = row["index"], row["path"]
+    result: dict[str, Any] = {"index": index, "trajectories": 0, "steps": 0, "problems": []}
+    with tempfile.TemporaryDirectory(prefix="eebench-ray-") as folder:
+        tmp = Path(folder)
+        for rel, data in bench["files"].items():
+            (tmp / "bench" / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / "bench" / rel).write_bytes(data)
+        local = Path(source)
+        if "://" in source:  # fetch a remote shard; its rows still name the URI as their source_file
+            remote, path = _filesystem(source)
+            local = tmp / "shard.jsonl"
+            fs.copy_files(path, str(local), source_filesystem=remote)
+        graded = Bench(tmp / "bench", bench["name"], bench["version"], bench["digest"], bench["instances"],
+                       label=bench["label"])
+        db = tmp / "shard.duckdb"
+        try:
+            report = grade_files([local], graded, db, skip_invalid=skip_invalid)
+        except InputError as exc:
+            result["problems"] = [_problem_text(p, local, source) for p in exc.problems]
+            return result
+        result.update(trajectories=report.trajectories, steps=report.steps,
+                      problems=[_problem_text(p, local, source) for p in report.skipped])
+        target, base = _filesystem(out)
+        with contextlib.closing(duckdb.connect(str(db))) as con:
+            if str(local) != source:
+                con.execute("UPDATE trajectories SET source_file = ?", [source])
+            tables = [name for (name,) in con.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'").fetchall()
+                if name not in NOT_PARTITIONED]
+            for table in tables:
+                part = tmp / f"{table}.parquet"
+                con.execute(f"COPY (SELECT * FROM {table}) TO '{part}' (FORMAT parquet)")
+                target.create_dir(f"{base}/{table}", recursive=True)
+                fs.copy_files(str(part), f"{base}/{table}/{PART.format(index=index)}", destination_filesystem=target)
+    return result
+
+
+def _problem_text(problem: Any, local: Path, source: str) -> str:
+    return str(problem).replace(str(local), source)
+
+
+def grade_ray(files: Sequence[str], bench: Any, out: str, *, address: str | None = None,
+              skip_invalid: bool = False, num_cpus: int | None = None) -> RayReport:
+    """Grade each file (a shard) in a Ray task; tables go to `out`/<table>/part-<n>.parquet.
+
+    `address` is a running cluster's (None: start a local Ray with `num_cpus`). The first bad record of a shard
+    stops that shard; every shard's problems are reported together, and nothing is left in `out` for the run.
+    """
+    import time
+
+    ray = _ray()
+    started = time.perf_counter()
+    target, base = _filesystem(out)
+    from pyarrow import fs
+
+    if target.get_file_info(base).type != fs.FileType.NotFound and target.get_file_info(
+            fs.FileSelector(base, recursive=False)):
+        raise InputError.at(out, "is not empty; the Parquet partitions of a run go into a new or empty folder")
+    shards = [str(f) if "://" in str(f) else str(Path(f)) for f in files]
+    for shard in shards:
+        remote, path = _filesystem(shard)
+        if remote.get_file_info(path).type != fs.FileType.File:
+            raise InputError.at(shard, "no such file")
+    payload = _bench_payload(bench)
+    started_here = not ray.is_initialized()
+    if started_here:
+        ray.init(address=address, num_cpus=None if address else num_cpus, include_dashboard=False,
+                 log_to_driver=False, configure_logging=False)
+    try:
+        import ray.data
+
+        context = ray.data.DataContext.get_current()
+        context.enable_progress_bars = False
+        dataset = ray.data.from_items([{"index": i, "path": s} for i, s in enumerate(shards)],
+                                      override_num_blocks=len(shards))
+        rows = dataset.map(_grade_shard, fn_kwargs={"bench": payload, "out": out, "skip_invalid": skip_invalid},
+                           num_cpus=1).take_all()
+    finally:
+        if started_here:
+            ray.shutdown()
+    rows.sort(key=lambda r: r["index"])
+    problems = [p for r in rows for p in r["problems"]]
+    if problems and not skip_invalid:
+        with contextlib.suppress(OSError):
+            target.delete_dir_contents(base, missing_dir_ok=True)
+        raise InputError(problems)
+    return RayReport(len(rows), sum(r["trajectories"] for r in rows), sum(r["steps"] for r in rows),
+                     [Problem(None, None, None, p) for p in problems], time.perf_counter() - started)
+
+
+def ingest(parquet_dir: str, db: Path) -> tuple[int, int]:
+    """Load Parquet partitions (OUT/<table>/*.parquet) into the results file `db` in one transaction.
+
+    Returns (trajectories, steps) loaded. Trajectory ids must be unique across the partitions.
+    """
+    from eebench.evaluator.store import ResultStore
+
+    source, base = _filesystem(parquet_dir)
+    from pyarrow import fs
+
+    if source.get_file_info(f"{base}/trajectories").type != fs.FileType.Directory:
+        raise InputError.at(parquet_dir, "holds no trajectories/ partitions (`eebench grade --engine ray --out "
+                                         "DIR` writes them)")
+    store = ResultStore(db)
+    try:
+        stage = store.stage
+        staged = [name for (name,) in stage.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'").fetchall()]
+        for table in ["trajectories", *(t for t in staged if t != "trajectories")]:
+            if source.get_file_info(f"{base}/{table}").type != fs.FileType.Directory:
+                continue
+            _stage_table(stage, table, f"{parquet_dir.rstrip('/')}/{table}/*.parquet")
+        problems = [Problem(file, line, "id", f"trajectory id {tid!r} was already read at {first_file}"
+                                              f"{'' if first_line is None else f':{first_line}'}; ids must be unique")
+                    for tid, file, line, first_file, first_line in store.duplicates()]
+        if problems:
+            raise InputError(problems)
+        counts = store.staged_trajectories(), store.staged_steps()
+        store.commit()
+    except BaseException:
+        store.abort()
+        raise
+    return counts
+
+
+def _stage_table(stage: Any, table: str, glob: str) -> None:
+    """Insert a table's partitions into the run's staging table, in partition and row order; the staging key of
+    a trajectory is its position in the run, and other tables take their trajectory's key."""
+    stored = [name for (name,) in stage.execute(
+        "SELECT column_name FROM duckdb_columns() WHERE table_name = ? AND NOT is_generated "
+        "AND column_name != 'trajectory_key' ORDER BY column_index", [table]).fetchall()]
+    names = ", ".join(stored)
+    read = f"read_parquet('{glob.replace(chr(39), chr(39) * 2)}', filename = true, file_row_number = true)"
+    if table == "trajectories":
+        select = (f"SELECT {names}, row_number() OVER (ORDER BY filename, file_row_number) - 1 FROM {read} "
+                  "ORDER BY filename, file_row_number")
+    else:
+        select = (f"SELECT {', '.join(f'p.{n}' for n in stored)}, t.trajectory_key FROM {read} p "
+                  "JOIN (SELECT trajectory_id, min(trajectory_key) AS trajectory_key FROM trajectories GROUP BY 1) t "
+                  "USING (trajectory_id) ORDER BY p.filename, p.file_row_number")
+    stage.execute(f"INSERT INTO {table} ({names}, trajectory_key) {select}")
