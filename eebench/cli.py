@@ -361,7 +361,15 @@ def _trajectory_actions(path: Path, instance_id: str, trajectory_id: str | None)
               help="Grade in this many processes.")
 @click.option("--skip-invalid", is_flag=True,
               help="Grade the valid trajectories and list the invalid ones with the reason, instead of stopping.")
-def grade(files: tuple[Path, ...], bench: Path, db: Path, workers: int, skip_invalid: bool) -> None:
+@click.option("--engine", default="local", show_default=True, type=click.Choice(["local", "ray"]),
+              help="local: this machine (--workers processes) into --db. ray: one Ray task per TRAJ_FILE (local "
+                   "paths or URIs pyarrow reads), Parquet partitions into --out; then `eebench ingest`.")
+@click.option("--address", metavar="ADDR", help="With --engine ray: a running Ray cluster (default: start a local "
+                                                "one with --workers CPUs).")
+@click.option("--out", "-o", "parquet_out", metavar="DIR",
+              help="With --engine ray: the new or empty folder (or URI) for the Parquet partitions.")
+def grade(files: tuple[Path, ...], bench: Path, db: Path, workers: int, skip_invalid: bool, engine: str,
+          address: str | None, parquet_out: str | None) -> None:
     """Replay trajectories in their instances and store Park et al.'s per-step errors in DuckDB.
 
     TRAJ_FILE is a JSONL file of trajectory/1 records (`eebench convert` makes them from agents' logs), or - for
@@ -376,12 +384,47 @@ def grade(files: tuple[Path, ...], bench: Path, db: Path, workers: int, skip_inv
     from eebench.bundles import open_bench
     from eebench.evaluator import grade_files
 
+    if engine == "ray" or address or parquet_out:
+        _grade_ray(files, bench, workers, skip_invalid, engine, address, parquet_out)
+        return
     with open_bench(bench) as opened, _grade_progress(files) as update:
         report = grade_files(list(files), opened, db, workers=workers, skip_invalid=skip_invalid, progress=update)
     _echo_problems("skipped", report.skipped)
     rate = report.steps / report.seconds if report.seconds else 0.0
     click.echo(f"graded {report.trajectories} trajectories ({report.steps} steps) into {db} "
                f"in {report.seconds:.2f} s ({rate:,.0f} steps/s)" + report.notes())
+
+
+def _grade_ray(files: tuple[Path, ...], bench: Path, workers: int, skip_invalid: bool, engine: str,
+               address: str | None, parquet_out: str | None) -> None:
+    from eebench.bundles import open_bench
+    from eebench.engines.ray import grade_ray
+
+    if engine != "ray":
+        raise click.UsageError("--address and --out go with --engine ray")
+    if parquet_out is None:
+        raise click.UsageError("--engine ray writes Parquet partitions: give --out DIR (then `eebench ingest DIR`)")
+    with open_bench(bench) as opened:
+        report = grade_ray([str(f) for f in files], opened, parquet_out, address=address, skip_invalid=skip_invalid,
+                           num_cpus=workers)
+    _echo_problems("skipped", report.skipped)
+    click.echo(f"graded {report.trajectories} trajectories ({report.steps} steps) from {report.shards} shards "
+               f"into {parquet_out} in {report.seconds:.2f} s; load them with: eebench ingest {parquet_out} --db FILE")
+
+
+@main.command()
+@click.argument("parquet_dir", metavar="PARQUET_DIR")
+@click.option("--db", default="eebench.duckdb", show_default=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="DuckDB results file to load into (created if missing).")
+def ingest(parquet_dir: str, db: Path) -> None:
+    """Load the Parquet partitions of `eebench grade --engine ray` into a results file, in one transaction.
+
+    Trajectory ids graded again replace their rows, as in `grade`; an id in two partitions is refused.
+    """
+    from eebench.engines.ray import ingest as ingest_parquet
+
+    trajectories, steps = ingest_parquet(parquet_dir, db)
+    click.echo(f"loaded {trajectories} trajectories ({steps} steps) from {parquet_dir} into {db}")
 
 
 # -- frozen versions ----------------------------------------------------------------------------------

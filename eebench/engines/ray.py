@@ -10,6 +10,8 @@ one transaction, through the store's own commit (ids graded again replace their 
 from __future__ import annotations
 
 import contextlib
+import logging
+import warnings
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,7 +30,7 @@ class RayReport:
     shards: int
     trajectories: int
     steps: int
-    skipped: list[Problem]
+    skipped: list[str]   # the problems of the records left out (skip_invalid)
     seconds: float
 
 
@@ -133,16 +135,18 @@ def grade_ray(files: Sequence[str], bench: Any, out: str, *, address: str | None
     started_here = not ray.is_initialized()
     if started_here:
         ray.init(address=address, num_cpus=None if address else num_cpus, include_dashboard=False,
-                 log_to_driver=False, configure_logging=False)
+                 log_to_driver=False, logging_level=logging.WARNING)
+    logging.getLogger("ray.data").setLevel(logging.WARNING)  # its per-dataset INFO lines would drown ours
     try:
         import ray.data
 
-        context = ray.data.DataContext.get_current()
-        context.enable_progress_bars = False
-        dataset = ray.data.from_items([{"index": i, "path": s} for i, s in enumerate(shards)],
-                                      override_num_blocks=len(shards))
-        rows = dataset.map(_grade_shard, fn_kwargs={"bench": payload, "out": out, "skip_invalid": skip_invalid},
-                           num_cpus=1).take_all()
+        with warnings.catch_warnings():  # Ray Data's own deprecation notes about its defaults: not the user's
+            warnings.simplefilter("ignore", DeprecationWarning)
+            ray.data.DataContext.get_current().enable_progress_bars = False
+            dataset = ray.data.from_items([{"index": i, "path": s} for i, s in enumerate(shards)],
+                                          override_num_blocks=len(shards))
+            rows = dataset.map(_grade_shard, fn_kwargs={"bench": payload, "out": out, "skip_invalid": skip_invalid},
+                               num_cpus=1).take_all()
     finally:
         if started_here:
             ray.shutdown()
@@ -153,7 +157,7 @@ def grade_ray(files: Sequence[str], bench: Any, out: str, *, address: str | None
             target.delete_dir_contents(base, missing_dir_ok=True)
         raise InputError(problems)
     return RayReport(len(rows), sum(r["trajectories"] for r in rows), sum(r["steps"] for r in rows),
-                     [Problem(None, None, None, p) for p in problems], time.perf_counter() - started)
+                     problems, time.perf_counter() - started)
 
 
 def ingest(parquet_dir: str, db: Path) -> tuple[int, int]:

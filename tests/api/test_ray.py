@@ -1,0 +1,89 @@
+"""`grade --engine ray` and `ingest`: a local Ray with 2 CPUs gives the rows of a local grade."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+import eebench
+
+needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed "
+                               "(pip install 'eebench[ray]')")
+ORDER = {"trajectories": "trajectory_id", "steps": "trajectory_id, t"}
+
+
+def _rows(db: Path, table: str) -> list[tuple]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute(f"SELECT * EXCLUDE (graded_at) FROM {table} ORDER BY {ORDER[table]}").fetchall() \
+            if table == "trajectories" else con.execute(f"SELECT * FROM {table} ORDER BY {ORDER[table]}").fetchall()
+
+
+@needs_ray
+def test_ray_rows_equal_local_rows(main_bundle: Path, tmp_path: Path, cli) -> None:
+    shards = []
+    for seed, agent in enumerate(["random", "frontier", "random"]):
+        shards.append(tmp_path / f"shard-{seed}.jsonl")
+        cli("play", main_bundle, "--agent", agent, "--seed", str(seed), "--out", shards[-1])
+        text = shards[-1].read_text().replace('"id":"', f'"id":"s{seed}/')  # ids unique across shards
+        shards[-1].write_text(text)
+    local = tmp_path / "local.duckdb"
+    cli("grade", *shards, "--bench", main_bundle, "--db", local, "--workers", "2")
+    out = tmp_path / "parquet"
+    done = cli("grade", *shards, "--bench", main_bundle, "--engine", "ray", "--workers", "2", "--out", out)
+    assert "graded 81 trajectories" in done.stdout and "from 3 shards" in done.stdout
+    assert sorted(p.name for p in (out / "steps").iterdir()) == [f"part-0000{i}.parquet" for i in range(3)]
+    ingested = tmp_path / "ingested.duckdb"
+    assert "loaded 81 trajectories" in cli("ingest", out, "--db", ingested).stdout
+    for table in ORDER:
+        assert _rows(ingested, table) == _rows(local, table)
+    # DuckDB reads the partitions directly, as the README shows
+    with duckdb.connect() as con:
+        count = con.execute(f"SELECT count(*) FROM read_parquet('{out}/steps/*.parquet')").fetchone()[0]
+    assert count == len(_rows(local, "steps"))
+    assert eebench.query("SELECT episodes FROM agent_summary WHERE agent_name = 'frontier'", ingested)["episodes"][0] == 27
+    # ingesting again replaces the rows of the same ids; an id in two partitions is refused
+    cli("ingest", out, "--db", ingested)
+    assert _rows(ingested, "steps") == _rows(local, "steps")
+
+
+@needs_ray
+def test_ray_refuses_bad_shards_and_a_used_folder(main_bundle: Path, tmp_path: Path, cli) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"eebench": "trajectory/1", "id": "x", "instance": "nope", "steps": [{"action": "up"}]}\n')
+    out = tmp_path / "parquet"
+    failed = cli("grade", bad, "--bench", main_bundle, "--engine", "ray", "--out", out, code=2)
+    assert f"{bad}:1: instance: " in failed.stderr and "Traceback" not in failed.stderr
+    assert not any(out.rglob("*.parquet"))
+    (out / "steps").mkdir(parents=True, exist_ok=True)
+    used = cli("grade", bad, "--bench", main_bundle, "--engine", "ray", "--out", out, code=2)
+    assert "is not empty" in used.stderr
+
+
+def test_ingest_needs_partitions(tmp_path: Path, cli) -> None:
+    done = cli("ingest", tmp_path, "--db", tmp_path / "r.duckdb", code=2)
+    assert "holds no trajectories/ partitions" in done.stderr
+
+
+def test_engine_options_go_together(main_bundle: Path, tmp_path: Path, cli) -> None:
+    shard = tmp_path / "x.jsonl"
+    shard.write_text("")
+    assert "--engine ray writes Parquet partitions" in cli("grade", shard, "--bench", main_bundle, "--engine", "ray",
+                                                           code=2).stderr
+    assert "--address and --out go with --engine ray" in cli("grade", shard, "--bench", main_bundle, "--out",
+                                                              tmp_path / "o", code=2).stderr
+
+
+def test_without_ray_the_engine_says_how_to_install(main_bundle: Path, tmp_path: Path) -> None:
+    shard = tmp_path / "x.jsonl"
+    shard.write_text('{"eebench": "trajectory/1", "id": "x", "instance": "nope", "steps": []}\n')
+    code = ("import sys; sys.modules['ray'] = None; from eebench.cli import main; "
+            f"main([{str(shard)!r}, '--bench', {str(main_bundle)!r}, '--engine', 'ray', '--out', "
+            f"{str(tmp_path / 'o')!r}], prog_name='eebench')")
+    done = subprocess.run([sys.executable, "-c", code.replace("main([", "main(['grade', ")], capture_output=True,
+                          text=True)
+    assert done.returncode != 0 and "pip install 'eebench[ray]'" in done.stderr and "Traceback" not in done.stderr
