@@ -6,9 +6,11 @@ import contextlib
 import functools
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from importlib import resources
@@ -16,10 +18,11 @@ from pathlib import Path
 from typing import IO, Any
 
 import jsonschema
+import numpy as np
 import referencing
 import yaml
 
-from eebench.errors import InputError, Problem, did_you_mean, one_of
+from eebench.errors import InputError, Problem, did_you_mean, one_of, quote
 
 # The newest version of each document kind this code reads. A newer file is refused, never guessed at.
 KNOWN_KINDS: dict[str, int] = {
@@ -51,6 +54,160 @@ def readable_json(document: Any) -> bytes:
     return (json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n").encode()
 
 
+# -- limits on input --------------------------------------------------------------------------------
+# Every document is bounded before it is parsed, so no input, however made, costs unbounded time or memory or
+# reaches Python's recursion limit. The README's "Limits on input" lists these.
+
+MAX_DOCUMENT_BYTES = 256 << 20   # one JSON document (an instance, a manifest, a .json trajectory file)
+MAX_YAML_BYTES = 16 << 20        # one YAML spec: the shipped ones are a few KB
+MAX_LINE_BYTES = 256 << 20       # one line of a JSON Lines file
+MAX_DEPTH = 100                  # levels of nesting; real logs reach 13, Python's parsers recurse at ~1000
+MAX_YAML_ALIASES = 100           # `*name` references in one YAML document ("billion laughs" has a few dozen)
+MAX_YAML_NODES = 1_000_000       # values in one YAML document once its aliases are expanded
+MAX_INT_DIGITS = 4300            # Python's own limit on converting text to int
+
+
+class JsonLimitError(json.JSONDecodeError):
+    """JSON text that parses but cannot be a canonical document (NaN, a lone surrogate, too deep, a huge integer).
+
+    A JSONDecodeError, so every reader that reports malformed JSON reports these too, located the same way."""
+
+    def __init__(self, message: str, text: str | bytes = "", position: int = 0):
+        super().__init__(message, text if isinstance(text, str) else "", position)
+
+
+_OPEN, _CLOSE, _QUOTE, _BACKSLASH = np.array([91, 123]), np.array([93, 125]), 34, 92  # [ {   ] }   "   \
+
+
+class DepthGauge:
+    """The nesting depth of JSON text fed in pieces, without parsing it: C-speed, in memory of one piece.
+
+    A quote preceded by an odd run of backslashes is inside a string; brackets inside strings do not count.
+    """
+
+    def __init__(self, limit: int = MAX_DEPTH):
+        self.limit = limit
+        self.depth = 0
+        self.in_string = False
+        self.backslashes = 0   # the run of backslashes that ended the previous piece
+
+    def feed(self, data: bytes) -> bool:
+        """Take the next piece; False once the text has gone deeper than the limit."""
+        if not data:
+            return True
+        if not self.in_string and data.count(b"[") + data.count(b"{") + self.depth <= self.limit \
+                and b'"' not in data:
+            self.depth = max(0, self.depth + data.count(b"[") + data.count(b"{") - data.count(b"]") - data.count(b"}"))
+            self.backslashes = 0
+            return True
+        raw = np.frombuffer(data, dtype=np.uint8)
+        positions = np.arange(len(raw))
+        is_backslash = raw == _BACKSLASH
+        last_other = np.maximum.accumulate(np.where(is_backslash, -1, positions))
+        run_before = np.empty(len(raw), dtype=np.int64)  # backslashes right before each byte
+        run_before[0] = self.backslashes
+        run_before[1:] = positions[:-1] - last_other[:-1]
+        run_before[1:] += np.where(last_other[:-1] < 0, self.backslashes, 0)
+        quote = (raw == _QUOTE) & (run_before % 2 == 0)
+        inside = (np.cumsum(quote) - quote + self.in_string) % 2 == 1  # before each byte: in a string?
+        step = np.isin(raw, _OPEN).astype(np.int64) - np.isin(raw, _CLOSE)
+        step[inside | quote] = 0
+        levels = np.cumsum(step) + self.depth
+        deepest = int(levels.max())
+        self.depth = max(0, int(levels[-1]))
+        self.in_string = bool((int(quote.sum()) + self.in_string) % 2)
+        self.backslashes = int(len(raw) - 1 - last_other[-1]) + (self.backslashes if last_other[-1] < 0 else 0)
+        return deepest <= self.limit
+
+
+def _too_deep() -> str:
+    return f"nested more than {MAX_DEPTH} levels deep"
+
+
+def _refuse_constant(name: str) -> Any:
+    raise JsonLimitError(f"{name} is not a JSON number (canonical documents hold finite numbers only)")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise JsonLimitError(f"{quote(text)} is out of the range of a 64-bit float")
+    return value
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def loads_json(data: bytes | str) -> Any:
+    """Parse JSON text the one way every document is parsed: UTF-8, nested at most MAX_DEPTH levels, finite
+    numbers, integers of at most MAX_INT_DIGITS digits, valid Unicode (no lone surrogates).
+
+    Raises json.JSONDecodeError (JsonLimitError for the limits), or UnicodeDecodeError for bytes that are not
+    UTF-8 (decoded here, so a line of NUL bytes is not taken for UTF-16).
+    """
+    text = data.decode("utf-8") if isinstance(data, bytes) else data
+    if text.count("[") + text.count("{") > MAX_DEPTH and not DepthGauge().feed(
+            data if isinstance(data, bytes) else text.encode("utf-8", "surrogatepass")):
+        raise JsonLimitError(_too_deep(), text)
+    try:
+        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except RecursionError:  # cannot happen below MAX_DEPTH; kept so no depth ever ends in a traceback
+        raise JsonLimitError(_too_deep(), text) from None
+    except JsonLimitError:
+        raise
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # Python's int-string limit
+        if "digits" not in str(exc):
+            raise
+        raise JsonLimitError(f"an integer of more than {MAX_INT_DIGITS} digits", text) from None
+    if _SURROGATE_ESCAPE.search(text):  # rare: only then is every string checked
+        problem = tree_problem(value)
+        if problem:
+            raise JsonLimitError(problem, text)
+    return value
+
+
+def tree_problem(value: Any) -> str | None:
+    """What keeps a parsed value from being a document (too deep, NaN or infinity, a lone surrogate), or None.
+
+    An iterative walk, so no depth reaches the recursion limit; for values not parsed by `loads_json` (YAML,
+    streamed array items)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            if depth > MAX_DEPTH:
+                return _too_deep()
+            for key, child in item.items():
+                if isinstance(key, str) and _lone_surrogate(key):
+                    return _surrogate_message(key)
+                stack.append((child, depth + 1))
+        elif isinstance(item, list):
+            if depth > MAX_DEPTH:
+                return _too_deep()
+            stack.extend((child, depth + 1) for child in item)
+        elif isinstance(item, str):
+            if _lone_surrogate(item):
+                return _surrogate_message(item)
+        elif isinstance(item, float) and not math.isfinite(item):
+            return f"{item} is not a JSON number (canonical documents hold finite numbers only)"
+    return None
+
+
+def _lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _surrogate_message(text: str) -> str:
+    return (f"{quote(text.encode('utf-8', 'backslashreplace').decode('ascii', 'backslashreplace'))} holds a lone "
+            "surrogate (\\ud800-\\udfff), which is not a Unicode character; documents must be valid Unicode")
+
+
 # -- reading ----------------------------------------------------------------------------------------
 
 def _json_compatible(value: Any) -> Any:
@@ -64,38 +221,144 @@ def _json_compatible(value: Any) -> Any:
     return str(value)
 
 
-def parse_text(text: str, file: str, *, yaml_syntax: bool) -> Any:
-    """Parse JSON or YAML text, turning syntax errors into a located one-line problem."""
-    if yaml_syntax:
-        try:
-            return _json_compatible(yaml.safe_load(text))
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-            line = mark.line + 1 if mark is not None else None
-            raise InputError.at(file, f"malformed YAML: {reason}", line=line) from None
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing before construction a document whose aliases would expand it beyond
+    MAX_YAML_NODES values, with more than MAX_YAML_ALIASES aliases, or nested deeper than MAX_DEPTH."""
+
+    def compose_document(self) -> yaml.Node:
+        self.aliases = 0
+        node = super().compose_document()
+        _check_yaml_graph(node, self)
+        return node
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        if self.check_event(yaml.AliasEvent):
+            self.aliases += 1
+            if self.aliases > MAX_YAML_ALIASES:
+                raise _YamlLimit(f"more than {MAX_YAML_ALIASES} aliases (*name); a spec needs few or none")
+        return super().compose_node(parent, index)
+
+
+class _YamlLimit(Exception):
+    """A YAML document over one of the limits above, found while composing it."""
+
+
+def _check_yaml_graph(root: yaml.Node, loader: Any) -> None:
+    """Count the values and depth the node graph will have once expanded (shared nodes counted each time they are
+    used), in time linear in the graph, before anything is constructed."""
+    sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (values when expanded, depth)
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    on_path: set[int] = set()
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        children = _yaml_children(node)
+        if done:
+            on_path.discard(key)
+            size = 1 + sum(sizes[id(c)][0] for c in children)
+            depth = 1 + max((sizes[id(c)][1] for c in children), default=0)
+            if size > MAX_YAML_NODES:
+                raise _YamlLimit(f"expands to more than {MAX_YAML_NODES:,} values (aliases repeat what they name)")
+            if depth > MAX_DEPTH:
+                raise _YamlLimit(_too_deep())
+            sizes[key] = (size, depth)
+            continue
+        if key in sizes:
+            continue
+        if key in on_path:
+            raise _YamlLimit("an alias refers to a value that contains it (a cycle)")
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in sizes)
+
+
+def _yaml_children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def _parse_yaml(text: str, file: str) -> Any:
+    if len(text) > MAX_YAML_BYTES:  # characters, a bound on bytes read (read_text already stopped there)
+        raise InputError.at(file, f"larger than {MAX_YAML_BYTES >> 20} MiB; a YAML spec is far smaller")
     try:
-        return json.loads(text)
+        value = _json_compatible(yaml.load(text, Loader=_BoundedLoader))  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        line = mark.line + 1 if mark is not None else None
+        raise InputError.at(file, f"malformed YAML: {quote(reason)}", line=line) from None
+    except _YamlLimit as exc:
+        raise InputError.at(file, f"refused YAML: {exc}") from None
+    except RecursionError:  # PyYAML's parser recurses per level of nesting
+        raise InputError.at(file, f"refused YAML: {_too_deep()}") from None
+    except ValueError as exc:  # an integer beyond Python's int-string limit
+        if "digits" not in str(exc):
+            raise
+        raise InputError.at(file, f"refused YAML: an integer of more than {MAX_INT_DIGITS} digits") from None
+    problem = tree_problem(value)
+    if problem:
+        raise InputError.at(file, f"refused YAML: {problem}")
+    return value
+
+
+def parse_text(text: str, file: str, *, yaml_syntax: bool, line: int | None = None) -> Any:
+    """Parse JSON or YAML text within the limits above, turning every refusal into a located one-line problem."""
+    if yaml_syntax:
+        return _parse_yaml(text, file)
+    try:
+        return loads_json(text)
     except json.JSONDecodeError as exc:
-        raise InputError.at(file, f"malformed JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from None
+        raise InputError.at(file, json_problem(exc), line=exc.lineno + (line or 1) - 1) from None
+
+
+def json_problem(exc: json.JSONDecodeError) -> str:
+    """The one-line reason for a JSON error: 'malformed JSON: ... (column N)' or the limit it broke."""
+    if isinstance(exc, JsonLimitError):
+        return f"refused JSON: {exc.msg}"
+    return f"malformed JSON: {exc.msg} (column {exc.colno})"
 
 
 def open_input(path: Path) -> IO[bytes]:
-    """A file the user named, opened for reading bytes; what stops it (missing, a folder, no permission) is one line."""
+    """A file the user named, opened for reading bytes; what stops it (missing, a folder, a device, no permission)
+    is one line."""
     try:
-        return path.open("rb")
+        handle = path.open("rb")
     except FileNotFoundError:
         raise InputError.at(str(path), "no such file") from None
     except IsADirectoryError:
         raise InputError.at(str(path), "is a folder, expected a file") from None
     except OSError as exc:
         raise InputError.at(str(path), f"cannot read: {exc.strerror}") from None
+    mode = os.fstat(handle.fileno()).st_mode
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):  # /dev/zero, a terminal: endless or not a document
+        handle.close()
+        raise InputError.at(str(path), "is a device, expected a file")
+    return handle
 
 
-def read_text(path: Path) -> str:
+def read_bytes(path: Path, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+    """The whole of a file the user named, refused (never read on) beyond `limit` bytes."""
     with open_input(path) as handle:
-        data = handle.read()
-    return decode_utf8(data, str(path))
+        try:
+            data = handle.read(limit + 1)
+        except OSError as exc:
+            raise InputError.at(str(path), f"cannot read: {exc.strerror}") from None
+    if len(data) > limit:
+        raise InputError.at(str(path), f"larger than {_size(limit)}, the most one document may be")
+    return data
+
+
+def _size(limit: int) -> str:
+    return f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit:,} bytes"
+
+
+def read_text(path: Path, limit: int | None = None) -> str:
+    if limit is None:
+        limit = MAX_YAML_BYTES if is_yaml_path(path) else MAX_DOCUMENT_BYTES
+    return decode_utf8(read_bytes(path, limit), str(path))
 
 
 def decode_utf8(data: bytes, file: str, *, line: int | None = None) -> str:
@@ -219,8 +482,7 @@ def json_type(value: Any) -> str:
 
 
 def _short(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= 40 else text[:37] + "..."
+    return quote(json.dumps(value, ensure_ascii=False), 40)
 
 
 def _explain(error: jsonschema.ValidationError) -> list[tuple[str, str]]:
