@@ -457,6 +457,20 @@ def _validator(name: str) -> jsonschema.protocols.Validator:
     return strict(schema, registry=_registry())
 
 
+@functools.cache
+def _id_rule() -> dict[str, Any]:
+    return load_schema("instance.grid_dag")["properties"]["id"]
+
+
+def instance_id_problem(instance_id: str) -> str | None:
+    """Why a string cannot be an instance id (the schema's rule, which keeps `<id>.json` a path every file system
+    can hold), or None when it can. Code that turns an id into a path asks this first."""
+    rule = _id_rule()
+    if len(instance_id) <= rule["maxLength"] and re.search(rule["pattern"], instance_id):
+        return None
+    return f"expected {rule['x-expected']}, found {_short(instance_id)}"
+
+
 def field_path(parts: Any) -> str:
     """`nodes[2].pos` from a JSON Schema error path."""
     out = ""

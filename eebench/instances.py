@@ -15,6 +15,7 @@ from eebench.documents import (
     atomic_directory,
     canonical_json,
     expect_kind,
+    instance_id_problem,
     load_document,
     readable_json,
     schema_problems,
@@ -155,6 +156,8 @@ class InstanceLibrary:
         return paths
 
     def path_for(self, instance_id: str) -> Path | None:
+        if instance_id_problem(instance_id):  # no file can be named by it (too long, '..'): not one of ours
+            return None
         if self.root.is_dir():
             direct = self.root / instance_relpath(instance_id)
             if direct.is_file():

@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from eebench.documents import document_kind, load_checked, load_document, sha256_hex
+from eebench.documents import document_kind, instance_id_problem, load_checked, load_document, sha256_hex
 from eebench.errors import InputError, Problem, did_you_mean
 from eebench.generator.instances import generate_instance, relabel_symbolic
 from eebench.generator.params import Preset, parse_preset, preset_problems
@@ -176,6 +176,9 @@ def load_suite(path: Path | str) -> Suite:
         dupes = sorted({i for i in ids if ids.count(i) > 1})
         if dupes:
             problems.append(Problem(file, None, "members", f"instance ids repeat: {', '.join(dupes[:3])}"))
+        bad = next((why for i in ids if (why := instance_id_problem(i))), None)
+        if bad:  # the ids become file names: refused here, not when a file cannot be written or found
+            problems.append(Problem(file, None, "members", f"an instance id made from this suite: {bad}"))
     if problems:
         raise InputError(problems)
     return suite

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import datetime as dt
+import math
 import multiprocessing
 import time
 from collections import OrderedDict, deque
@@ -98,6 +99,8 @@ class Grader:
             replays.append(replayed)
             widths.append(width)
             actions.append(graded_actions)
+        if not rows:  # every record skipped: nothing to replay (the columns of no replays are not defined)
+            return Batch(), skipped
         columns = step_columns(replays, widths)
         columns["action"] = np.fromiter(chain.from_iterable(actions), dtype=object, count=len(columns["t"]))
         counts = error_counts(columns, len(rows))
@@ -146,7 +149,7 @@ class Grader:
             "nodes_achieved": replayed.nodes_achieved, "free_cells": tables.free_cells,
             "cells_observed": replayed.cells_observed,
             "preset": meta.get("preset") if isinstance(meta.get("preset"), str) else None,
-            **_usage(steps),
+            **_usage(steps, file, line),
             "source_file": file, "source_line": line,
             "bench_name": self.bench.name, "bench_version": self.bench.version,
             "bench_digest": self.bench.digest, "eebench_version": __version__,
@@ -158,7 +161,10 @@ USAGE_FIELDS = ("tokens_in", "tokens_out", "latency_ms")
 _ACTION = itemgetter("action")
 
 
-def _usage(steps: list[dict[str, Any]]) -> dict[str, int | float | None]:
+_BIGINT_LIMIT = 1 << 63
+
+
+def _usage(steps: list[dict[str, Any]], file: str, line: int | None) -> dict[str, int | float | None]:
     """Totals of the steps' token and latency fields; None where no step carries the field (not zero)."""
     totals: dict[str, int | float | None] = dict.fromkeys(USAGE_FIELDS)
     if {1}.issuperset(map(len, steps)):  # only actions, the common case: checked in one C-level pass
@@ -170,6 +176,10 @@ def _usage(steps: list[dict[str, Any]]) -> dict[str, int | float | None]:
             value = step.get(key)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 totals[key] = (totals[key] or 0) + value
+    for key, total in totals.items():  # the sums go to BIGINT and DOUBLE columns: refused here, not at insert
+        if total is not None and not (-_BIGINT_LIMIT <= total < _BIGINT_LIMIT and math.isfinite(total)):
+            raise InputError(Problem(file, line, f"steps[].{key}", f"the steps' {key} sum to more than the results "
+                                     "table holds (2^63-1); expected counts a model could have used"))
     return totals
 
 
