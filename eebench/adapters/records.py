@@ -150,7 +150,7 @@ def json_array_items(path: Path, prefix: str = "item") -> Iterator[JsonRecord | 
         if handle.read(len(BOM)) != BOM:
             handle.seek(0)
         try:
-            for value in ijson.items(_GaugedReader(handle), prefix, use_float=True):
+            for value in ijson.items(DepthBoundedReader(handle), prefix, use_float=True):
                 problem = tree_problem(value)
                 if problem:
                     raise JsonLimitError(problem)
@@ -171,7 +171,7 @@ def json_array_items(path: Path, prefix: str = "item") -> Iterator[JsonRecord | 
             raise bad_record(path, f"{reason}; {index} records before it were read", record=index) from None
 
 
-class _GaugedReader:
+class DepthBoundedReader:
     """A binary file whose reads stop with JsonLimitError once the JSON in it nests deeper than MAX_DEPTH: ijson
     would otherwise build prefixes that grow with the square of the depth (40,000 levels took 3.9 GB)."""
 
