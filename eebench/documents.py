@@ -343,7 +343,15 @@ def read_bytes(path: Path, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
     """The whole of a file the user named, refused (never read on) beyond `limit` bytes."""
     with open_input(path) as handle:
         try:
-            data = handle.read(limit + 1)
+            size = os.fstat(handle.fileno()).st_size  # a pipe says 0: read in pieces then
+            if size:
+                data = handle.read(min(size, limit) + 1)  # never a buffer of `limit` bytes for a small file
+            else:
+                parts, total = [], 0
+                while total <= limit and (piece := handle.read(1 << 20)):
+                    parts.append(piece)
+                    total += len(piece)
+                data = b"".join(parts)
         except OSError as exc:
             raise InputError.at(str(path), f"cannot read: {exc.strerror}") from None
     if len(data) > limit:

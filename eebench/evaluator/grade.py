@@ -250,8 +250,8 @@ def grade_files(files: Sequence[Path], bench: Bench, db: Path, *, workers: int =
     """Grade every trajectory of `files` into the DuckDB file `db`, in one transaction."""
     given: dict[Path, Path] = {}
     for path in files:
-        if not Path(path).is_file():
-            raise InputError.at(str(path), "no such file")
+        if not Path(path).is_file():  # a folder or a device (/dev/zero) is not read
+            raise InputError.at(str(path), "is not a file" if Path(path).exists() else "no such file")
         resolved = Path(path).resolve()
         if resolved in given:
             raise InputError.at(str(path), f"is given twice (also as {given[resolved]})")
