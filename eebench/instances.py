@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
@@ -17,6 +16,7 @@ from eebench.documents import (
     expect_kind,
     instance_id_problem,
     load_document,
+    loads_json,
     readable_json,
     schema_problems,
     sha256_hex,
@@ -135,7 +135,7 @@ class InstanceLibrary:
             files = sorted(p for p in _walk(self.root) if p.suffix.lower() in INSTANCE_SUFFIXES)
         for index in (p for p in files if p.name in (INDEX_FILE, "manifest.json")):
             try:
-                listing = json.loads(index.read_text("utf-8"))
+                listing = loads_json(index.read_bytes())  # within the limits: no RecursionError
                 for entry in listing.get("instances", []):
                     paths.setdefault(entry["id"], index.parent / entry["path"])
             except (OSError, ValueError, KeyError, TypeError, AttributeError):
