@@ -76,13 +76,16 @@ class JsonLimitError(json.JSONDecodeError):
         super().__init__(message, text if isinstance(text, str) else "", position)
 
 
-_OPEN, _CLOSE, _QUOTE, _BACKSLASH = np.array([91, 123]), np.array([93, 125]), 34, 92  # [ {   ] }   "   \
+_QUOTE, _BACKSLASH = 34, 92
+_STEP = np.zeros(256, dtype=np.int8)  # +1 for [ and {, -1 for ] and }
+_STEP[[91, 123]], _STEP[[93, 125]] = 1, -1
 
 
 class DepthGauge:
     """The nesting depth of JSON text fed in pieces, without parsing it: C-speed, in memory of one piece.
 
     A quote preceded by an odd run of backslashes is inside a string; brackets inside strings do not count.
+    Only the positions of quotes and brackets are looked at, so a piece costs a few passes of numpy.
     """
 
     def __init__(self, limit: int = MAX_DEPTH):
@@ -95,29 +98,35 @@ class DepthGauge:
         """Take the next piece; False once the text has gone deeper than the limit."""
         if not data:
             return True
-        if not self.in_string and data.count(b"[") + data.count(b"{") + self.depth <= self.limit \
-                and b'"' not in data:
-            self.depth = max(0, self.depth + data.count(b"[") + data.count(b"{") - data.count(b"]") - data.count(b"}"))
-            self.backslashes = 0
-            return True
         raw = np.frombuffer(data, dtype=np.uint8)
-        positions = np.arange(len(raw))
-        is_backslash = raw == _BACKSLASH
-        last_other = np.maximum.accumulate(np.where(is_backslash, -1, positions))
-        run_before = np.empty(len(raw), dtype=np.int64)  # backslashes right before each byte
-        run_before[0] = self.backslashes
-        run_before[1:] = positions[:-1] - last_other[:-1]
-        run_before[1:] += np.where(last_other[:-1] < 0, self.backslashes, 0)
-        quote = (raw == _QUOTE) & (run_before % 2 == 0)
-        inside = (np.cumsum(quote) - quote + self.in_string) % 2 == 1  # before each byte: in a string?
-        step = np.isin(raw, _OPEN).astype(np.int64) - np.isin(raw, _CLOSE)
-        step[inside | quote] = 0
-        levels = np.cumsum(step) + self.depth
-        deepest = int(levels.max())
-        self.depth = max(0, int(levels[-1]))
-        self.in_string = bool((int(quote.sum()) + self.in_string) % 2)
-        self.backslashes = int(len(raw) - 1 - last_other[-1]) + (self.backslashes if last_other[-1] < 0 else 0)
+        quotes = np.flatnonzero(raw == _QUOTE)
+        if quotes.size and (self.backslashes or b"\\" in data):
+            quotes = quotes[[self._unescaped(data, int(q)) for q in quotes]]
+        brackets = np.flatnonzero(_STEP.view(np.bool_)[raw])
+        inside = (np.searchsorted(quotes, brackets) + self.in_string) % 2 == 1
+        steps = _STEP[raw[brackets[~inside]]]
+        deepest = self.depth
+        if steps.size:
+            levels = np.cumsum(steps, dtype=np.int64) + self.depth
+            deepest = int(levels.max())
+            self.depth = max(0, int(levels[-1]))
+        self.in_string = bool((quotes.size + self.in_string) % 2)
+        trailing = len(data) - len(data.rstrip(b"\\"))
+        self.backslashes = trailing + (self.backslashes if trailing == len(data) else 0)
         return deepest <= self.limit
+
+    def _unescaped(self, data: bytes, at: int) -> bool:
+        """Whether the quote at `at` ends or starts a string: an even run of backslashes before it."""
+        start = at
+        while start and data[start - 1] == _BACKSLASH:
+            start -= 1
+        run = at - start + (self.backslashes if start == 0 else 0)
+        return run % 2 == 0
+
+
+def too_deep(data: bytes) -> bool:
+    """Whether complete JSON text nests deeper than MAX_DEPTH, judged without parsing it."""
+    return data.count(b"[") + data.count(b"{") > MAX_DEPTH and not DepthGauge().feed(data)
 
 
 def _too_deep() -> str:
@@ -136,6 +145,8 @@ def _finite_float(text: str) -> float:
 
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)  # made once: json.loads
+# with hooks would make a decoder per call
 
 
 def loads_json(data: bytes | str) -> Any:
@@ -146,11 +157,10 @@ def loads_json(data: bytes | str) -> Any:
     UTF-8 (decoded here, so a line of NUL bytes is not taken for UTF-16).
     """
     text = data.decode("utf-8") if isinstance(data, bytes) else data
-    if text.count("[") + text.count("{") > MAX_DEPTH and not DepthGauge().feed(
-            data if isinstance(data, bytes) else text.encode("utf-8", "surrogatepass")):
+    if too_deep(data if isinstance(data, bytes) else text.encode("utf-8", "surrogatepass")):
         raise JsonLimitError(_too_deep(), text)
     try:
-        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+        value = _DECODER.decode(text)
     except RecursionError:  # cannot happen below MAX_DEPTH; kept so no depth ever ends in a traceback
         raise JsonLimitError(_too_deep(), text) from None
     except JsonLimitError:

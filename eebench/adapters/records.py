@@ -28,6 +28,7 @@ from eebench.documents import (
     loads_json,
     open_input,
     read_bytes,
+    too_deep,
     tree_problem,
 )
 from eebench.errors import InputError
@@ -50,7 +51,7 @@ def loads(data: bytes) -> Any:
     """
     if data.translate(_DIGIT_MAP).find(_TWENTY_DIGITS) != -1:  # C-speed; a regex scan costs 10x more
         return loads_json(data)
-    if data.count(b"[") + data.count(b"{") > MAX_DEPTH and not DepthGauge().feed(data):
+    if too_deep(data):
         raise JsonLimitError(f"nested more than {MAX_DEPTH} levels deep")  # orjson would go to 1024
     try:
         return orjson.loads(data)  # refuses NaN, infinities and lone surrogates itself

@@ -114,11 +114,11 @@ class Seeds:
         self.seeds = [
             Seed("instance", "corridor.json", json.dumps(corridor, indent=1).encode(), ("validate", "show", "play")),
             Seed("instance-in-bench", "bench/t/corridor.json", (self.bench / "t" / "corridor.json").read_bytes(),
-                 ("grade-bench",), tree=self.bench),
+                 ("grade-bench", "play-bench"), tree=self.bench),
             Seed("instance-yaml", "custom-201.yaml", pasta, ("validate", "show", "play")),
             Seed("suite", "specs/t.yaml", suite.encode(), ("validate", "generate", "publish"), tree=specs),
             Seed("generator", "park2026.yaml", presets, ("validate",)),
-            Seed("trajectories", "runs.jsonl", runs, ("validate", "grade")),
+            Seed("trajectories", "runs.jsonl", runs, ("validate", "grade", "grade-skip")),
             Seed("trajectories-json", "runs.json", json.dumps(TRAJECTORIES).encode(), ("validate", "grade")),
             Seed("manifest", f"bundle/{manifest_name}", files[manifest_name], ("validate", "verify", "grade-bundle"),
                  tree=self.bundle),

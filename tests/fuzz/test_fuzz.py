@@ -45,7 +45,9 @@ def command_line(case: Case, path: Path, folder: Path, seeds: Seeds) -> list[str
         "show": ["show", path],
         "play": ["play", path, "--agent", "random", "--out", out],
         "grade": ["grade", path, "--bench", seeds.bench, "--db", db],
+        "grade-skip": ["grade", path, "--bench", seeds.bench, "--db", db, "--skip-invalid"],
         "grade-bench": ["grade", seeds.runs, "--bench", tree, "--db", db],
+        "play-bench": ["play", tree, "--agent", "frontier", "--out", out],
         "grade-bundle": ["grade", seeds.runs, "--bench", tree, "--db", db],
         "verify": ["verify", tree],
         "generate": ["generate", path, "--out", folder / "gen"],
@@ -64,8 +66,8 @@ def _alarm(signum: int, frame: object) -> None:
     raise _Hung(f"no answer in {CASE_SECONDS} s")
 
 
-def run_case(case: Case, folder: Path, seeds: Seeds) -> str | None:
-    """Run one case; the reason it fails the contract, or None."""
+def run_case(case: Case, folder: Path, seeds: Seeds, codes: collections.Counter) -> str | None:
+    """Run one case; the reason it fails the contract, or None. `codes` counts the exit codes."""
     folder.mkdir(parents=True)
     path = seeds.place(case, folder)
     before = sorted(folder.rglob("*"))
@@ -78,6 +80,7 @@ def run_case(case: Case, folder: Path, seeds: Seeds) -> str | None:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     stderr = result.stderr
+    codes[result.exit_code] += 1
     if isinstance(result.exception, _Hung):
         return "hung"
     if result.exception is not None and not isinstance(result.exception, SystemExit):
@@ -102,7 +105,7 @@ def run_cases(all_cases: list[Case], root: Path, seeds: Seeds) -> tuple[collecti
     tally: collections.Counter = collections.Counter()
     failures = []
     for case in all_cases:
-        problem = run_case(case, root / case.id, seeds)
+        problem = run_case(case, root / case.id, seeds, tally)
         tally["failed" if problem else "held"] += 1
         if problem:
             failures.append(f"{case.id}: {problem}")
@@ -120,8 +123,8 @@ def test_fuzz_slow(seeds: Seeds, tmp_path: Path) -> None:
     all_cases = cases(seeds, SLOW_CASES, "slow")
     tally, failures = run_cases(all_cases, tmp_path, seeds)
     by_command = collections.Counter(c.command for c in all_cases)
-    print(f"\nfuzz: {len(all_cases)} cases, {tally['held']} held, {tally['failed']} failed; per command: "
-          + ", ".join(f"{k} {v}" for k, v in sorted(by_command.items())))
+    print(f"\nfuzz: {len(all_cases)} cases, {tally['held']} held, {tally['failed']} failed; exit 0: {tally[0]}, "
+          f"exit 2: {tally[2]}; per command: " + ", ".join(f"{k} {v}" for k, v in sorted(by_command.items())))
     for failure in failures:
         print(failure)
     assert not failures, "\n".join(failures[:30])
