@@ -21,7 +21,7 @@ from eebench.documents import (
     schema_problems,
     sha256_hex,
 )
-from eebench.errors import InputError, Problem, did_you_mean, one_of
+from eebench.errors import InputError, Problem, did_you_mean, one_of, quote
 from eebench.world.grid_dag import GridDagInstance, semantic_problems
 
 ENVS = ("grid_dag",)
@@ -175,7 +175,8 @@ class InstanceLibrary:
             return hit
         path = self.path_for(instance_id)
         if path is None:
-            raise InputError(f"no instance {instance_id!r} {self.where}{did_you_mean(instance_id, self.ids())}")
+            raise InputError(f"no instance {quote(repr(instance_id))} {self.where}"
+                             f"{did_you_mean(instance_id, self.ids())}")
         loaded = load_instance(path)
         if loaded.instance.id != instance_id:
             raise InputError.at(str(path), f"expected id {instance_id!r}, found {loaded.instance.id!r}", field="id")

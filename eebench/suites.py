@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from eebench.documents import document_kind, instance_id_problem, load_checked, load_document, sha256_hex
-from eebench.errors import InputError, Problem, did_you_mean
+from eebench.errors import InputError, Problem, did_you_mean, quote
 from eebench.generator.instances import generate_instance, relabel_symbolic
 from eebench.generator.params import Preset, parse_preset, preset_problems
 from eebench.instances import load_instance
@@ -163,10 +163,10 @@ def load_suite(path: Path | str) -> Suite:
         else:
             name = raw["instance"]
             local = Path(file).parent / name
-            path = local if local.is_file() else shipped_instances().get(name)
+            path = local if _is_file(local) else shipped_instances().get(name)
             if path is None:
                 problems.append(Problem(file, None, f"members[{i}].instance",
-                                        f"no file {str(local)!r} and no shipped instance {name!r}"
+                                        f"no file {quote(repr(str(local)))} and no shipped instance {quote(repr(name))}"
                                         f"{did_you_mean(name, shipped_instances())}"))
                 continue
             members.append(InstanceMember(name, path, tuple(raw["variants"]) if "variants" in raw else None))
@@ -182,6 +182,14 @@ def load_suite(path: Path | str) -> Suite:
     if problems:
         raise InputError(problems)
     return suite
+
+
+def _is_file(path: Path) -> bool:
+    """Whether a file is there; a name no file system can hold (too long) is not one."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def presets_suite(presets: dict[str, Preset], seeds: list[int]) -> Suite:

@@ -390,3 +390,59 @@ def test_deep_nesting_in_a_log_is_one_line_in_bounded_memory(cli, tmp_path: Path
     assert str(log) in result.stderr.splitlines()[0]
     assert peak < 64 << 20  # 40,000 levels took 3.9 GB in a streaming reader
     assert not out.exists()
+
+
+# -- manifests and bundles -----------------------------------------------------------------------------------
+
+@pytest.fixture
+def bundle(tmp_path: Path) -> Path:
+    from eebench.bundles import publish
+
+    specs = tmp_path / "specs"
+    write_json(specs / "corridor.json", instance_doc(**CORRIDOR))
+    (specs / "t.yaml").write_text("eebench: suite/1\nname: t\nmembers:\n  - {instance: corridor.json}\n", "utf-8")
+    publish(str(specs / "t.yaml"), "1.0.0", tmp_path / "b")
+    return tmp_path / "b"
+
+
+@pytest.mark.parametrize("value, says", [
+    ("9" * 5000, "refused JSON: an integer of more than 4300 digits"),
+    ("NaN", "refused JSON: NaN is not a JSON number"),
+    ("[" * 40_000 + "]" * 40_000, f"refused JSON: nested more than {MAX_DEPTH} levels deep"),
+    ('"\\udbff"', "holds a lone surrogate"),
+])
+def test_a_hostile_manifest_is_one_line_for_validate_verify_and_grade(cli, bundle: Path, tmp_path: Path,
+                                                                      value: str, says: str) -> None:
+    manifest = bundle / "manifest.json"
+    text = manifest.read_text("utf-8")
+    manifest.write_text(text.replace('"name": "t"', f'"name": {value}', 1), "utf-8")
+    runs = write_jsonl(tmp_path / "runs.jsonl", [trajectory("a", ["left"])])
+    db = tmp_path / "r.duckdb"
+    refused(cli("validate", manifest, code=None), manifest, says)
+    for command in (["verify", bundle], ["grade", runs, "--bench", bundle, "--db", db]):
+        result = cli(*command, code=None)
+        assert result.exit_code == 2 and "Traceback" not in result.stderr, result.stderr
+        assert f"error: {manifest}" in result.stderr and says in result.stderr, result.stderr
+    assert not db.exists()
+
+
+# -- what messages quote ---------------------------------------------------------------------------------------
+
+def test_huge_ids_are_quoted_cut_in_messages(cli, bench: Path, tmp_path: Path) -> None:
+    db = tmp_path / "r.duckdb"
+    unknown = write_jsonl(tmp_path / "u.jsonl", [trajectory("a", ["left"], instance="x" * 5_000_000)])
+    result = cli("grade", unknown, "--bench", bench, "--db", db, code=2)
+    assert result.stderr == f"error: {unknown}:1: instance: no instance '{'x' * 96}... under {bench}\n"
+    twice = write_jsonl(tmp_path / "d.jsonl", [trajectory("i" * 3_000_000, ["left"])] * 2)
+    result = cli("grade", twice, "--bench", bench, "--db", db, code=2)
+    assert result.stderr == (f"error: {twice}:2: id: trajectory id '{'i' * 96}... was already read at {twice}:1; "
+                             "ids must be unique\n")
+    assert not db.exists()
+
+
+def test_a_suite_naming_an_impossible_file_is_one_line(cli, tmp_path: Path) -> None:
+    spec = tmp_path / "s.yaml"
+    spec.write_text("eebench: suite/1\nname: s\nmembers:\n  - {instance: " + "x" * 300 + "}\n", "utf-8")
+    result = cli("validate", spec, code=2)
+    assert result.stderr.startswith(f"error: {spec}: members[0].instance: no file '")
+    assert len(result.stderr) < 400 and "Traceback" not in result.stderr

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from eebench import __version__
-from eebench.errors import InputError, Problem
+from eebench.errors import InputError, Problem, quote
 from eebench.evaluator.park import METRIC_VERSION, ParkTables, Replay, error_counts, replay, step_columns
 from eebench.evaluator.store import Batch, ResultStore
 from eebench.instances import InstanceLibrary, LoadedInstance
@@ -284,7 +284,7 @@ def grade_files(files: Sequence[Path], bench: Bench, db: Path, *, workers: int =
 
 def _check_unique(store: ResultStore, report: GradeReport, skip_invalid: bool) -> None:
     """Trajectory ids must be unique within a run: two logs with one id would overwrite each other silently."""
-    problems = [Problem(file, line, "id", f"trajectory id {trajectory_id!r} was already read at "
+    problems = [Problem(file, line, "id", f"trajectory id {quote(repr(trajectory_id))} was already read at "
                                           f"{first_file}{'' if first_line is None else f':{first_line}'}; "
                                           "ids must be unique")
                 for trajectory_id, file, line, first_file, first_line in store.duplicates()]
