@@ -163,9 +163,7 @@ def loads_json(data: bytes | str) -> Any:
         value = _DECODER.decode(text)
     except RecursionError:  # cannot happen below MAX_DEPTH; kept so no depth ever ends in a traceback
         raise JsonLimitError(_too_deep(), text) from None
-    except JsonLimitError:
-        raise
-    except json.JSONDecodeError:
+    except json.JSONDecodeError:  # JsonLimitError too, from the hooks
         raise
     except ValueError as exc:  # Python's int-string limit
         if "digits" not in str(exc):
@@ -480,11 +478,12 @@ def _id_rule() -> dict[str, Any]:
     return load_schema("instance.grid_dag")["properties"]["id"]
 
 
-def instance_id_problem(instance_id: str) -> str | None:
+def instance_id_problem(instance_id: Any) -> str | None:
     """Why a string cannot be an instance id (the schema's rule, which keeps `<id>.json` a path every file system
     can hold), or None when it can. Code that turns an id into a path asks this first."""
     rule = _id_rule()
-    if len(instance_id) <= rule["maxLength"] and re.search(rule["pattern"], instance_id):
+    if isinstance(instance_id, str) and len(instance_id) <= rule["maxLength"] and re.search(rule["pattern"],
+                                                                                             instance_id):
         return None
     return f"expected {rule['x-expected']}, found {_short(instance_id)}"
 

@@ -137,7 +137,8 @@ class InstanceLibrary:
             try:
                 listing = loads_json(index.read_bytes())  # within the limits: no RecursionError
                 for entry in listing.get("instances", []):
-                    paths.setdefault(entry["id"], index.parent / entry["path"])
+                    if isinstance(entry["id"], str) and isinstance(entry["path"], str):  # else not an index of ours
+                        paths.setdefault(entry["id"], index.parent / entry["path"])
             except (OSError, ValueError, KeyError, TypeError, AttributeError):
                 continue  # not an index of ours: the scan below still finds its instances
         indexed = set(paths.values())
@@ -156,9 +157,7 @@ class InstanceLibrary:
         return paths
 
     def path_for(self, instance_id: str) -> Path | None:
-        if instance_id_problem(instance_id):  # no file can be named by it (too long, '..'): not one of ours
-            return None
-        if self.root.is_dir():
+        if self.root.is_dir() and not instance_id_problem(instance_id):  # else no file is named by it (too long)
             direct = self.root / instance_relpath(instance_id)
             if direct.is_file():
                 return direct

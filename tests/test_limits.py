@@ -446,3 +446,16 @@ def test_a_suite_naming_an_impossible_file_is_one_line(cli, tmp_path: Path) -> N
     result = cli("validate", spec, code=2)
     assert result.stderr.startswith(f"error: {spec}: members[0].instance: no file '")
     assert len(result.stderr) < 400 and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("command", ["play", "grade"])
+def test_a_folder_holding_an_instance_with_a_too_long_id_names_that_file(cli, tmp_path: Path, command: str) -> None:
+    long_id = "t/" + "x" * 300
+    folder = tmp_path / "bench"
+    path = instance_file(folder, "long.json", id=long_id)
+    runs = write_jsonl(tmp_path / "runs.jsonl", [trajectory("a", ["left"], instance=long_id)])
+    out, db = tmp_path / "out.jsonl", tmp_path / "r.duckdb"
+    args = ["play", folder, "--agent", "random", "--out", out] if command == "play" else \
+        ["grade", runs, "--bench", folder, "--db", db]
+    refused(cli(*args, code=None), path, "id: expected an id of letters")
+    assert not out.exists() and not db.exists()

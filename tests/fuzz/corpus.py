@@ -22,6 +22,7 @@ from typing import Any
 
 from eebench.archives import archive_bytes, read_archive
 from eebench.bundles import publish
+from eebench.evaluator import Bench, grade_files
 from eebench.instances import write_instances
 from tests.conftest import instance_doc, make_instance
 
@@ -107,6 +108,8 @@ class Seeds:
         runs = "".join(json.dumps(t) + "\n" for t in TRAJECTORIES).encode()
         self.runs = root / "runs.jsonl"
         self.runs.write_bytes(runs)
+        self.results = root / "results.duckdb"  # graded before: a failed grade must leave its rows as they were
+        grade_files([self.runs], Bench(self.bench), self.results)
         pasta = (REPO / "eebench" / "specs" / "instances" / "pasta" / "custom-201.yaml").read_bytes()
         presets = (REPO / "eebench" / "specs" / "presets" / "park2026.yaml").read_bytes()
         manifest_name = "manifest.json"
@@ -117,15 +120,17 @@ class Seeds:
                  ("grade-bench", "play-bench"), tree=self.bench),
             Seed("instance-yaml", "custom-201.yaml", pasta, ("validate", "show", "play")),
             Seed("suite", "specs/t.yaml", suite.encode(), ("validate", "generate", "publish"), tree=specs),
-            Seed("generator", "park2026.yaml", presets, ("validate",)),
+            Seed("generator", "park2026.yaml", presets, ("validate", "generate-seed")),
+            Seed("index", "bench/index.json", (self.bench / "index.json").read_bytes(), ("grade-bench", "play-bench"),
+                 tree=self.bench),
             Seed("trajectories", "runs.jsonl", runs, ("validate", "grade", "grade-skip")),
             Seed("trajectories-json", "runs.json", json.dumps(TRAJECTORIES).encode(), ("validate", "grade")),
-            Seed("manifest", f"bundle/{manifest_name}", files[manifest_name], ("validate", "verify", "grade-bundle"),
+            Seed("manifest", f"bundle/{manifest_name}", files[manifest_name], ("validate", "verify", "grade-bundle", "bundles"),
                  tree=self.bundle),
             Seed("bundle-instance", f"bundle/{instance_member}", files[instance_member], ("verify", "grade-bundle"),
                  tree=self.bundle),
-            Seed("archive-tgz", "bundle.tar.gz", tar, ("verify", "grade-bundle")),
-            Seed("archive-zip", "bundle.zip", zipped, ("verify", "grade-bundle")),
+            Seed("archive-tgz", "bundle.tar.gz", tar, ("verify", "grade-bundle", "bundles")),
+            Seed("archive-zip", "bundle.zip", zipped, ("verify", "grade-bundle", "bundles")),
         ]
         if AGENT_LOGS.is_dir():
             for rel, fmt in LOGS.items():
