@@ -554,7 +554,9 @@ def _explain(error: jsonschema.ValidationError) -> list[tuple[str, str]]:
         return [(here, "expected a non-empty string")]
     if kind in ("anyOf", "oneOf") and error.context:
         return [pair for e in _meant_branch(error) for pair in _explain(e)]
-    return [(here, error.message)]
+    if kind == "pattern":  # also a key refused by propertyNames
+        return [(here, f"expected text matching {value}, found {_short(instance)}")]
+    return [(here, quote(error.message))]  # jsonschema's own words quote the whole value
 
 
 def _meant_branch(error: jsonschema.ValidationError) -> list[jsonschema.ValidationError]:

@@ -459,3 +459,17 @@ def test_a_folder_holding_an_instance_with_a_too_long_id_names_that_file(cli, tm
         ["grade", runs, "--bench", folder, "--db", db]
     refused(cli(*args, code=None), path, "id: expected an id of letters")
     assert not out.exists() and not db.exists()
+
+
+def test_names_that_become_folders_are_bounded_like_id_parts(cli, tmp_path: Path) -> None:
+    spec = tmp_path / "g.yaml"
+    spec.write_text("eebench: generator/1\nenv: grid_dag\npresets:\n  " + "p" * 251
+                    + ": {dag: {n_nodes: 3}, map: {size: [5, 5], corridor_width: [1, 1]}}\n", "utf-8")
+    result = cli("generate", spec, "--seeds", "0", "--out", tmp_path / "out", code=2)
+    assert result.stderr == (f"error: {spec}: presets: expected text matching ^[A-Za-z0-9][A-Za-z0-9._-]{{0,249}}"
+                             f"(?![\\s\\S]), found \"{'p' * 36}...\n")
+    assert not (tmp_path / "out").exists()
+    suite = tmp_path / "s.yaml"
+    suite.write_text(f"eebench: suite/1\nname: {'s' * 251}\nmembers: [{{instance: pasta/custom-201}}]\n", "utf-8")
+    refused(cli("validate", suite, code=None), suite, "name: expected a name of letters, digits, '.', '_', '-' "
+                                                      "(at most 250: it becomes a folder name)")
