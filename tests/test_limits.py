@@ -121,6 +121,19 @@ def test_the_depth_gauge_agrees_with_the_parser_however_the_text_is_cut(value, p
     assert gauge.depth == 0 and not gauge.in_string
 
 
+documents = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4), max_leaves=40)
+
+
+@given(documents, st.booleans())
+def test_loads_json_reads_every_document_json_writes(value, ascii_only: bool) -> None:
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    assert loads_json(text) == value
+    assert loads_json(text.encode()) == value
+    assert tree_problem(value) is None
+
+
 def test_tree_problem_walks_without_recursion() -> None:
     deep: list = []
     for _ in range(10_000):
