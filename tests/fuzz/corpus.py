@@ -22,6 +22,8 @@ from typing import Any
 
 from eebench.archives import archive_bytes, read_archive
 from eebench.bundles import publish
+from eebench.documents import loads_json, parse_text
+from eebench.errors import InputError
 from eebench.evaluator import Bench, grade_files
 from eebench.instances import write_instances
 from tests.conftest import instance_doc, make_instance
@@ -193,14 +195,11 @@ def _set(value: Any, path: tuple, new: Any, delete: bool = False) -> Any:
 
 def _parse(seed: Seed, data: bytes) -> list[Any] | Any | None:
     """The seed's value(s): a list of line values for JSON Lines, one value otherwise; None when unparseable."""
-    try:
+    try:  # eebench's own bounded door: a damaged seed may be an alias bomb, and the fuzzer must not blow up first
         if seed.name.endswith(".jsonl"):
-            return [json.loads(line) for line in data.splitlines() if line.strip()]
-        if seed.name.endswith((".yaml", ".yml")):
-            import yaml
-            return yaml.safe_load(data)
-        return json.loads(data)
-    except (ValueError, UnicodeDecodeError, Exception):  # noqa: BLE001 - a seed that is not JSON (csv, text, zip)
+            return [loads_json(line) for line in data.splitlines() if line.strip()]
+        return parse_text(data.decode("utf-8"), seed.name, yaml_syntax=seed.name.endswith((".yaml", ".yml")))
+    except (ValueError, InputError):  # not JSON or YAML (csv, text, zip, or damaged by an earlier mutation)
         return None
 
 
