@@ -26,6 +26,7 @@ from eebench.documents import (
     instance_id_problem,
     loads_json,
     parse_text,
+    too_deep,
     tree_problem,
 )
 from eebench.errors import InputError, Problem, quote
@@ -119,6 +120,13 @@ def test_the_depth_gauge_agrees_with_the_parser_however_the_text_is_cut(value, p
     verdicts = [gauge.feed(data[i:i + size]) for i in range(0, len(data), size)]
     assert all(verdicts) == (depth_of(data.decode()) <= limit)
     assert gauge.depth == 0 and not gauge.in_string
+
+
+@given(json_values, st.integers(MAX_DEPTH - 8, MAX_DEPTH + 1), st.sampled_from(["[]", "{}"]))
+def test_too_deep_agrees_with_the_parser_near_the_limit(value, wraps: int, brackets: str) -> None:
+    inner = json.dumps(value)
+    text = ('{"k":' * wraps + inner + "}" * wraps) if brackets == "{}" else ("[" * wraps + inner + "]" * wraps)
+    assert too_deep(text.encode()) == (depth_of(text) > MAX_DEPTH)
 
 
 documents = st.recursive(

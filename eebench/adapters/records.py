@@ -28,7 +28,6 @@ from eebench.documents import (
     loads_json,
     open_input,
     read_bytes,
-    too_deep,
     tree_problem,
 )
 from eebench.errors import InputError
@@ -37,26 +36,8 @@ MAX_DOCUMENT_BYTES = 1 << 30   # a whole-document log above this is refused, not
 BOM = b"\xef\xbb\xbf"            # a UTF-8 byte order mark, which some Windows tools write first
 
 
-_DIGIT_MAP = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))  # every digit becomes "0", all else " "
-_TWENTY_DIGITS = b"0" * 20
-
-
-def loads(data: bytes) -> Any:
-    """Parse JSON bytes with orjson (several times faster than the standard library), within the limits every
-    document has (`documents.loads_json`: depth, finite numbers, valid Unicode); on an error, parse again with the
-    standard library so the message is the familiar one (`Expecting ',' delimiter`).
-
-    orjson reads an integer beyond 64 bits as a float, losing digits; text with a run of 20 digits goes to the
-    standard library, which keeps every digit.
-    """
-    if data.translate(_DIGIT_MAP).find(_TWENTY_DIGITS) != -1:  # C-speed; a regex scan costs 10x more
-        return loads_json(data)
-    if too_deep(data):
-        raise JsonLimitError(f"nested more than {MAX_DEPTH} levels deep")  # orjson would go to 1024
-    try:
-        return orjson.loads(data)  # refuses NaN, infinities and lone surrogates itself
-    except orjson.JSONDecodeError:
-        return loads_json(data)  # raises json.JSONDecodeError, or UnicodeDecodeError for bytes that are not UTF-8
+# The one JSON door (orjson's speed, the standard library's words for errors, every limit of a document).
+loads = loads_json
 
 
 def dumps_line(document: Any) -> bytes:
