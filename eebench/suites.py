@@ -7,6 +7,7 @@ is), a shipped suite, a shipped preset. Shipped specs live in `eebench/specs/`:
 
 from __future__ import annotations
 
+import collections
 import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -173,7 +174,7 @@ def load_suite(path: Path | str) -> Suite:
     suite = Suite(doc["name"], tuple(members), used, doc)
     if not problems:
         ids = suite.instance_ids()
-        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        dupes = sorted(i for i, n in collections.Counter(ids).items() if n > 1)  # linear: a suite may list 10^5 seeds
         if dupes:
             problems.append(Problem(file, None, "members", f"instance ids repeat: {', '.join(dupes[:3])}"))
         bad = next((why for i in ids if (why := instance_id_problem(i))), None)

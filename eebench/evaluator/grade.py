@@ -179,7 +179,7 @@ def _usage(steps: list[dict[str, Any]], file: str, line: int | None) -> dict[str
     for key, total in totals.items():  # the sums go to BIGINT and DOUBLE columns: refused here, not at insert
         if total is not None and not (-_BIGINT_LIMIT <= total < _BIGINT_LIMIT and math.isfinite(total)):
             raise InputError(Problem(file, line, f"steps[].{key}", f"the steps' {key} sum to more than the results "
-                                     "table holds (2^63-1); expected counts a model could have used"))
+                                     "table holds (token counts below 2^63, a finite latency)"))
     return totals
 
 
