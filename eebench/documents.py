@@ -340,14 +340,16 @@ def _parse_yaml(text: str, file: str) -> Any:
     return value
 
 
-def parse_text(text: str, file: str, *, yaml_syntax: bool, line: int | None = None) -> Any:
+def parse_text(text: str, file: str, *, yaml_syntax: bool) -> Any:
     """Parse JSON or YAML text within the limits above, turning every refusal into a located one-line problem."""
     if yaml_syntax:
         return _parse_yaml(text, file)
     try:
         return loads_json(text)
+    except JsonLimitError as exc:  # found by a parser hook or a scan, which know no line: none is named
+        raise InputError.at(file, json_problem(exc)) from None
     except json.JSONDecodeError as exc:
-        raise InputError.at(file, json_problem(exc), line=exc.lineno + (line or 1) - 1) from None
+        raise InputError.at(file, json_problem(exc), line=exc.lineno) from None
 
 
 def json_problem(exc: json.JSONDecodeError) -> str:
@@ -377,12 +379,15 @@ def open_input(path: Path) -> IO[bytes]:
 
 def read_bytes(path: Path, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
     """The whole of a file the user named, refused (never read on) beyond `limit` bytes."""
+    too_large = InputError.at(str(path), f"larger than {_size(limit)}, the most one document may be")
     with open_input(path) as handle:
         try:
-            size = os.fstat(handle.fileno()).st_size  # a pipe says 0: read in pieces then
+            size = os.fstat(handle.fileno()).st_size
+            if size > limit:
+                raise too_large  # known without reading it
             if size:
-                data = handle.read(min(size, limit) + 1)  # never a buffer of `limit` bytes for a small file
-            else:
+                data = handle.read(size + 1)  # never a buffer of `limit` bytes for a small file
+            else:  # a pipe has no size: read in pieces, up to the limit
                 parts, total = [], 0
                 while total <= limit and (piece := handle.read(1 << 20)):
                     parts.append(piece)
@@ -391,7 +396,7 @@ def read_bytes(path: Path, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
         except OSError as exc:
             raise InputError.at(str(path), f"cannot read: {exc.strerror}") from None
     if len(data) > limit:
-        raise InputError.at(str(path), f"larger than {_size(limit)}, the most one document may be")
+        raise too_large
     return data
 
 

@@ -79,7 +79,7 @@ def instance_file(tmp_path: Path, name: str = "i.json", **changes) -> Path:
 def test_json_the_door_refuses(text: str, message: str) -> None:
     with pytest.raises(JsonLimitError, match=re.escape(message)):
         loads_json(text)
-    with pytest.raises(InputError, match=r"^f\.json:1: refused JSON: .*" + re.escape(message)):
+    with pytest.raises(InputError, match=r"^f\.json: refused JSON: .*" + re.escape(message)):
         parse_text(text, "f.json", yaml_syntax=False)
 
 
@@ -494,3 +494,46 @@ def test_names_that_become_folders_are_bounded_like_id_parts(cli, tmp_path: Path
     suite.write_text(f"eebench: suite/1\nname: {'s' * 251}\nmembers: [{{instance: pasta/custom-201}}]\n", "utf-8")
     refused(cli("validate", suite, code=None), suite, "name: expected a name of letters, digits, '.', '_', '-' "
                                                       "(at most 250: it becomes a folder name)")
+
+
+def test_a_file_over_the_limit_is_refused_before_it_is_read(cli, tmp_path: Path) -> None:
+    from eebench.documents import MAX_DOCUMENT_BYTES
+
+    huge = tmp_path / "huge.json"
+    with huge.open("wb") as handle:
+        handle.truncate(MAX_DOCUMENT_BYTES + 1)  # sparse: no disk used, and nothing may be read
+    tracemalloc.start()
+    try:
+        result = cli("validate", huge, code=None)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    refused(result, huge, "larger than 256 MiB, the most one document may be")
+    assert peak < 16 << 20
+
+
+def test_a_pipe_is_read_up_to_the_limit_only(tmp_path: Path) -> None:
+    import os
+    import threading
+
+    from eebench.documents import read_bytes
+
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+
+    def write(size: int) -> None:
+        try:
+            with fifo.open("wb") as handle:
+                handle.write(b" " * size)
+        except BrokenPipeError:  # the reader stopped at the limit, as it should
+            pass
+
+    writer = threading.Thread(target=write, args=(8 << 20,))
+    writer.start()
+    with pytest.raises(InputError, match=r"pipe\.json: larger than 1 MiB, the most one document may be"):
+        read_bytes(fifo, 1 << 20)
+    writer.join()
+    writer = threading.Thread(target=write, args=(1000,))
+    writer.start()
+    assert read_bytes(fifo, 1 << 20) == b" " * 1000
+    writer.join()
