@@ -30,6 +30,7 @@ from eebench.documents import (
     load_document,
     loads_json,
     parse_text,
+    read_bytes,
     readable_json,
     schema_problems,
     sha256_hex,
@@ -268,7 +269,7 @@ def _read_folder(folder: Path) -> tuple[dict[str, bytes], dict[str, str]]:
             try:
                 mode = path.lstat().st_mode
                 if stat.S_ISREG(mode):
-                    files[rel] = path.read_bytes()
+                    files[rel] = read_bytes(path)  # bounded: a bundle's files are small documents
                 else:
                     odd[rel] = "a symbolic link" if stat.S_ISLNK(mode) else "a special file"
             except OSError as exc:

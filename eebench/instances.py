@@ -17,6 +17,7 @@ from eebench.documents import (
     instance_id_problem,
     load_document,
     loads_json,
+    read_bytes,
     readable_json,
     schema_problems,
     sha256_hex,
@@ -135,11 +136,11 @@ class InstanceLibrary:
             files = sorted(p for p in _walk(self.root) if p.suffix.lower() in INSTANCE_SUFFIXES)
         for index in (p for p in files if p.name in (INDEX_FILE, "manifest.json")):
             try:
-                listing = loads_json(index.read_bytes())  # within the limits: no RecursionError
+                listing = loads_json(read_bytes(index))  # within the limits: no RecursionError, no huge read
                 for entry in listing.get("instances", []):
                     if isinstance(entry["id"], str) and isinstance(entry["path"], str):  # else not an index of ours
                         paths.setdefault(entry["id"], index.parent / entry["path"])
-            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            except (OSError, ValueError, KeyError, TypeError, AttributeError, InputError):
                 continue  # not an index of ours: the scan below still finds its instances
         indexed = set(paths.values())
         for file in files:
