@@ -180,6 +180,8 @@ def test_yaml_aliases_and_merge_keys_within_the_limits_still_work() -> None:
     chain = "a0: &a0 {k: 1}\n" + "".join(f"a{i}: &a{i}\n  <<: *a{i - 1}\n  k{i}: 1\n" for i in range(1, 90))
     value = parse_text(chain, "s.yaml", yaml_syntax=True)
     assert value["a89"] == {"k": 1, **{f"k{i}": 1 for i in range(1, 90)}}
+    shared = parse_text("a: &a [1, {x: 2}]\nb: [*a, *a, {c: *a}]\n", "s.yaml", yaml_syntax=True)
+    assert shared["b"] == [[1, {"x": 2}], [1, {"x": 2}], {"c": [1, {"x": 2}]}]  # used twice is not a cycle
 
 
 def test_a_suite_alias_bomb_is_refused_by_validate(cli, tmp_path: Path) -> None:
