@@ -14,8 +14,7 @@ import random
 import shutil
 import struct
 import tarfile
-import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -335,6 +334,3 @@ def cases(seeds: Seeds, count: int, salt: str) -> list[Case]:
         mutation, data = mutate(rng, seed)
         out.append(Case(number, seed, mutation, data, command))
     return out
-
-
-Runner = Callable[..., Any]
