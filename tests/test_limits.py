@@ -539,3 +539,17 @@ def test_a_pipe_is_read_up_to_the_limit_only(tmp_path: Path) -> None:
     writer.start()
     assert read_bytes(fifo, 1 << 20) == b" " * 1000
     writer.join()
+
+
+def test_json_inside_a_string_meets_the_same_door(cli, tmp_path: Path) -> None:
+    """Tool-call arguments arrive JSON-encoded; decoded, they may hold a lone surrogate, NaN or depth."""
+    arguments = '{"direction": "\\ud800", "n": NaN, "deep": ' + "[" * 500 + "]" * 500 + "}"
+    log = write_jsonl(tmp_path / "chat.jsonl", [{"task_id": "t", "messages": [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "move", "arguments": arguments}}]}]}])
+    out = tmp_path / "out.jsonl"
+    cli("convert", log, "--from", "openai-chat", "--out", out)
+    [step] = json.loads(out.read_text("utf-8"))["steps"]
+    assert step["action"] == f"move({arguments})"  # kept as written: not decodable within the limits
+    cli("validate", out)

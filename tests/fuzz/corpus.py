@@ -155,7 +155,11 @@ class Seeds:
 
 SPECIAL_VALUES: list[Any] = [None, True, 0, -1, 2 ** 31, 2 ** 63, -2 ** 63 - 1, 1.5, 1e308, "", "x", "up",
                              "x" * 300, [], {}, [[[]]], {"eebench": "instance/9"}, "../../etc/passwd",
-                             "t/" + "x" * 300]
+                             "t/" + "x" * 300,
+                             # JSON inside a string, as tool-call arguments and OTel attributes carry it: parsed
+                             # again by adapters, so it must meet the same door
+                             '{"direction": "\\ud800", "n": NaN, "x": 1e400, "y": ' + "9" * 5000 + "}",
+                             "[" * 5000 + "]" * 5000, '{"a": ' * 2000 + "1" + "}" * 2000]
 # Raw JSON text for values json.dumps cannot write, spliced in place of a placeholder string.
 HOSTILE_TEXT: dict[str, str] = {
     "nan": "NaN", "infinity": "-Infinity", "overflow": "1e400", "huge-int": "9" * 5000,
