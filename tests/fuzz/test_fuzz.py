@@ -124,6 +124,8 @@ def run_cases(all_cases: list[Case], root: Path, seeds: Seeds) -> tuple[collecti
         tally["failed" if problem else "held"] += 1
         if problem:
             failures.append(f"{case.id}: {problem}")
+        else:  # kept only when it failed: thousands of cases would fill a small disk
+            shutil.rmtree(root / case.id)
     return tally, failures
 
 
