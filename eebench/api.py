@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 
     Instance = GridDagInstance
 
-TABLES = ("trajectories", "steps", "meta")  # what `grade` returns (the views stay with grade_files + query)
 
 
 @dataclass(frozen=True)
@@ -148,7 +147,7 @@ def _load_named(name: str) -> Instance | Instances:
 
 @dataclass(frozen=True)
 class Results:
-    """Graded tables as Arrow tables (`results['steps']`); `to_pandas`/`to_polars` convert one table.
+    """The results file's tables as Arrow tables (`results['steps']`); `to_pandas`/`to_polars` convert one table.
 
     Arrow -> polars shares the buffers; Arrow -> pandas is the one copy.
     """
@@ -196,7 +195,10 @@ def grade(trajectories: Any, *, bench: str | Path | Instances | Iterable[Any], w
         import duckdb
 
         with contextlib.closing(duckdb.connect(str(db), read_only=True)) as con:
-            tables = {name: con.sql(f"SELECT * FROM {name}").to_arrow_table() for name in TABLES}
+            names = [name for (name,) in con.execute(  # every table of the results file (the views need grade_files)
+                "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' ORDER BY 1"
+            ).fetchall()]
+            tables = {name: con.sql(f"SELECT * FROM {name}").to_arrow_table() for name in names}
     return Results(tables, report)
 
 
