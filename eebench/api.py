@@ -34,23 +34,23 @@ class Instances(Mapping[str, "Instance"]):
     """
 
     source: str
-    items_: dict[str, Instance] = field(repr=False)
+    members: dict[str, Instance] = field(repr=False)
     bundle: tuple[str, str, str] | None = None
 
     def __getitem__(self, instance_id: str) -> Instance:
         try:
-            return self.items_[instance_id]
+            return self.members[instance_id]
         except KeyError:
             from eebench.errors import did_you_mean
 
-            raise InputError(f"{self.source}: no instance {instance_id!r}{did_you_mean(instance_id, self.items_)}"
+            raise InputError(f"{self.source}: no instance {instance_id!r}{did_you_mean(instance_id, self.members)}"
                              ) from None
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.items_)
+        return iter(self.members)
 
     def __len__(self) -> int:
-        return len(self.items_)
+        return len(self.members)
 
 
 def load(source: str | Path | Mapping[str, Any]) -> Instance | Instances:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import eebench
 from eebench.world.grid_dag import GridDagInstance
@@ -89,3 +91,17 @@ def test_import_stays_cheap() -> None:
             "print(sorted(heavy)); eebench.Scorer; print('eebench.scorer' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
     assert out[:2] == ["[]", "True"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from(["eebench", "id", "env", "map", "start", "nodes", "goal", "budget", "x"]),
+                       st.one_of(st.none(), st.integers(-2, 5), st.text(max_size=12), st.just("instance/1"),
+                                 st.just("grid_dag"), st.lists(st.text(".#", max_size=4), max_size=3),
+                                 st.lists(st.integers(0, 3), max_size=2))))
+def test_load_of_any_document_is_an_instance_or_an_input_error(doc: dict) -> None:
+    try:
+        loaded = eebench.load(doc)
+    except eebench.InputError as exc:
+        assert str(exc) and "\n" not in str(exc).splitlines()[0]
+    else:
+        assert isinstance(loaded, GridDagInstance)
