@@ -7,13 +7,16 @@ A thin layer over the library the CLI uses, so the same input gives the same row
 from __future__ import annotations
 
 import contextlib
+import re
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eebench.errors import InputError
+from eebench.errors import InputError, Problem
+
+DOCUMENTS_PREFIX, DOCUMENTS_FILE = "eebench-trajectories-", "trajectories.jsonl"  # where dicts are written to grade
 
 if TYPE_CHECKING:
     import pandas
@@ -210,7 +213,26 @@ def grade_files(trajectories: Any, *, bench: str | Path | Instances | Iterable[A
     with contextlib.ExitStack() as stack:
         files = _trajectory_files(trajectories, stack)
         opened = _open_bench(bench, stack)
-        return grade_into(files, opened, Path(db), workers=workers, skip_invalid=skip_invalid)
+        try:
+            report = grade_into(files, opened, Path(db), workers=workers, skip_invalid=skip_invalid)
+        except InputError as exc:
+            raise InputError([_located(p, files) for p in exc.problems]) from None
+        report.skipped[:] = [_located(p, files) for p in report.skipped]
+        return report
+
+
+def _located(problem: Problem | str, files: list[Path]) -> Problem | str:
+    """A problem in documents given as dicts, located as `trajectories[i]` rather than in the temporary file."""
+    if not (files and files[0].name == DOCUMENTS_FILE and files[0].parent.name.startswith(DOCUMENTS_PREFIX)):
+        return problem
+    if isinstance(problem, str):
+        return problem.replace(str(files[0]), "trajectories")
+    message = re.sub(re.escape(str(files[0])) + r":(\d+)", lambda m: f"trajectories[{int(m.group(1)) - 1}]",
+                     problem.message)
+    if problem.file != str(files[0]):
+        return problem._replace(message=message)
+    where = "trajectories" if problem.line is None else f"trajectories[{problem.line - 1}]"
+    return Problem(where, None, problem.field, message)
 
 
 def _trajectory_files(trajectories: Any, stack: contextlib.ExitStack) -> list[Path]:
@@ -218,14 +240,16 @@ def _trajectory_files(trajectories: Any, stack: contextlib.ExitStack) -> list[Pa
     if isinstance(trajectories, (str, Path)):
         return [Path(trajectories)]
     items = list(trajectories)
+    if not items:
+        raise InputError("trajectories: none given; expected trajectory files or trajectory/1 documents (dicts)")
     if all(isinstance(item, (str, Path)) for item in items):
         return [Path(item) for item in items]
     if not all(isinstance(item, Mapping) for item in items):
         raise InputError("trajectories: expected trajectory files or trajectory/1 documents (dicts), not a mix")
     import orjson
 
-    tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="eebench-trajectories-")))
-    path = tmp / "trajectories.jsonl"
+    tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=DOCUMENTS_PREFIX)))
+    path = tmp / DOCUMENTS_FILE
     with path.open("wb") as out:
         for item in items:
             out.write(orjson.dumps(item) + b"\n")

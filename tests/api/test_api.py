@@ -75,12 +75,17 @@ def test_grade_in_memory_equals_grade_files(main_suite: eebench.Instances, main_
 
 def test_grade_errors_are_input_errors(main_suite: eebench.Instances, tmp_path: Path) -> None:
     doc = {"eebench": "trajectory/1", "id": "x", "instance": "park2026-main/nope", "steps": [{"action": "up"}]}
-    with pytest.raises(eebench.InputError, match=r"trajectories.jsonl:1: instance: "):
+    with pytest.raises(eebench.InputError, match=r"^trajectories\[0\]: instance: "):
         eebench.grade([doc], bench=main_suite)
     with pytest.raises(eebench.InputError, match=r"SQL: Catalog Error"):
         db = tmp_path / "r.duckdb"
         eebench.grade_files([{**doc, "instance": "park2026-main/low-small/seed-0"}], bench=main_suite, db=db)
         eebench.query("SELECT * FROM nope", db)
+    with pytest.raises(eebench.InputError, match=r"^trajectories\[1\]: id: trajectory id 'x' was already read at "
+                                                 r"trajectories\[0\]; ids must be unique$"):
+        eebench.grade([{**doc, "instance": "park2026-main/low-small/seed-0"}] * 2, bench=main_suite)
+    with pytest.raises(eebench.InputError, match=r"^trajectories: none given"):
+        eebench.grade([], bench=main_suite)
     with pytest.raises(eebench.InputError, match=r"no table 'step'.*did you mean 'steps'"):
         eebench.grade([{**doc, "instance": "park2026-main/low-small/seed-0"}], bench=main_suite)["step"]
 
