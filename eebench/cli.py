@@ -351,7 +351,7 @@ def _trajectory_actions(path: Path, instance_id: str, trajectory_id: str | None)
 # -- grading ------------------------------------------------------------------------------------------
 
 @main.command()
-@click.argument("files", metavar="TRAJ_FILE...", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("files", metavar="TRAJ_FILE...", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option("--bench", required=True, type=click.Path(exists=True, path_type=Path),
               help="Folder of instance files (searched recursively), as written by `eebench generate`; or a "
                    "bundle (folder, .tar.gz or .zip) from `eebench publish`, verified first and recorded in every row.")
@@ -368,7 +368,7 @@ def _trajectory_actions(path: Path, instance_id: str, trajectory_id: str | None)
                                                 "one with --workers CPUs).")
 @click.option("--out", "-o", "parquet_out", metavar="DIR",
               help="With --engine ray: the new or empty folder (or URI) for the Parquet partitions.")
-def grade(files: tuple[Path, ...], bench: Path, db: Path, workers: int, skip_invalid: bool, engine: str,
+def grade(files: tuple[str, ...], bench: Path, db: Path, workers: int, skip_invalid: bool, engine: str,
           address: str | None, parquet_out: str | None) -> None:
     """Replay trajectories in their instances and store Park et al.'s per-step errors in DuckDB.
 
@@ -385,17 +385,18 @@ def grade(files: tuple[Path, ...], bench: Path, db: Path, workers: int, skip_inv
     from eebench.evaluator import grade_files
 
     if engine == "ray" or address or parquet_out:
-        _grade_ray(files, bench, workers, skip_invalid, engine, address, parquet_out)
+        _grade_ray(files, bench, workers, skip_invalid, engine, address, parquet_out)  # files as given: URIs too
         return
-    with open_bench(bench) as opened, _grade_progress(files) as update:
-        report = grade_files(list(files), opened, db, workers=workers, skip_invalid=skip_invalid, progress=update)
+    paths = tuple(map(Path, files))
+    with open_bench(bench) as opened, _grade_progress(paths) as update:
+        report = grade_files(list(paths), opened, db, workers=workers, skip_invalid=skip_invalid, progress=update)
     _echo_problems("skipped", report.skipped)
     rate = report.steps / report.seconds if report.seconds else 0.0
     click.echo(f"graded {report.trajectories} trajectories ({report.steps} steps) into {db} "
                f"in {report.seconds:.2f} s ({rate:,.0f} steps/s)" + report.notes())
 
 
-def _grade_ray(files: tuple[Path, ...], bench: Path, workers: int, skip_invalid: bool, engine: str,
+def _grade_ray(files: tuple[str, ...], bench: Path, workers: int, skip_invalid: bool, engine: str,
                address: str | None, parquet_out: str | None) -> None:
     from eebench.bundles import open_bench
     from eebench.engines.ray import grade_ray
@@ -405,7 +406,7 @@ def _grade_ray(files: tuple[Path, ...], bench: Path, workers: int, skip_invalid:
     if parquet_out is None:
         raise click.UsageError("--engine ray writes Parquet partitions: give --out DIR (then `eebench ingest DIR`)")
     with open_bench(bench) as opened:
-        report = grade_ray([str(f) for f in files], opened, parquet_out, address=address, skip_invalid=skip_invalid,
+        report = grade_ray(list(files), opened, parquet_out, address=address, skip_invalid=skip_invalid,
                            num_cpus=workers)
     _echo_problems("skipped", report.skipped)
     click.echo(f"graded {report.trajectories} trajectories ({report.steps} steps) from {report.shards} shards "

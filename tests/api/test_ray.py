@@ -18,9 +18,10 @@ ORDER = {"trajectories": "trajectory_id", "steps": "trajectory_id, t"}
 
 
 def _rows(db: Path, table: str) -> list[tuple]:
+    """A table's rows in a fixed order; when a grade was, and from which spelling of the file, aside."""
+    aside = " EXCLUDE (graded_at, source_file)" if table == "trajectories" else ""
     with duckdb.connect(str(db), read_only=True) as con:
-        return con.execute(f"SELECT * EXCLUDE (graded_at) FROM {table} ORDER BY {ORDER[table]}").fetchall() \
-            if table == "trajectories" else con.execute(f"SELECT * FROM {table} ORDER BY {ORDER[table]}").fetchall()
+        return con.execute(f"SELECT *{aside} FROM {table} ORDER BY {ORDER[table]}").fetchall()
 
 
 @needs_ray
@@ -34,13 +35,17 @@ def test_ray_rows_equal_local_rows(main_bundle: Path, tmp_path: Path, cli) -> No
     local = tmp_path / "local.duckdb"
     cli("grade", *shards, "--bench", main_bundle, "--db", local, "--workers", "2")
     out = tmp_path / "parquet"
-    done = cli("grade", *shards, "--bench", main_bundle, "--engine", "ray", "--workers", "2", "--out", out)
+    uri = f"file://{shards[2]}"  # a shard given as a URI: read through pyarrow's filesystems
+    done = cli("grade", *shards[:2], uri, "--bench", main_bundle, "--engine", "ray", "--workers", "2", "--out", out)
     assert "graded 81 trajectories" in done.stdout and "from 3 shards" in done.stdout
     assert sorted(p.name for p in (out / "steps").iterdir()) == [f"part-0000{i}.parquet" for i in range(3)]
     ingested = tmp_path / "ingested.duckdb"
     assert "loaded 81 trajectories" in cli("ingest", out, "--db", ingested).stdout
     for table in ORDER:
         assert _rows(ingested, table) == _rows(local, table)
+    with duckdb.connect(str(ingested), read_only=True) as con:
+        sources = dict(con.execute("SELECT source_file, count(*) FROM trajectories GROUP BY 1").fetchall())
+    assert sources == {str(shards[0]): 27, str(shards[1]): 27, uri: 27}
     # DuckDB reads the partitions directly, as the README shows
     with duckdb.connect() as con:
         count = con.execute(f"SELECT count(*) FROM read_parquet('{out}/steps/*.parquet')").fetchone()[0]
