@@ -22,26 +22,28 @@ def play_episode(instance: Any, agent_name: str, seed: int, *, instance_sha256: 
                  observations: bool = False) -> dict[str, Any]:
     """The agent's run in the instance until its world ends it, as a trajectory/1 document.
 
-    The world's env decides when the run is over (terminated or truncated). A world of several episodes records
-    each step's episode index (`episode`), so the log's boundaries are the world's own.
+    The world's env decides when an episode is over (terminated or truncated). A world of several episodes is
+    played episode after episode by the same agent, and each step records its 0-based `episode`, so the log's
+    boundaries are the world's own.
     """
     kind = kind_of(instance)
     check_agent(agent_name, kind)
     env = kind.make_env(instance)
-    agent = kind.make_agent(agent_name, instance, seed)
-    obs, _ = env.reset(seed=seed)
+    agent = kind.make_agent(agent_name, instance, seed)  # one agent for the run: it remembers across episodes
     steps = []
-    done = False
-    while not done:
-        action = agent.act(obs)
-        obs, _, terminated, truncated, info = env.step(action)
-        step: dict[str, Any] = {"action": action}
-        if kind.episode_info is not None:
-            step["episode"] = info[kind.episode_info]
-        if observations:
-            step["observation"] = kind.render_observation(obs)
-        steps.append(step)
-        done = terminated or truncated
+    for episode in range(kind.episodes(instance) if kind.episodes else 1):
+        obs, _ = env.reset(seed=seed)
+        done = False
+        while not done:
+            action = agent.act(obs)
+            obs, _, terminated, truncated, _ = env.step(action)
+            step: dict[str, Any] = {"action": action}
+            if kind.episodes:
+                step["episode"] = episode
+            if observations:
+                step["observation"] = kind.render_observation(obs)
+            steps.append(step)
+            done = terminated or truncated
     trajectory: dict[str, Any] = {
         "eebench": "trajectory/1",
         "id": f"{agent_name}/seed-{seed}/{instance.id}",

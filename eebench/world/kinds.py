@@ -61,8 +61,8 @@ class WorldKind:
     measures: Callable[[Any], dict[str, int]]                    # one instance's values of `statistics`
     relabel: Callable[[Any, str], Any] | None = None             # (instance, id): the symbolic twin, if the
     #                                                              kind has node names a suite may hide
-    episode_info: str | None = None                              # the env's info key of a step's episode index,
-    #                                                              for worlds of several episodes
+    episodes: Callable[[Any], int] | None = None                 # env episodes in one run of an instance, for
+    #                                                              worlds of several; None: one, unnumbered
 
     @property
     def instance_schema(self) -> str:
