@@ -46,11 +46,14 @@ def test_every_shipped_spec_file_is_found_and_valid() -> None:
     root = specs_root()
     assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*.yaml")) == [
         "bundles.yaml", "instances/pasta/custom-201.yaml", "instances/pasta/custom-202.yaml", "instances/pasta/custom-203.yaml",
-        "instances/pasta/custom-204.yaml", "presets/park2026.yaml", "suites/park2026-8x8.yaml",
+        "instances/pasta/custom-204.yaml", "presets/grams2025.yaml", "presets/park2026.yaml",
+        "suites/grams2025-maze.yaml", "suites/grams2025-rooms.yaml", "suites/park2026-8x8.yaml",
         "suites/park2026-main.yaml", "suites/park2026-pasta.yaml"]
-    assert len(load_presets(root / "presets/park2026.yaml")) == len(shipped_presets()) == 18
+    assert len(load_presets(root / "presets/park2026.yaml")) == 18
+    assert len(load_presets(root / "presets/grams2025.yaml")) == 5
+    assert len(shipped_presets()) == 23
     assert {name: len(load_suite(path)) for name, path in shipped_suites().items()} == {
-        "park2026-8x8": 27, "park2026-main": 27, "park2026-pasta": 8}
+        "grams2025-maze": 6, "grams2025-rooms": 9, "park2026-8x8": 27, "park2026-main": 27, "park2026-pasta": 8}
     assert PASTA == ["pasta/custom-201", "pasta/custom-202", "pasta/custom-203", "pasta/custom-204"]
 
 
