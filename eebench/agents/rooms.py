@@ -96,7 +96,7 @@ class ExplorerAgent:
     def __init__(self, rng: StableRng):
         self.rng = rng
         self.doors_seen: dict[str, set[int]] = {}   # door -> the agent's rooms that listed it
-        self.links = nx.Graph()                     # the agent's rooms, joined by doors walked (edge attr: door)
+        self.links = nx.Graph()                     # the agent's rooms joined by the doors it knows (attr: door)
         self.balls: dict[str, tuple[int, int | None]] = {}   # ball -> (room, reward once collected)
         self.n_rooms = 0
         self.room = 0
@@ -125,19 +125,19 @@ class ExplorerAgent:
             name = " ".join(obs["action"].lower().split()[:-1])
             self.balls[name] = (self.room, obs["reward"])
             self.collected.add(name)
-        for d in obs["doors"]:
+        for d in map(str.lower, obs["doors"]):  # names as its own actions spell them (case is ignored)
             sides = self.doors_seen.setdefault(d, set())
             sides.add(self.room)
             if len(sides) == 2:  # listed in two rooms: it joins them, walked or not
                 self.links.add_edge(*sides, door=d)
-        for b in obs["balls"]:
+        for b in map(str.lower, obs["balls"]):
             self.balls.setdefault(b, (self.room, None))
         return self._choose(obs)
 
     def _choose(self, obs: dict[str, Any]) -> str:
         if self.plan is not None:
             return self.plan.popleft() if self.plan else _finish(obs)
-        unknown = sorted(b for b in obs["balls"] if self.balls[b][1] is None)
+        unknown = sorted(b for b in map(str.lower, obs["balls"]) if self.balls[b][1] is None)
         if unknown:
             return _ball(unknown[0])
         step = self._towards_frontier(obs["doors_left"])

@@ -105,3 +105,12 @@ def test_the_oracle_earns_r_max_on_random_worlds(width: int, height: int, seed: 
 def test_make_agent_refuses_an_unknown_name() -> None:
     with pytest.raises(ValueError, match="unknown agent 'greedy'"):
         make_agent("greedy", line(), 0)
+
+
+def test_the_explorer_reads_names_whatever_their_case() -> None:
+    shouting = line(doors=[{"name": "RED", "between": ["A", "B"]}, {"name": "Blue", "between": ["B", "C"]},
+                           {"name": "green", "between": ["D", "A"]}],
+                    balls=[{"name": "Khaki", "room": "B", "reward": 7}], door_budget=3, episodes=4)
+    r = played(shouting, "explorer")
+    assert r.knowledge[-1].rooms == {"A", "B", "C", "D"} and r.knowledge[-1].balls == {"Khaki"}
+    assert r.returns[-1] == 7
