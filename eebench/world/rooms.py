@@ -14,6 +14,7 @@ actions into steps, per-episode returns and the agent's cumulative knowledge.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -398,6 +399,12 @@ class RoomsEnv:
         return render_text(self.world.instance)
 
 
+@functools.lru_cache(maxsize=64)
+def world_of(instance: RoomsInstance) -> RoomsWorld:
+    """The RoomsWorld of an instance, built once: graders replay many trajectories of few instances."""
+    return RoomsWorld(instance)
+
+
 # -- replay -----------------------------------------------------------------------------------------
 
 class EpisodeKnowledge(NamedTuple):
@@ -431,7 +438,7 @@ def replay(instance: RoomsInstance | RoomsWorld, actions: Sequence[Any],
     A decreasing index or one at or beyond the instance's episodes is an InputError naming `steps[i].episode`
     (no file: the caller knows it and may re-raise the Problem with its file and line).
     """
-    world = instance if isinstance(instance, RoomsWorld) else RoomsWorld(instance)
+    world = instance if isinstance(instance, RoomsWorld) else world_of(instance)
     total = world.instance.episodes
     if episodes is not None:
         if len(episodes) != len(actions):
@@ -534,7 +541,7 @@ def door_distances(instance: RoomsInstance | RoomsWorld, doors: Iterable[str] | 
     The graders call this once per knowledge state, so it is a level-synchronous BFS from every source at once
     in NumPy (one matrix product per level) rather than networkx's per-source BFS, which it is tested against.
     """
-    world = instance if isinstance(instance, RoomsWorld) else RoomsWorld(instance)
+    world = instance if isinstance(instance, RoomsWorld) else world_of(instance)
     index = world.room_index
     n = len(world.room_ids)
     keep = np.ones(n, dtype=bool)
