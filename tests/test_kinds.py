@@ -48,8 +48,7 @@ def test_each_kind_is_complete(env: str) -> None:
     assert {world.instance_schema, world.generator_schema} <= set(schema_names())
     assert load_schema(world.instance_schema)["properties"]["env"] == {"const": env}
     assert load_schema(world.generator_schema)["properties"]["env"] == {"const": env}
-    assert world.agents or env == "rooms"  # TEMPORARY: rooms agents arrive with eebench/agents/rooms.py
-    assert all(isinstance(help_, str) and help_ for help_ in world.agents.values())
+    assert world.agents and all(isinstance(help_, str) and help_ for help_ in world.agents.values())
     assert world.statistics and any(kind_of(p) is world for p in shipped_presets().values())
 
 
@@ -119,8 +118,6 @@ def test_show_and_play_take_preset_names_as_generate_does(cli: Any, tmp_path: Pa
     shown = cli("show", preset, "--seeds", "2-3").stdout
     assert shown == "".join(f"== {i.id} ({env})\n{world.render_text(i)}\n\n" for i in instances)
     assert cli("show", preset).stdout == world.render_text(next(iter(resolve_spec(preset).instances()))) + "\n"
-    if not world.agents:  # TEMPORARY: rooms agents arrive with eebench/agents/rooms.py
-        return
     agent = next(iter(world.agents))
     runs = tmp_path / "r.jsonl"
     cli("play", preset, "--agent", agent, "--instance-seeds", "2-3", "--seed", "5", "--out", runs)
@@ -134,8 +131,6 @@ def test_show_and_play_take_preset_names_as_generate_does(cli: Any, tmp_path: Pa
 def test_an_agent_of_another_kind_is_refused_by_name(cli: Any, tmp_path: Path, env: str) -> None:
     world = kind(env)
     out = tmp_path / "r.jsonl"
-    if not world.agents:  # TEMPORARY: rooms agents arrive with eebench/agents/rooms.py
-        return
     assert_errors(cli("play", first_preset(env), "--agent", "oracel", "--out", out, code=None),
                   f"--agent: {env} worlds have the agents {one_of(world.agents)}, not 'oracel' (did you mean "
                   "'oracle'?)")
@@ -325,3 +320,24 @@ def test_bad_rooms_instances_are_one_clear_line(cli: Any, tmp_path: Path, change
     for args in (["validate", file], ["show", file], ["play", file, "--agent", "random", "--out", tmp_path / "r.jsonl"]):
         assert_errors(cli(*args, code=None), f"{file}: {line}")
     assert not (tmp_path / "r.jsonl").exists()
+
+
+@pytest.mark.parametrize("agent", ["random", "explorer", "oracle"])
+def test_the_one_play_loop_plays_rooms_as_the_rooms_agents_module_does(agent: str) -> None:
+    from eebench.agents.rooms import play_steps
+
+    for instance in resolve_spec("4x4", [0, 1]).instances():
+        steps = play_episode(instance, agent, 3)["steps"]
+        assert steps == play_steps(instance, agent, 3)
+        assert [s["episode"] for s in steps] == sorted(s["episode"] for s in steps)
+        assert {s["episode"] for s in steps} == set(range(instance.episodes))
+
+
+def test_the_oracle_earns_r_max_in_every_episode() -> None:
+    from eebench.world.rooms import replay
+
+    world = kind("rooms")
+    for instance in resolve_spec("grams2025-maze").instances():
+        steps = play_episode(instance, "oracle", 0)["steps"]
+        replayed = replay(instance, [s["action"] for s in steps], [s["episode"] for s in steps])
+        assert replayed.returns == [world.measures(instance)["max_return"]] * instance.episodes

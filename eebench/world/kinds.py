@@ -129,6 +129,7 @@ def _grid_dag() -> WorldKind:
 def _rooms() -> WorldKind:
     import operator
 
+    from eebench.agents import rooms as agents
     from eebench.generator import rooms as generator
     from eebench.world import rooms
 
@@ -143,11 +144,6 @@ def _rooms() -> WorldKind:
             "ball_limit": instance.ball_limit, "episodes": instance.episodes, "max_return": _best_return(instance),
         }
 
-    def make_agent(name: str, instance: rooms.RoomsInstance, seed: int) -> Agent:
-        from eebench.agents import rooms as agents
-
-        return agents.make_agent(name, instance, seed)
-
     return WorldKind(
         env="rooms",
         title="Grams et al. (2025): rooms joined by named doors, balls with rewards, several episodes",
@@ -157,8 +153,10 @@ def _rooms() -> WorldKind:
         parse_preset=generator.parse_preset, preset_problems=generator.preset_problems,
         generate_instance=generator.generate_instance, describe_preset=generator.describe_preset,
         summary=summary,
-        agents={},   # random, explorer and oracle arrive with eebench/agents/rooms.py
-        make_agent=make_agent,
+        agents={"random": "uniform over the doors and balls it sees",
+                "explorer": "nearest unvisited room by known doors (systematic coverage), collecting what it passes",
+                "oracle": "every episode walks the optimal orienteering path of the full map"},
+        make_agent=agents.make_agent,
         statistics={
             "rooms": "rooms",
             "doors": "doors",
