@@ -201,12 +201,11 @@ def show(target: str, bench: Path | None, seeds: str | None) -> None:
             click.echo(loaded.kind.render_text(loaded.instance))
         return
     with open_instances(target, _parse_seeds(seeds)) as instances:
-        first = next(instances)
-        rest = list(instances)
-        if not rest:   # one instance: just its drawing
-            click.echo(first.kind.render_text(first.instance))
+        if instances.count == 1:   # one instance: just its drawing
+            loaded = next(instances.each)
+            click.echo(loaded.kind.render_text(loaded.instance))
             return
-        for loaded in (first, *rest):
+        for loaded in instances.each:
             click.echo(f"== {loaded.instance.id} ({loaded.kind.env})")
             click.echo(loaded.kind.render_text(loaded.instance))
             click.echo()
@@ -242,8 +241,8 @@ def play(target: str, agent: str, seeds: str | None, seed: int | None, instance_
     agent_seeds = _parse_seeds(seeds) or [seed or 0]
     played = steps = 0
     with open_instances(target, _parse_seeds(instance_seeds)) as instances, atomic_file(out) as handle, \
-            _progress(0, f"playing {agent}") as update:
-        for loaded in instances:
+            _progress(instances.count, f"playing {agent}") as update:
+        for loaded in instances.each:
             for agent_seed in agent_seeds:
                 trajectory = play_episode(loaded.instance, agent, agent_seed, instance_sha256=loaded.sha256,
                                           observations=observations)

@@ -4,10 +4,13 @@ commands find a world by its documents' `env` (never by name)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from eebench.agents import play_episode
 from eebench.bundles import publish
@@ -23,8 +26,6 @@ KINDS = envs()
 
 
 def exactly(text: str) -> str:
-    import re
-
     return f"^{re.escape(text)}$"
 
 
@@ -341,3 +342,24 @@ def test_the_oracle_earns_r_max_in_every_episode() -> None:
         steps = play_episode(instance, "oracle", 0)["steps"]
         replayed = replay(instance, [s["action"] for s in steps], [s["episode"] for s in steps])
         assert replayed.returns == [world.measures(instance)["max_return"]] * instance.episodes
+
+
+# -- properties over every kind ------------------------------------------------------------------------------
+
+@settings(max_examples=12, deadline=None)
+@given(env=st.sampled_from(KINDS), seed=st.integers(0, 10_000), agent_seed=st.integers(0, 10_000))
+def test_any_seed_of_any_kind_round_trips_and_plays_valid_trajectories(env: str, seed: int, agent_seed: int) -> None:
+    world = kind(env)
+    (instance,) = resolve_spec(first_preset(env), [seed]).instances()
+    doc = instance.to_document()
+    # the file eebench writes is the canonical JSON, read back as the same instance of the same kind
+    assert check_instance_document(json.loads(canonical_json(doc)), "mem") == instance and kind_of(instance) is world
+    measures = world.measures(instance)
+    assert list(measures) == list(world.statistics)
+    for agent in world.agents:
+        trajectory = play_episode(instance, agent, agent_seed, instance_sha256=sha256_hex(doc))
+        assert check_trajectory(Record("mem", None, 0, trajectory)) is trajectory
+        assert trajectory["steps"] and all(isinstance(s["action"], str) for s in trajectory["steps"])
+        if world.episodes is not None:   # a world of several episodes numbers them 0, 1, ... without gaps
+            episodes = [s["episode"] for s in trajectory["steps"]]
+            assert sorted(set(episodes)) == list(range(world.episodes(instance))) and episodes == sorted(episodes)
