@@ -186,8 +186,7 @@ def validate(files: tuple[Path, ...]) -> None:
                    "it as a file.")
 @click.option("--seeds", help="Seeds of a preset INSTANCE, e.g. '0-2' (default 0).")
 def show(target: str, bench: Path | None, seeds: str | None) -> None:
-    """Print instances as text, drawn by their world kind (grid_dag: S start, letters for nodes, G the goal, #
-    obstacles).
+    """Print instances as text, each drawn by its world kind.
 
     INSTANCE is an instance file, a folder or bundle of them, a suite or generator spec file, or the name of a
     shipped suite or preset (generated as `eebench generate` would); with --bench, an instance id.
@@ -214,8 +213,7 @@ def show(target: str, bench: Path | None, seeds: str | None) -> None:
 @main.command()
 @click.argument("target", metavar="INSTANCE_OR_DIR")
 @click.option("--agent", required=True,
-              help="A baseline agent of the instances' world kind (`eebench list` shows each kind's): grid_dag has "
-                   "random, frontier and oracle; rooms has random, explorer and oracle.")
+              help="A baseline agent of the instances' world kind; `eebench list` shows each kind's agents.")
 @click.option("--seeds", help="Seeds of the agent's choices, e.g. '0-9' or '0,3' (default 0); each instance is "
                               "played once per seed.")
 @click.option("--seed", type=click.IntRange(min=0), help="One seed of the agent's choices (the same as --seeds N).")
