@@ -53,6 +53,12 @@ def test_each_kind_is_complete(env: str) -> None:
     assert world.statistics and any(kind_of(p) is world for p in shipped_presets().values())
 
 
+@pytest.mark.parametrize("env", KINDS)
+def test_eebench_schema_prints_each_kinds_schemas(cli: Any, env: str) -> None:
+    for name in (f"instance.{env}", f"generator.{env}"):
+        assert json.loads(cli("schema", name).stdout) == load_schema(name)
+
+
 def test_the_trajectory_schema_knows_every_kind() -> None:
     assert set(load_schema("trajectory")["properties"]["env"]["enum"]) == {*KINDS, "logged"}
 
