@@ -324,7 +324,8 @@ def test_rooms_through_the_cli_generate_show_validate_grade(cli: Any, tmp_path: 
 ])
 def test_bad_rooms_instances_are_one_clear_line(cli: Any, tmp_path: Path, changes: dict[str, Any], line: str) -> None:
     file = write_json(tmp_path / "row.json", rooms_doc(**changes))
-    for args in (["validate", file], ["show", file], ["play", file, "--agent", "random", "--out", tmp_path / "r.jsonl"]):
+    play = ["play", file, "--agent", "random", "--out", tmp_path / "r.jsonl"]
+    for args in (["validate", file], ["show", file], play):
         assert_errors(cli(*args, code=None), f"{file}: {line}")
     assert not (tmp_path / "r.jsonl").exists()
 
