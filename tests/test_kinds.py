@@ -370,3 +370,21 @@ def test_any_seed_of_any_kind_round_trips_and_plays_valid_trajectories(env: str,
         if world.episodes is not None:   # a world of several episodes numbers them 0, 1, ... without gaps
             episodes = [s["episode"] for s in trajectory["steps"]]
             assert sorted(set(episodes)) == list(range(world.episodes(instance))) and episodes == sorted(episodes)
+
+
+def test_show_and_play_take_spec_files_as_generate_does(cli: Any, tmp_path: Path) -> None:
+    spec = tmp_path / "gen.yaml"
+    spec.write_text("eebench: generator/1\nenv: rooms\npresets:\n  tiny: {graph: maze, size: [2, 2], start: corner, "
+                    "door_budget: 3, episodes: 2}\n", "utf-8")
+    (instance,) = resolve_spec(str(spec), [4]).instances()
+    assert instance.id == "tiny/seed-4" and len(instance.doors) == 3   # a 2x2 maze: a spanning tree of 4 rooms
+    assert cli("show", spec, "--seeds", "4").stdout == kind("rooms").render_text(instance) + "\n"
+    runs = tmp_path / "r.jsonl"
+    cli("play", spec, "--agent", "explorer", "--instance-seeds", "4", "--out", runs)
+    (record,) = [json.loads(line) for line in runs.read_text("utf-8").splitlines()]
+    assert record["instance"] == "tiny/seed-4" and {s["episode"] for s in record["steps"]} == {0, 1}
+    cli("generate", spec, "--seeds", "4", "--out", tmp_path / "g")   # index.json stands for its folder
+    assert cli("show", tmp_path / "g/index.json").stdout == kind("rooms").render_text(instance) + "\n"
+    assert_errors(cli("show", runs, code=None),
+                  f"{runs}: eebench: expected an instance, suite or generator document (or a folder or bundle of "
+                  "instances), found trajectory/1")
