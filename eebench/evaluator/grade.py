@@ -32,7 +32,7 @@ from eebench import __version__
 from eebench.errors import InputError, Problem, quote
 from eebench.evaluator.park import METRIC_VERSION, ParkTables, Replay, error_counts, replay, step_columns
 from eebench.evaluator.store import Batch, Replaced, ResultStore
-from eebench.instances import InstanceLibrary, LoadedInstance
+from eebench.instances import InstanceLibrary, LoadedInstance, check_trajectory_env
 from eebench.trajectories import AGENT_LABELS, Record, check_trajectory, parse_record, read_raw_records
 
 EMPTY_EXPECTED = "trajectory/1 records (`eebench convert` makes them from agents' logs)"
@@ -132,20 +132,20 @@ class Grader:
     def _grade_record(self, record: Record) -> tuple[dict[str, Any], Replay, int, list[str | None]]:
         doc = check_trajectory(record)
         file, line = record.file, record.line
-        if doc.get("env", "grid_dag") != "grid_dag":
-            raise InputError(Problem(file, line, "env", f"{doc['env']!r} trajectories are kept as text and not "
-                                                        "graded by replay; expected 'grid_dag'. If it was played in "
-                                                        "an instance of the bench, convert its log again with "
-                                                        "`eebench convert ... --bench BENCH` (or --instance ID)"))
         instance_id = doc["instance"]
+        check_trajectory_env(doc.get("env"), None, file, line)  # `logged`: refused before any lookup
         try:
-            tables, loaded = self.tables(instance_id)
+            loaded = self.library.get(instance_id)
         except InputError as exc:
             if self.library.path_for(instance_id) is None:  # unknown id: locate the reference in the log
                 raise InputError(Problem(file, line, "instance", f"{exc.problems[0]}; give --bench the instances it "
                                                                  "was played in (or `eebench convert --instance ID`)")
                                  ) from None
             raise
+        kind = check_trajectory_env(doc.get("env"), loaded, file, line)  # the instance's kind decides
+        if kind is None or kind.env != "grid_dag":
+            raise InputError(Problem(file, line, "instance", f"no metric family grades {kind.env} trajectories yet"))
+        tables, loaded = self.tables(instance_id)
         instance, sha = loaded.instance, loaded.sha256
         expected = (self.bench.instances or {}).get(instance_id, sha)
         if sha != expected:  # the file read now is not the one the bundle's manifest promised (changed since verify)
