@@ -1,4 +1,4 @@
-"""Gymnasium environments over eebench's worlds: `import eebench.gym` registers eebench/GridDag-v0.
+"""Gymnasium environments over eebench's worlds: `import eebench.gym` registers eebench/GridDag-v0 and Rooms-v0.
 
 The rules stay in the worlds (`world.grid_dag.GridDagEnv`); this module only translates: integer actions to move
 words, the world's observation dict to a fixed Gymnasium space, and `render_mode="ansi"` to the text the LLM
@@ -17,7 +17,10 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from eebench.errors import EebenchError
 from eebench.world.grid_dag import ACTIONS, GridDagEnv, GridDagInstance, NodeStatus, render_observation
+from eebench.world.rooms import RoomsEnv, RoomsInstance
+from eebench.world.rooms import render_observation as render_rooms_observation
 
 NODE_STATUS = (None, *NodeStatus)  # code 0: no node on the agent's cell
 
@@ -59,8 +62,12 @@ class GridDag(gymnasium.Env):
         self._last = observation
         return self._encode(observation), {**info, "observation": observation}
 
+    def action_word(self, action: int | np.integer | str) -> str:
+        """The move word of an action index (a word is kept as it is)."""
+        return action if isinstance(action, str) else ACTIONS[int(action)]
+
     def step(self, action: int | np.integer | str) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
-        word = action if isinstance(action, str) else ACTIONS[int(action)]
+        word = self.action_word(action)
         observation, reward, terminated, truncated, info = self._env.step(word)
         self._last = observation
         return self._encode(observation), reward, terminated, truncated, {**info, "observation": observation}
@@ -84,27 +91,107 @@ class GridDag(gymnasium.Env):
         }
 
 
-class ScoredReward(gymnasium.RewardWrapper):
-    """Replace the environment's reward by a function of eebench's graded step record (default: minus the error).
+class Rooms(gymnasium.Env):
+    """Grams et al.'s room worlds as a Gymnasium environment: one Gymnasium episode per episode of the instance.
 
-    The record of each step is also in `info["step_record"]`; see `eebench.Scorer` for its fields.
+    Actions: Discrete(doors + balls): action k < doors is `<door k> door`, else `<ball k - doors> ball`, in the
+    instance's order (a string such as 'khaki ball' is accepted too). Observation: `episode`, `doors` and `balls`
+    (0/1 per door and ball of the instance: what the agent sees in its room), `doors_left`, `balls_left`,
+    `actions_left`. Reward: the collected ball's. `reset()` starts the next episode of the run (the agent's memory
+    of earlier ones is its own business); `reset(seed=...)` or a reset after the last episode starts the run over
+    at episode 0, and `options={"episode": k}` picks one.
     """
 
-    def __init__(self, env: gymnasium.Env, reward: Callable[[Any], float] = lambda record: -record.error):
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(self, instance: RoomsInstance, render_mode: str | None = None):
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"render_mode {render_mode!r}: expected 'ansi' or None")
+        self.instance = instance
+        self.render_mode = render_mode
+        self._env = RoomsEnv(instance)
+        world = self._env.world
+        self.actions = tuple(f"{name} door" for name in world.door_names) + \
+            tuple(f"{name} ball" for name in world.ball_names)
+        self._door_index = {name: i for i, name in enumerate(world.door_names)}
+        self._ball_index = {name: i for i, name in enumerate(world.ball_names)}
+        self.action_space = spaces.Discrete(len(self.actions))
+        most = max(world.door_budget, world.ball_limit, world.max_actions)
+        self.observation_space = spaces.Dict({
+            "episode": spaces.Discrete(instance.episodes),
+            "doors": spaces.MultiBinary(len(world.door_names)),
+            "balls": spaces.MultiBinary(len(world.ball_names)),
+            "doors_left": spaces.Box(0, most, shape=(), dtype=np.int64),
+            "balls_left": spaces.Box(0, most, shape=(), dtype=np.int64),
+            "actions_left": spaces.Box(0, most, shape=(), dtype=np.int64),
+        })
+        self._last: dict[str, Any] | None = None
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
+              ) -> tuple[dict[str, Any], dict[str, Any]]:
+        super().reset(seed=seed)
+        options = dict(options or {})
+        if "episode" not in options and (seed is not None or self._env.next_episode >= self.instance.episodes):
+            options["episode"] = 0
+        observation, info = self._env.reset(seed=seed, options=options)
+        self._last = observation
+        return self._encode(observation), {**info, "observation": observation}
+
+    def action_word(self, action: int | np.integer | str) -> str:
+        """The action text of an action index, `<name> door` or `<name> ball` (text is kept as it is)."""
+        return action if isinstance(action, str) else self.actions[int(action)]
+
+    def step(self, action: int | np.integer | str) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        word = self.action_word(action)
+        observation, reward, terminated, truncated, info = self._env.step(word)
+        self._last = observation
+        return self._encode(observation), reward, terminated, truncated, {**info, "observation": observation}
+
+    def render(self) -> str | None:
+        """The observation as the text the LLM agent reads (Grams et al., Appendix A.5)."""
+        if self.render_mode != "ansi" or self._last is None:
+            return None
+        return render_rooms_observation(self._last) + "\n"
+
+    def _encode(self, observation: dict[str, Any]) -> dict[str, Any]:
+        doors = np.zeros(len(self._door_index), dtype=np.int8)
+        doors[[self._door_index[name] for name in observation["doors"]]] = 1
+        balls = np.zeros(len(self._ball_index), dtype=np.int8)
+        balls[[self._ball_index[name] for name in observation["balls"]]] = 1
+        return {"episode": observation["episode"], "doors": doors, "balls": balls,
+                **{key: np.asarray(observation[key], dtype=np.int64)
+                   for key in ("doors_left", "balls_left", "actions_left")}}
+
+
+class ScoredReward(gymnasium.RewardWrapper):
+    """Replace the environment's reward by a function of eebench's graded step record.
+
+    The default is minus the error flag for grid_dag (Park et al.'s err(t)) and the ball's reward for rooms. The
+    record of each step is in `info["step_record"]`; see `eebench.Scorer` for its fields. For rooms the scorer
+    follows the run episode after episode (knowledge carries over): a reset to episode 0 starts it over.
+    """
+
+    def __init__(self, env: gymnasium.Env, reward: Callable[[Any], float] | None = None):
         super().__init__(env)
         from eebench.scorer import Scorer
 
         self.scorer = Scorer(env.unwrapped.instance)  # type: ignore[attr-defined]
-        self._reward = reward
+        self._reward = reward or _default_reward
         self._record: Any = None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[Any, dict[str, Any]]:
-        self.scorer.reset()
-        return super().reset(seed=seed, options=options)
+        observation, info = super().reset(seed=seed, options=options)
+        episode = info.get("episode", 0)
+        if episode == 0:
+            self.scorer.reset()
+        elif getattr(self.scorer, "next_episode", None) != episode:
+            raise EebenchError(f"ScoredReward scores a run episode after episode: episode {episode} follows an "
+                               "episode that has not ended; reset to episode 0 to start over")
+        return observation, info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        self._record = self.scorer.step(action if isinstance(action, str) else ACTIONS[int(action)])
+        self._record = self.scorer.step(self.env.unwrapped.action_word(action))  # type: ignore[attr-defined]
         observation, reward, terminated, truncated, info = super().step(action)
         return observation, reward, terminated, truncated, {**info, "step_record": self._record}
 
@@ -112,4 +199,9 @@ class ScoredReward(gymnasium.RewardWrapper):
         return float(self._reward(self._record))
 
 
-gymnasium.register("eebench/GridDag-v0", entry_point=GridDag, disable_env_checker=False)
+def _default_reward(record: Any) -> float:
+    return -record.error if hasattr(record, "error") else record.reward
+
+
+gymnasium.register("eebench/GridDag-v0", entry_point=GridDag)
+gymnasium.register("eebench/Rooms-v0", entry_point=Rooms)

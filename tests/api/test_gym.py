@@ -72,3 +72,44 @@ def test_scored_reward_is_minus_the_error(instance) -> None:
             break
     env.reset()
     assert env.unwrapped.instance is instance and env.scorer.t == 0
+
+
+@pytest.fixture(scope="module")
+def rooms_instance():
+    return next(iter(eebench.load("grams2025-rooms").values()))
+
+
+def test_rooms_check_env_and_text(rooms_instance) -> None:
+    """eebench/Rooms-v0 passes Gymnasium's checker and agrees with the world's env on every step and text."""
+    from eebench.world.rooms import RoomsEnv
+    from eebench.world.rooms import render_observation as render_rooms
+
+    env = gymnasium.make("eebench/Rooms-v0", instance=rooms_instance, render_mode="ansi")
+    check_env(env.unwrapped)
+    world_env = RoomsEnv(rooms_instance)
+    rng = np.random.default_rng(0)
+    obs, info = env.reset(seed=0)
+    raw, _ = world_env.reset()
+    assert info["observation"] == raw and obs in env.observation_space and env.render() == render_rooms(raw) + "\n"
+    for episode in range(3):
+        for _ in range(200):
+            action = int(rng.integers(env.action_space.n))
+            obs, reward, terminated, truncated, info = env.step(action)
+            expected = world_env.step(env.unwrapped.actions[action])
+            assert (info["observation"], reward, terminated, truncated) == (expected[0], *expected[1:4])
+            assert obs in env.observation_space and env.render() == render_rooms(expected[0]) + "\n"
+            if terminated or truncated:
+                break
+        assert terminated or truncated
+        obs, info = env.reset()
+        assert info["episode"] == episode + 1 == obs["episode"]
+        world_env.reset()
+    assert env.reset(seed=0)[1]["episode"] == 0  # a seed starts the run over
+
+
+def test_rooms_actions_name_every_door_and_ball(rooms_instance) -> None:
+    env = eebench.gym.Rooms(rooms_instance)
+    assert env.action_space.n == len(rooms_instance.doors) + len(rooms_instance.balls)
+    assert env.actions[0] == f"{rooms_instance.doors[0].name} door"
+    assert env.actions[-1] == f"{rooms_instance.balls[-1].name} ball"
+    assert env.action_word("Khaki  BALL") == "Khaki  BALL"  # text is passed on as written
