@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 
     from eebench.evaluator.grade import Bench, GradeReport
     from eebench.world.grid_dag import GridDagInstance
+    from eebench.world.rooms import RoomsInstance
 
-    Instance = GridDagInstance
+    Instance = GridDagInstance | RoomsInstance
 
 
 
