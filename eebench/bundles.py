@@ -525,6 +525,8 @@ def open_instances(target: str, seeds: list[int] | None = None) -> Iterator[Inst
     if not path.exists() and ("/" in target or os.sep in target or archive_suffix(path)
                               or path.suffix.lower() in (".json", ".yaml", ".yml")):  # meant as a path, not a name
         raise InputError.at(target, "no such file")
+    if path.exists() and not path.is_file() and not path.is_dir():  # /dev/zero, a pipe: never read
+        raise InputError.at(target, "is a device, expected a file")
     document = path.is_file() and not archive_suffix(path) and path.name != MANIFEST_FILE
     found = document_kind(load_document(path), target) if document else None
     if found is not None and found[0] not in ("instance", "suite", "generator"):

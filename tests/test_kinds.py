@@ -235,7 +235,8 @@ def test_a_logged_trajectory_is_not_replayed(cli: Any, tmp_path: Path) -> None:
     runs = write_jsonl(tmp_path / "r.jsonl", [doc])
     assert_errors(cli("grade", runs, "--bench", _grid_bench(tmp_path), "--db", tmp_path / "x.duckdb", code=None),
                   f"{runs}:1: env: 'logged' trajectories are kept as text and not graded by replay; expected the "
-                  "world kind of its instance, or no env")
+                  "world kind of its instance, or no env. If it was played in an instance of the bench, convert its "
+                  "log again with `eebench convert ... --bench BENCH` (or --instance ID)")
 
 
 # -- suites and bundles by kind ------------------------------------------------------------------------------
