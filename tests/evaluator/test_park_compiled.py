@@ -1,0 +1,72 @@
+"""The compiled replay against the plain-Python reference: every metric column equal on random worlds and runs."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from eebench.evaluator.park import ParkTables, action_codes, replay, replay_compiled, step_columns
+from eebench.generator import generate_instance
+from eebench.generator.params import DagParams, MapParams, Preset
+from tests.conftest import make_instance
+
+WORDS = st.sampled_from(["up", "down", "left", "right", "Up", " LEFT", "jump", "", None])
+MOVES = st.sampled_from(["up", "down", "left", "right"])
+
+
+def _assert_same(tables: ParkTables, actions: list[str | None]) -> None:
+    ours, reference = replay_compiled(tables, actions), replay(tables, actions)
+    width = tables.world.width
+    assert ours[5:] == reference[5:]  # success, end reason, ignored actions, nodes achieved, cells observed
+    assert ours.start == reference.start
+    assert ours.changes.tolist() == reference.changes.tolist()
+    compiled, plain = step_columns([ours], [width]), step_columns([reference], [width])
+    assert compiled.keys() == plain.keys()
+    for name, values in plain.items():
+        assert compiled[name].dtype == values.dtype, name
+        assert compiled[name].tolist() == values.tolist(), name
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n_nodes=st.integers(1, 9), width=st.integers(2, 13), height=st.integers(2, 13),
+       corridor=st.integers(1, 3), options=st.sampled_from([((1, 1.0),), ((1, 0.5), (2, 0.5))]),
+       seed=st.integers(0, 10_000), actions=st.lists(WORDS, max_size=150), walk=st.lists(MOVES, max_size=400))
+def test_compiled_replay_equals_the_reference(n_nodes, width, height, corridor, options, seed, actions,
+                                              walk) -> None:
+    # maps up to 13 x 13 cells: closer sets of one to three 64-bit words
+    if width * height < n_nodes + 1:
+        return
+    preset = Preset("p", DagParams(n_nodes, option_count_probs=options,
+                                   dependency_count_probs=((1, 0.5), (2, 0.5))),
+                    MapParams((1, corridor), size=(width, height)))
+    tables = ParkTables(generate_instance(preset, seed, "prop/compiled"))
+    for run in (actions, walk, walk + actions, actions + walk):
+        _assert_same(tables, run)
+
+
+@settings(max_examples=30, deadline=None)
+@given(walk=st.lists(st.sampled_from(["up", "down", "left", "right", "x"]), max_size=300))
+def test_compiled_replay_with_alternatives_and_a_node_on_the_start(walk) -> None:
+    # a node on the start cell (achieved by coming back), OR-prerequisites, obstacles, a goal needing two nodes
+    instance = make_instance(["......", ".#.##.", "......", "##.#.."], [2, 0],
+                             [("S", [2, 0], []), ("A", [0, 2], [["S"]]), ("B", [5, 3], []),
+                              ("C", [4, 2], [["A"], ["B"]]), ("G", [2, 3], [["A", "C"]])], "G", budget=250)
+    _assert_same(ParkTables(instance), walk)
+
+
+def test_closer_rows_are_made_only_for_the_moves_made() -> None:
+    # an open 30 x 30 map: a walk of ten steps right prepares ten slots, not 30^2 x 4
+    instance = make_instance(["." * 30] * 30, [0, 0], [("G", [29, 29], [])], "G", budget=100)
+    tables = ParkTables(instance)
+    flat = tables.compiled()
+    flat.prepare(action_codes(["right"] * 10 + ["jump", "up"], 100))
+    assert flat.rows - 1 == 10  # (row 0 is the empty row; "up" at the top edge and "jump" are no moves)
+    assert int(flat.slot_row[5 * 3 + 3]) > 0 and int(flat.slot_row[5 * 3 + 1]) == 0
+    assert replay_compiled(tables, ["right"] * 10).cells_to.tolist() == list(range(1, 11))
+
+
+def test_codes_follow_parse_action() -> None:
+    codes = action_codes(["up", "Down ", "LEFT", "right", "jump", None, ""], 10)
+    assert codes.tolist() == [0, 1, 2, 3, 4, 4, 4] and codes.dtype == np.int8
+    assert action_codes(["up"] * 5, 3).tolist() == [0, 0, 0]
