@@ -26,17 +26,24 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 
 from eebench import __version__
 from eebench.errors import InputError, Problem
-from eebench.evaluator.park import METRIC_VERSION, ParkTables, Replay, error_counts, replay, step_columns
+from eebench.evaluator.park import (METRIC_VERSION, ParkTables, Replay, error_counts, replay, replay_compiled_many,
+                                   step_columns)
 from eebench.evaluator.store import Batch, Replaced, ResultStore
 from eebench.instances import InstanceLibrary, LoadedInstance
 from eebench.trajectories import AGENT_LABELS, Record, check_trajectory, parse_record, read_raw_records
 
 EMPTY_EXPECTED = "trajectory/1 records (`eebench convert` makes them from agents' logs)"
-CHUNK_RECORDS = 256      # records graded together (and shipped to a worker at once)
+CHUNK_RECORDS = 4096     # at most this many records graded together (and shipped to a worker at once) ...
+CHUNK_BYTES = 4 << 20    # ... or of this much JSON (about 200k steps), so memory follows steps, not records
 FLUSH_STEPS = 200_000    # steps gathered before a write to DuckDB
+# The replay runs compiled (numba) once a run has graded this many steps, and always on maps of more cells: below,
+# importing numba and loading its cached kernels (about 0.5 s) costs more than the plain-Python replay.
+COMPILED_FROM_STEPS = 50_000
+COMPILED_FROM_CELLS = 1024
 
 
 @dataclass(frozen=True)
@@ -83,6 +90,7 @@ class Grader:
         self.graded_at = graded_at
         self._tables: OrderedDict[str, ParkTables] = OrderedDict()
         self._cache_size = cache_size
+        self._steps = 0  # graded so far by this grader (see COMPILED_FROM_STEPS)
 
     def tables(self, instance_id: str) -> tuple[ParkTables, LoadedInstance]:
         loaded = self.library.get(instance_id)
@@ -98,26 +106,26 @@ class Grader:
 
     def grade_chunk(self, records: Sequence[Record], skip_invalid: bool) -> tuple[Batch, list[Problem]]:
         """Grade a chunk; a bad record raises InputError, or is listed as skipped with `skip_invalid`."""
-        rows: list[dict[str, Any]] = []
-        replays: list[Replay] = []
-        widths: list[int] = []
-        actions: list[list[str | None]] = []
+        checked: list[tuple[dict[str, Any], ParkTables, list[str | None]]] = []
         skipped: list[Problem] = []
         for record in records:
             try:
-                row, replayed, width, graded_actions = self._grade_record(parse_record(record))
+                checked.append(self._check_record(_parsed(record)))
             except InputError as exc:
                 if not skip_invalid:
                     raise
                 skipped.extend(p if isinstance(p, Problem) else Problem(record.file, record.line, None, str(p))
                                for p in exc.problems)
-                continue
-            rows.append(row)
-            replays.append(replayed)
-            widths.append(width)
-            actions.append(graded_actions)
-        columns = step_columns(replays, widths)
-        columns["action"] = np.fromiter(chain.from_iterable(actions), dtype=object, count=len(columns["t"]))
+        replays = self._replay([(tables, actions) for _, tables, actions in checked])
+        rows = [row for row, _, _ in checked]
+        for row, replayed in zip(rows, replays):
+            row.update(success=replayed.success, end_reason=replayed.end_reason, n_steps=len(replayed.cells_to),
+                       ignored_actions=replayed.ignored_actions, nodes_achieved=replayed.nodes_achieved,
+                       cells_observed=replayed.cells_observed)
+        columns = step_columns(replays, [tables.world.width for _, tables, _ in checked])
+        columns["action"] = np.fromiter(chain.from_iterable(actions[:len(replayed.cells_to)] for (_, _, actions),
+                                                            replayed in zip(checked, replays)),
+                                        dtype=object, count=len(columns["t"]))
         counts = error_counts(columns, len(rows))
         for i, row in enumerate(rows):
             for name, values in counts.items():
@@ -126,7 +134,25 @@ class Grader:
             row["exploit_error"] = row["exploit_errors"] / row["exploit_steps"] if row["exploit_steps"] else None
         return Batch(rows, [columns]), skipped
 
-    def _grade_record(self, record: Record) -> tuple[dict[str, Any], Replay, int, list[str | None]]:
+    def _replay(self, runs: Sequence[tuple[ParkTables, list[str | None]]]) -> list[Replay]:
+        """Replay runs in their instances: compiled, one call per instance, once the run is large enough (see
+        COMPILED_FROM_STEPS) or the map large; else by the plain-Python reference."""
+        self._steps += sum(len(actions) for _, actions in runs)
+        replays: list[Replay | None] = [None] * len(runs)
+        by_instance: dict[int, list[int]] = {}
+        for i, (tables, actions) in enumerate(runs):
+            if self._steps >= COMPILED_FROM_STEPS or tables.n_cells > COMPILED_FROM_CELLS:
+                by_instance.setdefault(id(tables), []).append(i)
+            else:
+                replays[i] = replay(tables, actions)
+        for indices in by_instance.values():
+            tables = runs[indices[0]][0]
+            for i, replayed in zip(indices, replay_compiled_many(tables, [runs[i][1] for i in indices])):
+                replays[i] = replayed
+        return replays  # type: ignore[return-value]  # (every slot filled above)
+
+    def _check_record(self, record: Record) -> tuple[dict[str, Any], ParkTables, list[str | None]]:
+        """The trajectory's row (all but the replay's values), its instance's tables and its actions."""
         doc = check_trajectory(record)
         file, line = record.file, record.line
         if doc.get("env", "grid_dag") != "grid_dag":
@@ -156,25 +182,22 @@ class Grader:
                                      "(--bench the version it was played in)"))
         steps = doc["steps"]
         actions = list(map(_ACTION, steps))
-        replayed = replay(tables, actions)
         agent = doc.get("agent") or {}
         meta = instance.meta or {}
-        row = {
+        row = {  # in the table's column order; the replay's values are filled in by grade_chunk
             "trajectory_id": doc["id"], "instance_id": instance_id, "instance_sha256": sha,
             **{("agent_name" if k == "name" else k): agent.get(k) for k in AGENT_LABELS},
-            "success": replayed.success, "end_reason": replayed.end_reason, "n_steps": len(replayed.cells_to),
-            "ignored_actions": replayed.ignored_actions,
+            "success": None, "end_reason": None, "n_steps": None, "ignored_actions": None,
             "metric_version": METRIC_VERSION, "graded_at": self.graded_at, "budget": instance.budget,
             "optimal_steps": tables.optimal_steps, "nodes_total": len(instance.nodes),
-            "nodes_achieved": replayed.nodes_achieved, "free_cells": tables.free_cells,
-            "cells_observed": replayed.cells_observed,
+            "nodes_achieved": None, "free_cells": tables.free_cells, "cells_observed": None,
             "preset": meta.get("preset") if isinstance(meta.get("preset"), str) else None,
             **_usage(steps),
             "source_file": file, "source_line": line,
             "bench_name": self.bench.name, "bench_version": self.bench.version,
             "bench_digest": self.bench.digest, "eebench_version": __version__,
         }
-        return row, replayed, tables.world.width, actions[:len(replayed.cells_to)]
+        return row, tables, actions
 
 
 USAGE_FIELDS = ("tokens_in", "tokens_out", "latency_ms")
@@ -196,16 +219,32 @@ def _usage(steps: list[dict[str, Any]]) -> dict[str, int | float | None]:
     return totals
 
 
+def _parsed(record: Record) -> Record:
+    """The record with its JSON line parsed by orjson; what orjson refuses goes to `parse_record`, which parses
+    what the standard library accepts and words the errors."""
+    if isinstance(record.value, bytes):
+        with contextlib.suppress(orjson.JSONDecodeError):
+            return record._replace(value=orjson.loads(record.value))
+    return parse_record(record)
+
+
 def _chunks(files: Sequence[Path]) -> Iterator[list[Record]]:
+    """Records in chunks of at most CHUNK_RECORDS records or CHUNK_BYTES bytes of JSON (a longer record alone)."""
     chunk: list[Record] = []
+    size = 0
     for path in files:
         records = 0
         for record in read_raw_records(path):
             records += 1
+            length = len(record.value) if isinstance(record.value, bytes) else 0
+            if chunk and size + length > CHUNK_BYTES:
+                yield chunk
+                chunk, size = [], 0
             chunk.append(record)
+            size += length
             if len(chunk) == CHUNK_RECORDS:
                 yield chunk
-                chunk = []
+                chunk, size = [], 0
         if not records:  # the rule `convert` follows too: an empty input is a mistake, even with skip_invalid
             raise InputError.at(str(path), f"is empty; expected {EMPTY_EXPECTED}")
     if chunk:

@@ -20,6 +20,7 @@ runs the same rules compiled (park_compiled.py) for large runs, and property tes
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 from typing import NamedTuple
 
 import numpy as np
@@ -140,6 +141,7 @@ class _CompiledTables:
     slots trajectories use (`prepare`)."""
 
     ROWS_PER_BATCH = 256  # distance rows computed at once (memory: this x cells x 4 bytes)
+    DENSE_CELLS = 1024    # maps up to this many cells get every move's closer row when first used
 
     def __init__(self, tables: ParkTables):
         world = tables.world
@@ -162,12 +164,23 @@ class _CompiledTables:
         self.seen = np.zeros(5 * n, dtype=bool)
         self.closer = np.zeros((1, self.words), dtype=np.uint64)
         self.rows = 1
+        self.valid_slots = int((self.to >= 0).sum())
+        if n <= self.DENSE_CELLS:  # a small map: every move's row at once (at most 4 x 1024 x 128 bytes)
+            self._fill(np.flatnonzero(self.to >= 0))
+            self.seen[:] = True
 
-    def prepare(self, codes: np.ndarray) -> None:
-        """Fill the closer rows of the admissible slots a trajectory of move codes passes through."""
+    def prepare(self, codes: np.ndarray, offsets: np.ndarray) -> None:
+        """Fill the closer rows of the admissible slots that trajectories of move codes pass through (trajectory j
+        is codes[offsets[j]:offsets[j + 1]])."""
         from eebench.evaluator import park_compiled
 
-        slots = park_compiled.used_slots(self.to, self.start, codes, self.seen)
+        if self.rows <= self.valid_slots:  # (else every row is there)
+            # in cell order, so a batch of rows shares its sources (a cell and its neighbours)
+            self._fill(np.sort(park_compiled.used_slots(self.to, self.start, codes, offsets, self.seen)))
+
+    def _fill(self, slots: np.ndarray) -> None:
+        from eebench.evaluator import park_compiled
+
         if not slots.size:
             return
         need = self.rows + slots.size
@@ -316,28 +329,42 @@ def replay(tables: ParkTables, actions: Sequence[str | None]) -> Replay:
 
 def replay_compiled(tables: ParkTables, actions: Sequence[str | None]) -> Replay:
     """`replay` by the compiled kernel of `park_compiled` (same rules, same result; tests cross-check the two)."""
+    return replay_compiled_many(tables, [actions])[0]
+
+
+def replay_compiled_many(tables: ParkTables, runs: Sequence[Sequence[str | None]]) -> list[Replay]:
+    """`replay_compiled` of several action lists in one instance, in one call of the compiled kernel."""
     from eebench.evaluator import park_compiled
 
     flat = tables.compiled()
     budget = tables.world.budget
-    codes = action_codes(actions, budget)
-    flat.prepare(codes)
+    lengths = np.fromiter((min(len(run), budget) for run in runs), dtype=np.int64, count=len(runs))
+    offsets = np.zeros(len(runs) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    codes = action_codes(list(chain.from_iterable(run[:budget] for run in runs)), None)
+    flat.prepare(codes, offsets)
     m = codes.size
     to_col = np.empty(m, dtype=np.int32)
     flag_col = np.empty(m, dtype=np.int8)
     stale_col = np.empty(m, dtype=np.int32)
-    changes = np.empty((m + 1, 3), dtype=np.int32)
-    steps, n_changes, reached_goal, achieved, observed = park_compiled.replay_codes(
-        codes, flat.start, flat.n, flat.to, flat.edge, flat.slot_row, flat.closer, flat.node_cell, flat.node_at,
-        flat.node_cells, flat.goal, flat.alt_ptr, flat.member_ptr, flat.members, flat.free,
-        to_col, flag_col, stale_col, changes)
-    end_reason = "goal" if reached_goal else "budget" if steps >= budget else "end_of_log"
-    return Replay(flat.start, to_col[:steps], flag_col[:steps], stale_col[:steps], changes[:n_changes],
-                  bool(reached_goal), end_reason, len(actions) - steps, achieved, observed)
+    changes = np.empty((m + len(runs), 3), dtype=np.int32)
+    results = np.empty((len(runs), 5), dtype=np.int64)  # steps, changes, reached goal, achieved, observed
+    park_compiled.replay_batch(
+        codes, offsets, flat.start, flat.n, flat.to, flat.edge, flat.slot_row, flat.closer, flat.node_cell,
+        flat.node_at, flat.node_cells, flat.goal, flat.alt_ptr, flat.member_ptr, flat.members, flat.free,
+        to_col, flag_col, stale_col, changes, results)
+    out = []
+    for j, (steps, n_changes, reached_goal, achieved, observed) in enumerate(results.tolist()):
+        a = int(offsets[j])
+        end_reason = "goal" if reached_goal else "budget" if steps >= budget else "end_of_log"
+        out.append(Replay(flat.start, to_col[a:a + steps], flag_col[a:a + steps], stale_col[a:a + steps],
+                          changes[a + j:a + j + n_changes], bool(reached_goal), end_reason, len(runs[j]) - steps,
+                          achieved, observed))
+    return out
 
 
-def action_codes(actions: Sequence[str | None], budget: int) -> np.ndarray:
-    """Move codes of the graded actions (the first `budget`): 0-3 up, down, left, right; 4 anything else."""
+def action_codes(actions: Sequence[str | None], budget: int | None) -> np.ndarray:
+    """Move codes of the graded actions (the first `budget`, or all): 0-3 up, down, left, right; 4 anything else."""
     codes = list(map(ACTION_INDEX.get, actions[:budget]))
     if None in codes:
         codes = [(4 if (parsed := parse_action(word)) is None else parsed) if code is None else code

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import duckdb
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from eebench.evaluator.park import ParkTables, action_codes, replay, replay_compiled, step_columns
+from eebench.evaluator import Bench, grade, grade_files
+from eebench.evaluator.park import (ParkTables, action_codes, replay, replay_compiled, replay_compiled_many,
+                                   step_columns)
 from eebench.generator import generate_instance
 from eebench.generator.params import DagParams, MapParams, Preset
-from tests.conftest import make_instance
+from eebench.instances import write_instances
+from eebench.suites import resolve_spec
+from tests.conftest import make_instance, write_jsonl
 
 WORDS = st.sampled_from(["up", "down", "left", "right", "Up", " LEFT", "jump", "", None])
 MOVES = st.sampled_from(["up", "down", "left", "right"])
@@ -56,17 +61,58 @@ def test_compiled_replay_with_alternatives_and_a_node_on_the_start(walk) -> None
 
 
 def test_closer_rows_are_made_only_for_the_moves_made() -> None:
-    # an open 30 x 30 map: a walk of ten steps right prepares ten slots, not 30^2 x 4
-    instance = make_instance(["." * 30] * 30, [0, 0], [("G", [29, 29], [])], "G", budget=100)
+    # an open 40 x 40 map (above DENSE_CELLS): ten steps right prepare ten slots, not 40^2 x 4
+    instance = make_instance(["." * 40] * 40, [0, 0], [("G", [39, 39], [])], "G", budget=100)
     tables = ParkTables(instance)
     flat = tables.compiled()
-    flat.prepare(action_codes(["right"] * 10 + ["jump", "up"], 100))
+    assert flat.n > flat.DENSE_CELLS
+    flat.prepare(action_codes(["right"] * 10 + ["jump", "up"], 100), np.array([0, 12]))
     assert flat.rows - 1 == 10  # (row 0 is the empty row; "up" at the top edge and "jump" are no moves)
     assert int(flat.slot_row[5 * 3 + 3]) > 0 and int(flat.slot_row[5 * 3 + 1]) == 0
     assert replay_compiled(tables, ["right"] * 10).cells_to.tolist() == list(range(1, 11))
+
+
+def test_small_maps_get_every_row_at_once() -> None:
+    instance = make_instance(["...", ".#.", "..."], [0, 0], [("G", [2, 2], [])], "G", budget=10)
+    flat = ParkTables(instance).compiled()
+    assert flat.rows - 1 == flat.valid_slots == 16  # 8 free cells of a ring, two moves each
+
+
+def test_many_runs_in_one_call_equal_one_at_a_time() -> None:
+    instance = make_instance(["....", ".#..", "...."], [0, 0], [("A", [3, 0], []), ("G", [0, 2], [["A"]])], "G",
+                             budget=30)
+    tables = ParkTables(instance)
+    runs = [["right"] * 3 + ["down"] * 2 + ["left"] * 3, [], ["up", "jump"], ["down", "up"] * 20]
+    together = replay_compiled_many(tables, runs)
+    for run, replayed in zip(runs, together):
+        alone = replay(tables, run)
+        assert replayed[5:] == alone[5:] and replayed.changes.tolist() == alone.changes.tolist()
+        assert replayed.cells_to.tolist() == alone.cells_to.tolist()
+        assert replayed.stale.tolist() == alone.stale.tolist() and replayed.flags.tolist() == alone.flags.tolist()
 
 
 def test_codes_follow_parse_action() -> None:
     codes = action_codes(["up", "Down ", "LEFT", "right", "jump", None, ""], 10)
     assert codes.tolist() == [0, 1, 2, 3, 4, 4, 4] and codes.dtype == np.int8
     assert action_codes(["up"] * 5, 3).tolist() == [0, 0, 0]
+
+
+def test_a_grade_is_the_same_byte_for_byte_compiled_or_not(tmp_path, monkeypatch) -> None:
+    # the same runs graded with the plain replay and with the compiled one (threshold 0): equal tables
+
+    suite = resolve_spec("park2026-main")
+    instances = list(suite.instances())[:6]
+    write_instances(instances, tmp_path / "bench", suite.source())
+    words = ["up", "down", "left", "right", "Left ", "wait", None]
+    runs = write_jsonl(tmp_path / "runs.jsonl", [
+        {"eebench": "trajectory/1", "id": f"r{k}", "instance": instances[k % 6].id,
+         "steps": [{"action": words[(k * 7 + i * i) % 7]} for i in range(k * 3)]} for k in range(40)])
+    tables = {}
+    for threshold in (10 ** 12, 0):
+        monkeypatch.setattr(grade, "COMPILED_FROM_STEPS", threshold)
+        db = tmp_path / f"{threshold}.duckdb"
+        grade_files([runs], Bench(tmp_path / "bench"), db)
+        with duckdb.connect(str(db), read_only=True) as con:
+            tables[threshold] = [con.execute("SELECT * EXCLUDE (graded_at) FROM trajectories ORDER BY ALL").fetchall(),
+                                 con.execute("SELECT * FROM steps ORDER BY ALL").fetchall()]
+    assert tables[0] == tables[10 ** 12] and len(tables[0][1]) > 1000
