@@ -38,8 +38,8 @@ from eebench.trajectories import AGENT_LABELS, Record, check_trajectory, parse_r
 
 EMPTY_EXPECTED = "trajectory/1 records (`eebench convert` makes them from agents' logs)"
 CHUNK_RECORDS = 4096     # at most this many records graded together (and shipped to a worker at once) ...
-CHUNK_BYTES = 4 << 20    # ... or of this much JSON (about 200k steps), so memory follows steps, not records
-FLUSH_STEPS = 200_000    # steps gathered before a write to DuckDB
+CHUNK_BYTES = 1 << 20    # ... or of this much JSON (about 50k steps), so memory follows steps, not records
+FLUSH_STEPS = 50_000     # steps gathered before a write to DuckDB
 # The replay runs compiled (numba) once a run has graded this many steps, and always on maps of more cells: below,
 # importing numba and loading its cached kernels (about 0.5 s) costs more than the plain-Python replay.
 COMPILED_FROM_STEPS = 50_000

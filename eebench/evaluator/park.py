@@ -20,7 +20,7 @@ runs the same rules compiled (park_compiled.py) for large runs, and property tes
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain
+from itertools import chain, repeat
 from typing import NamedTuple
 
 import numpy as np
@@ -365,11 +365,13 @@ def replay_compiled_many(tables: ParkTables, runs: Sequence[Sequence[str | None]
 
 def action_codes(actions: Sequence[str | None], budget: int | None) -> np.ndarray:
     """Move codes of the graded actions (the first `budget`, or all): 0-3 up, down, left, right; 4 anything else."""
-    codes = list(map(ACTION_INDEX.get, actions[:budget]))
-    if None in codes:
-        codes = [(4 if (parsed := parse_action(word)) is None else parsed) if code is None else code
-                 for code, word in zip(codes, actions)]
-    return np.array(codes, dtype=np.int8)
+    graded = actions[:budget]
+    # the canonical words in one C-level pass; the rest (-1 there) are read by parse_action
+    codes = np.fromiter(map(ACTION_INDEX.get, graded, repeat(-1)), dtype=np.int8, count=len(graded))
+    for i in np.flatnonzero(codes < 0).tolist():
+        parsed = parse_action(graded[i])
+        codes[i] = 4 if parsed is None else parsed
+    return codes
 
 
 def step_columns(replays: Sequence[Replay], widths: Sequence[int]) -> dict[str, np.ndarray]:
