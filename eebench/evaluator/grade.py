@@ -30,11 +30,12 @@ import orjson
 
 from eebench import __version__
 from eebench.errors import InputError, Problem
-from eebench.evaluator.park import (METRIC_VERSION, ParkTables, Replay, error_counts, replay, replay_compiled_many,
-                                   step_columns)
+from eebench.evaluator.park import (METRIC_VERSION, ParkTables, Replay, error_counts, replay, replay_codes_many,
+                                   step_columns, word_codes)
 from eebench.evaluator.store import Batch, Replaced, ResultStore
 from eebench.instances import InstanceLibrary, LoadedInstance
 from eebench.trajectories import AGENT_LABELS, Record, check_trajectory, parse_record, read_raw_records
+from eebench.world.grid_dag import ACTIONS
 
 EMPTY_EXPECTED = "trajectory/1 records (`eebench convert` makes them from agents' logs)"
 CHUNK_RECORDS = 4096     # at most this many records graded together (and shipped to a worker at once) ...
@@ -116,16 +117,14 @@ class Grader:
                     raise
                 skipped.extend(p if isinstance(p, Problem) else Problem(record.file, record.line, None, str(p))
                                for p in exc.problems)
-        replays = self._replay([(tables, actions) for _, tables, actions in checked])
+        replays, graded_actions = self._replay([(tables, actions) for _, tables, actions in checked])
         rows = [row for row, _, _ in checked]
         for row, replayed in zip(rows, replays):
             row.update(success=replayed.success, end_reason=replayed.end_reason, n_steps=len(replayed.cells_to),
                        ignored_actions=replayed.ignored_actions, nodes_achieved=replayed.nodes_achieved,
                        cells_observed=replayed.cells_observed)
         columns = step_columns(replays, [tables.world.width for _, tables, _ in checked])
-        columns["action"] = np.fromiter(chain.from_iterable(actions[:len(replayed.cells_to)] for (_, _, actions),
-                                                            replayed in zip(checked, replays)),
-                                        dtype=object, count=len(columns["t"]))
+        columns["action"] = graded_actions
         counts = error_counts(columns, len(rows))
         for i, row in enumerate(rows):
             for name, values in counts.items():
@@ -134,10 +133,22 @@ class Grader:
             row["exploit_error"] = row["exploit_errors"] / row["exploit_steps"] if row["exploit_steps"] else None
         return Batch(rows, [columns]), skipped
 
-    def _replay(self, runs: Sequence[tuple[ParkTables, list[str | None]]]) -> list[Replay]:
-        """Replay runs in their instances: compiled, one call per instance, once the run is large enough (see
-        COMPILED_FROM_STEPS) or the map large; else by the plain-Python reference."""
-        self._steps += sum(len(actions) for _, actions in runs)
+    def _replay(self, runs: Sequence[tuple[ParkTables, list[str | None]]]) -> tuple[list[Replay], np.ndarray]:
+        """Replay runs in their instances, and the graded steps' actions as one column.
+
+        Compiled, one call per instance, once the run is large enough (see COMPILED_FROM_STEPS) or the map large;
+        else by the plain-Python reference. The action column is made from the move codes: the four words as
+        four shared strings, every other word as written.
+        """
+        graded = [actions[:tables.world.budget] for tables, actions in runs]
+        words = list(chain.from_iterable(graded))
+        codes, inexact = word_codes(words)
+        action = _WORDS[codes]
+        action[inexact] = [words[i] for i in inexact]
+        offsets = np.zeros(len(runs) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, graded), dtype=np.int64, count=len(runs)), out=offsets[1:])
+
+        self._steps += len(words)
         replays: list[Replay | None] = [None] * len(runs)
         by_instance: dict[int, list[int]] = {}
         for i, (tables, actions) in enumerate(runs):
@@ -146,10 +157,16 @@ class Grader:
             else:
                 replays[i] = replay(tables, actions)
         for indices in by_instance.values():
-            tables = runs[indices[0]][0]
-            for i, replayed in zip(indices, replay_compiled_many(tables, [runs[i][1] for i in indices])):
+            parts = [codes[offsets[i]:offsets[i + 1]] for i in indices]
+            together = replay_codes_many(runs[indices[0]][0], np.concatenate(parts),
+                                         np.cumsum([0, *map(len, parts)]), [len(runs[i][1]) for i in indices])
+            for i, replayed in zip(indices, together):
                 replays[i] = replayed
-        return replays  # type: ignore[return-value]  # (every slot filled above)
+        # the graded steps (up to the goal) of each run's actions
+        played = np.fromiter((len(r.cells_to) for r in replays), dtype=np.int64, count=len(runs))  # type: ignore
+        keep = np.arange(len(words)) - np.repeat(offsets[:-1], offsets[1:] - offsets[:-1]) \
+            < np.repeat(played, offsets[1:] - offsets[:-1])
+        return replays, action[keep]  # type: ignore[return-value]  # (every replay made above)
 
     def _check_record(self, record: Record) -> tuple[dict[str, Any], ParkTables, list[str | None]]:
         """The trajectory's row (all but the replay's values), its instance's tables and its actions."""
@@ -201,6 +218,7 @@ class Grader:
 
 
 USAGE_FIELDS = ("tokens_in", "tokens_out", "latency_ms")
+_WORDS = np.array([*ACTIONS, None], dtype=object)  # the action column's value of each move code (4: as written)
 _ACTION = itemgetter("action")
 
 

@@ -334,44 +334,58 @@ def replay_compiled(tables: ParkTables, actions: Sequence[str | None]) -> Replay
 
 def replay_compiled_many(tables: ParkTables, runs: Sequence[Sequence[str | None]]) -> list[Replay]:
     """`replay_compiled` of several action lists in one instance, in one call of the compiled kernel."""
+    budget = tables.world.budget
+    lengths = [min(len(run), budget) for run in runs]
+    codes, _ = word_codes(list(chain.from_iterable(run[:budget] for run in runs)))
+    return replay_codes_many(tables, codes, np.cumsum([0, *lengths]), [len(run) for run in runs])
+
+
+def replay_codes_many(tables: ParkTables, codes: np.ndarray, offsets: np.ndarray,
+                      n_actions: Sequence[int]) -> list[Replay]:
+    """The compiled replay of move codes (`word_codes`): run j is codes[offsets[j]:offsets[j + 1]], its actions
+    cut to the budget, of n_actions[j] actions in all."""
     from eebench.evaluator import park_compiled
 
     flat = tables.compiled()
     budget = tables.world.budget
-    lengths = np.fromiter((min(len(run), budget) for run in runs), dtype=np.int64, count=len(runs))
-    offsets = np.zeros(len(runs) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    codes = action_codes(list(chain.from_iterable(run[:budget] for run in runs)), None)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    runs = len(offsets) - 1
     flat.prepare(codes, offsets)
     m = codes.size
     to_col = np.empty(m, dtype=np.int32)
     flag_col = np.empty(m, dtype=np.int8)
     stale_col = np.empty(m, dtype=np.int32)
-    changes = np.empty((m + len(runs), 3), dtype=np.int32)
-    results = np.empty((len(runs), 5), dtype=np.int64)  # steps, changes, reached goal, achieved, observed
+    changes = np.empty((m + runs, 3), dtype=np.int32)
+    results = np.empty((runs, 5), dtype=np.int64)  # steps, changes, reached goal, achieved, observed
     park_compiled.replay_batch(
         codes, offsets, flat.start, flat.n, flat.to, flat.edge, flat.slot_row, flat.closer, flat.node_cell,
         flat.node_at, flat.node_cells, flat.goal, flat.alt_ptr, flat.member_ptr, flat.members, flat.free,
         to_col, flag_col, stale_col, changes, results)
     out = []
-    for j, (steps, n_changes, reached_goal, achieved, observed) in enumerate(results.tolist()):
-        a = int(offsets[j])
+    for j, (a, (steps, n_changes, reached_goal, achieved, observed)) in enumerate(zip(offsets.tolist(),
+                                                                                      results.tolist())):
         end_reason = "goal" if reached_goal else "budget" if steps >= budget else "end_of_log"
         out.append(Replay(flat.start, to_col[a:a + steps], flag_col[a:a + steps], stale_col[a:a + steps],
-                          changes[a + j:a + j + n_changes], bool(reached_goal), end_reason, len(runs[j]) - steps,
+                          changes[a + j:a + j + n_changes], bool(reached_goal), end_reason, n_actions[j] - steps,
                           achieved, observed))
     return out
 
 
 def action_codes(actions: Sequence[str | None], budget: int | None) -> np.ndarray:
     """Move codes of the graded actions (the first `budget`, or all): 0-3 up, down, left, right; 4 anything else."""
-    graded = actions[:budget]
+    return word_codes(actions[:budget])[0]
+
+
+def word_codes(words: Sequence[str | None]) -> tuple[np.ndarray, list[int]]:
+    """Move codes of `words` (see action_codes), and the positions of the words that are not exactly one of
+    ACTIONS (read by parse_action: other spellings, other words, None)."""
     # the canonical words in one C-level pass; the rest (-1 there) are read by parse_action
-    codes = np.fromiter(map(ACTION_INDEX.get, graded, repeat(-1)), dtype=np.int8, count=len(graded))
-    for i in np.flatnonzero(codes < 0).tolist():
-        parsed = parse_action(graded[i])
+    codes = np.fromiter(map(ACTION_INDEX.get, words, repeat(-1)), dtype=np.int8, count=len(words))
+    inexact = np.flatnonzero(codes < 0).tolist()
+    for i in inexact:
+        parsed = parse_action(words[i])
         codes[i] = 4 if parsed is None else parsed
-    return codes
+    return codes, inexact
 
 
 def step_columns(replays: Sequence[Replay], widths: Sequence[int]) -> dict[str, np.ndarray]:

@@ -394,7 +394,10 @@ class ResultStore:
         try:
             yield
         except duckdb.Error as exc:
-            raise self._failed(_message(exc)) from None
+            text = _message(exc)
+            if "max_temp_directory_size" in text:  # its default is the free space of the spill folder's disk
+                text = f"No space left on device (DuckDB could not spill to {self._stage_dir / SPILL_DIR})"
+            raise self._failed(text) from None
         except OSError as exc:
             raise self._failed(f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")) from None
 
