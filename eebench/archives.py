@@ -119,6 +119,10 @@ def _read_tar(path: Path) -> dict[str, bytes]:
             handle = archive.extractfile(member)
             assert handle is not None  # a regular member always has data
             files[name] = handle.read()
+        end = archive.offset  # where the end-of-archive blocks start
+    if data[end:].strip(b"\0"):  # GNU tar --ignore-zeros would list what follows; eebench would not see it
+        raise InputError.at(str(path), f"holds data after the end-of-archive blocks (from byte {end:,} of the "
+                                       "unpacked tar); an archive eebench writes ends there, so this one was changed")
     return files
 
 
@@ -136,8 +140,25 @@ def _read_zip(path: Path) -> dict[str, bytes]:
             if info.create_system == 3 and kind and kind != stat.S_IFREG:
                 raise _not_a_file(path, info.filename, "a symbolic link" if kind == stat.S_IFLNK
                                   else "a device or special file")
-            files[name] = archive.read(info)
+            files[name] = _inflated(path, archive, info, MAX_UNPACKED_BYTES - sum(map(len, files.values())))
     return files
+
+
+def _inflated(path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo, room: int) -> bytes:
+    """A zip member's bytes, read in pieces with a running total against the room left under the limit.
+
+    In pieces because zipfile's read() of a whole member inflates up to 2 GiB at once before it cuts the result
+    to the size the member declares: a member declaring 100 bytes took 2.1 GB. Read this way, zipfile stops at the
+    declared size and the CRC check refuses the member."""
+    parts: list[bytes] = []
+    read = 0
+    with archive.open(info) as stream:
+        while piece := stream.read(1 << 16):
+            read += len(piece)
+            if read > room:
+                raise _too_large(path)
+            parts.append(piece)
+    return b"".join(parts)
 
 
 def _too_large(path: Path) -> InputError:

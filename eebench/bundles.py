@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import json
 import os
 import re
 import stat
@@ -29,7 +28,9 @@ from eebench.documents import (
     expect_kind,
     load_checked,
     load_document,
+    loads_json,
     parse_text,
+    read_bytes,
     readable_json,
     schema_problems,
     sha256_hex,
@@ -270,7 +271,7 @@ def _read_folder(folder: Path) -> tuple[dict[str, bytes], dict[str, str]]:
             try:
                 mode = path.lstat().st_mode
                 if stat.S_ISREG(mode):
-                    files[rel] = path.read_bytes()
+                    files[rel] = read_bytes(path)  # bounded: a bundle's files are small documents
                 else:
                     odd[rel] = "a symbolic link" if stat.S_ISLNK(mode) else "a special file"
             except OSError as exc:
@@ -332,7 +333,7 @@ def bundle_problems(bundle: BundleFiles, cited: str | None = None) -> tuple[dict
     except InputError as exc:
         problems = [p for p in exc.problems if isinstance(p, Problem)]
         try:  # a manifest that was edited but still parses: check the files against what it lists
-            manifest = json.loads(bundle.files[MANIFEST_FILE])
+            manifest = loads_json(bundle.files[MANIFEST_FILE])  # within the limits: no RecursionError
             if schema_problems(manifest, "manifest", MANIFEST_FILE):
                 return None, problems
         except ValueError:
@@ -442,7 +443,7 @@ def _existing(out: Path) -> BundleFiles | None:
 def _loose_manifest(bundle: BundleFiles | None) -> dict[str, Any]:
     """The manifest of an existing bundle as far as it parses, for names and versions in messages; {} if not."""
     with contextlib.suppress(ValueError, KeyError, AttributeError):
-        doc = json.loads((bundle.files if bundle else {})[MANIFEST_FILE])
+        doc = loads_json((bundle.files if bundle else {})[MANIFEST_FILE])
         if isinstance(doc, dict):
             return doc
     return {}

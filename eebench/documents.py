@@ -6,9 +6,11 @@ import contextlib
 import functools
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from importlib import resources
@@ -16,10 +18,12 @@ from pathlib import Path
 from typing import IO, Any
 
 import jsonschema
+import numpy as np
+import orjson
 import referencing
 import yaml
 
-from eebench.errors import InputError, Problem, did_you_mean, one_of
+from eebench.errors import InputError, Problem, did_you_mean, one_of, quote
 
 # The newest version of each document kind this code reads. A newer file is refused, never guessed at.
 KNOWN_KINDS: dict[str, int] = {
@@ -51,6 +55,195 @@ def readable_json(document: Any) -> bytes:
     return (json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n").encode()
 
 
+# -- limits on input --------------------------------------------------------------------------------
+# Every document is bounded before it is parsed, so no input, however made, costs unbounded time or memory or
+# reaches Python's recursion limit. The README's "Limits on input" lists these.
+
+MAX_DOCUMENT_BYTES = 256 << 20   # one JSON document (an instance, a manifest, a .json trajectory file)
+MAX_YAML_BYTES = 16 << 20        # one YAML spec: the shipped ones are a few KB
+MAX_LINE_BYTES = 256 << 20       # one line of a JSON Lines file
+MAX_DEPTH = 100                  # levels of nesting; real logs reach 13, Python's parsers recurse at ~1000
+MAX_YAML_ALIASES = 100           # `*name` references in one YAML document ("billion laughs" has a few dozen)
+MAX_YAML_NODES = 1_000_000       # values in one YAML document once its aliases are expanded
+MAX_INT_DIGITS = 4300            # Python's own limit on converting text to int
+
+
+class JsonLimitError(json.JSONDecodeError):
+    """JSON text that parses but cannot be a canonical document (NaN, a lone surrogate, too deep, a huge integer).
+
+    A JSONDecodeError, so every reader that reports malformed JSON reports these too, located the same way."""
+
+    def __init__(self, message: str, text: str | bytes = "", position: int = 0):
+        super().__init__(message, text if isinstance(text, str) else "", position)
+
+
+_QUOTE, _BACKSLASH = 34, 92
+_STEP = np.zeros(256, dtype=np.int8)  # +1 for [ and {, -1 for ] and }
+_STEP[[91, 123]], _STEP[[93, 125]] = 1, -1
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'[]{}"')
+
+
+class DepthGauge:
+    """The nesting depth of JSON text fed in pieces, without parsing it: C-speed, in memory of one piece.
+
+    A quote preceded by an odd run of backslashes is inside a string; brackets inside strings do not count.
+    Only the positions of quotes and brackets are looked at, so a piece costs a few passes of numpy.
+    """
+
+    def __init__(self, limit: int = MAX_DEPTH):
+        self.limit = limit
+        self.depth = 0
+        self.in_string = False
+        self.backslashes = 0   # the run of backslashes that ended the previous piece
+
+    def feed(self, data: bytes) -> bool:
+        """Take the next piece; False once the text has gone deeper than the limit."""
+        if not data:
+            return True
+        raw = np.frombuffer(data, dtype=np.uint8)
+        quotes = np.flatnonzero(raw == _QUOTE)
+        if quotes.size and (self.backslashes or b"\\" in data):
+            quotes = quotes[[self._unescaped(data, int(q)) for q in quotes]]
+        brackets = np.flatnonzero(_STEP.view(np.bool_)[raw])
+        inside = (np.searchsorted(quotes, brackets) + self.in_string) % 2 == 1
+        steps = _STEP[raw[brackets[~inside]]]
+        deepest = self.depth
+        if steps.size:
+            levels = np.cumsum(steps, dtype=np.int64) + self.depth
+            deepest = int(levels.max())
+            self.depth = max(0, int(levels[-1]))
+        self.in_string = bool((quotes.size + self.in_string) % 2)
+        trailing = len(data) - len(data.rstrip(b"\\"))
+        self.backslashes = trailing + (self.backslashes if trailing == len(data) else 0)
+        return deepest <= self.limit
+
+    def _unescaped(self, data: bytes, at: int) -> bool:
+        """Whether the quote at `at` ends or starts a string: an even run of backslashes before it."""
+        start = at
+        while start and data[start - 1] == _BACKSLASH:
+            start -= 1
+        run = at - start + (self.backslashes if start == 0 else 0)
+        return run % 2 == 0
+
+
+def too_deep(data: bytes) -> bool:
+    """Whether complete JSON text nests deeper than MAX_DEPTH, judged without parsing it.
+
+    The common case in C: keep the brackets and quotes alone and drop adjacent pairs of quotes. When no quote is
+    left, no string held a bracket (removing from the left pairs each opening quote with its own closing one),
+    so the brackets left are exact. Otherwise (brackets in strings, escaped quotes) DepthGauge decides."""
+    if data.count(b"[") + data.count(b"{") <= MAX_DEPTH:
+        return False
+    brackets = data.translate(None, _NOT_STRUCTURE).replace(b'""', b"")
+    if b'"' in brackets or b'\\"' in data:
+        return not DepthGauge().feed(data)
+    return bool(brackets) and int(np.cumsum(_STEP[np.frombuffer(brackets, dtype=np.uint8)], dtype=np.int64).max()) \
+        > MAX_DEPTH
+
+
+def _too_deep() -> str:
+    return f"nested more than {MAX_DEPTH} levels deep"
+
+
+def _refuse_constant(name: str) -> Any:
+    raise JsonLimitError(f"{name} is not a JSON number (canonical documents hold finite numbers only)")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise JsonLimitError(f"{quote(text)} is out of the range of a 64-bit float")
+    return value
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)  # made once: json.loads
+# with hooks would make a decoder per call
+
+
+_DIGIT_MAP = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))  # every digit becomes "0", all else " "
+_NINETEEN_DIGITS = b"0" * 19
+
+
+def loads_json(data: bytes | str) -> Any:
+    """Parse JSON text the one way every document is parsed: UTF-8, nested at most MAX_DEPTH levels, finite
+    numbers, integers of at most MAX_INT_DIGITS digits, valid Unicode (no lone surrogates).
+
+    Bytes go to orjson (several times faster), which refuses NaN, infinities, lone surrogates and bytes that are
+    not UTF-8 by itself; anything it refuses is parsed again by the standard library, so the message is the
+    familiar one (`Expecting ',' delimiter`). orjson reads integers beyond 64 bits as floats, losing digits: text
+    with a run of 19 digits goes to the standard library, which keeps every digit.
+
+    Raises json.JSONDecodeError (JsonLimitError for the limits), or UnicodeDecodeError for bytes that are not
+    UTF-8 (decoded here, so a line of NUL bytes is not taken for UTF-16).
+    """
+    if isinstance(data, bytes) and data.translate(_DIGIT_MAP).find(_NINETEEN_DIGITS) == -1:  # C-speed scans
+        if too_deep(data):
+            raise JsonLimitError(_too_deep())
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass  # the standard library below says what is wrong
+    text = data.decode("utf-8") if isinstance(data, bytes) else data
+    if too_deep(data if isinstance(data, bytes) else text.encode("utf-8", "surrogatepass")):
+        raise JsonLimitError(_too_deep(), text)
+    try:
+        value = _DECODER.decode(text)
+    except RecursionError:  # cannot happen below MAX_DEPTH; kept so no depth ever ends in a traceback
+        raise JsonLimitError(_too_deep(), text) from None
+    except json.JSONDecodeError:  # JsonLimitError too, from the hooks
+        raise
+    except ValueError as exc:  # Python's int-string limit
+        if "digits" not in str(exc):
+            raise
+        raise JsonLimitError(f"an integer of more than {MAX_INT_DIGITS} digits", text) from None
+    if _SURROGATE_ESCAPE.search(text):  # rare: only then is every string checked
+        problem = tree_problem(value)
+        if problem:
+            raise JsonLimitError(problem, text)
+    return value
+
+
+def tree_problem(value: Any) -> str | None:
+    """What keeps a parsed value from being a document (too deep, NaN or infinity, a lone surrogate), or None.
+
+    An iterative walk, so no depth reaches the recursion limit; for values not parsed by `loads_json` (YAML,
+    streamed array items)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            if depth > MAX_DEPTH:
+                return _too_deep()
+            for key, child in item.items():
+                if isinstance(key, str) and _lone_surrogate(key):
+                    return _surrogate_message(key)
+                stack.append((child, depth + 1))
+        elif isinstance(item, list):
+            if depth > MAX_DEPTH:
+                return _too_deep()
+            stack.extend((child, depth + 1) for child in item)
+        elif isinstance(item, str):
+            if _lone_surrogate(item):
+                return _surrogate_message(item)
+        elif isinstance(item, float) and not math.isfinite(item):
+            return f"{item} is not a JSON number (canonical documents hold finite numbers only)"
+    return None
+
+
+def _lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _surrogate_message(text: str) -> str:
+    return (f"{quote(text.encode('utf-8', 'backslashreplace').decode('ascii', 'backslashreplace'))} holds a lone "
+            "surrogate (\\ud800-\\udfff), which is not a Unicode character; documents must be valid Unicode")
+
+
 # -- reading ----------------------------------------------------------------------------------------
 
 def _json_compatible(value: Any) -> Any:
@@ -64,38 +257,157 @@ def _json_compatible(value: Any) -> Any:
     return str(value)
 
 
-def parse_text(text: str, file: str, *, yaml_syntax: bool) -> Any:
-    """Parse JSON or YAML text, turning syntax errors into a located one-line problem."""
-    if yaml_syntax:
-        try:
-            return _json_compatible(yaml.safe_load(text))
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-            line = mark.line + 1 if mark is not None else None
-            raise InputError.at(file, f"malformed YAML: {reason}", line=line) from None
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing before construction a document whose aliases would expand it beyond
+    MAX_YAML_NODES values, with more than MAX_YAML_ALIASES aliases, or nested deeper than MAX_DEPTH."""
+
+    def compose_document(self) -> yaml.Node:
+        self.aliases = 0
+        node = super().compose_document()
+        _check_yaml_graph(node, self)
+        return node
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        if self.check_event(yaml.AliasEvent):
+            self.aliases += 1
+            if self.aliases > MAX_YAML_ALIASES:
+                raise _YamlLimit(f"more than {MAX_YAML_ALIASES} aliases (*name); a spec needs few or none")
+        return super().compose_node(parent, index)
+
+
+class _YamlLimit(Exception):
+    """A YAML document over one of the limits above, found while composing it."""
+
+
+def _check_yaml_graph(root: yaml.Node, loader: Any) -> None:
+    """Count the values and depth the node graph will have once expanded (shared nodes counted each time they are
+    used), in time linear in the graph, before anything is constructed."""
+    sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (values when expanded, depth)
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    on_path: set[int] = set()
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        children = _yaml_children(node)
+        if done:
+            on_path.discard(key)
+            size = 1 + sum(sizes[id(c)][0] for c in children)
+            depth = 1 + max((sizes[id(c)][1] for c in children), default=0)
+            if size > MAX_YAML_NODES:
+                raise _YamlLimit(f"expands to more than {MAX_YAML_NODES:,} values (aliases repeat what they name)")
+            if depth > MAX_DEPTH:
+                raise _YamlLimit(_too_deep())
+            sizes[key] = (size, depth)
+            continue
+        if key in sizes:
+            continue
+        if key in on_path:
+            raise _YamlLimit("an alias refers to a value that contains it (a cycle)")
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in sizes)
+
+
+def _yaml_children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def _parse_yaml(text: str, file: str) -> Any:
+    if len(text) > MAX_YAML_BYTES:  # characters, a bound on bytes read (read_text already stopped there)
+        raise InputError.at(file, f"larger than {MAX_YAML_BYTES >> 20} MiB; a YAML spec is far smaller")
     try:
-        return json.loads(text)
+        value = _json_compatible(yaml.load(text, Loader=_BoundedLoader))  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        line = mark.line + 1 if mark is not None else None
+        raise InputError.at(file, f"malformed YAML: {quote(reason)}", line=line) from None
+    except _YamlLimit as exc:
+        raise InputError.at(file, f"refused YAML: {exc}") from None
+    except RecursionError:  # PyYAML's parser recurses per level of nesting
+        raise InputError.at(file, f"refused YAML: {_too_deep()}") from None
+    except ValueError as exc:  # an integer beyond Python's int-string limit
+        if "digits" not in str(exc):
+            raise
+        raise InputError.at(file, f"refused YAML: an integer of more than {MAX_INT_DIGITS} digits") from None
+    problem = tree_problem(value)
+    if problem:
+        raise InputError.at(file, f"refused YAML: {problem}")
+    return value
+
+
+def parse_text(text: str, file: str, *, yaml_syntax: bool) -> Any:
+    """Parse JSON or YAML text within the limits above, turning every refusal into a located one-line problem."""
+    if yaml_syntax:
+        return _parse_yaml(text, file)
+    try:
+        return loads_json(text)
+    except JsonLimitError as exc:  # found by a parser hook or a scan, which know no line: none is named
+        raise InputError.at(file, json_problem(exc)) from None
     except json.JSONDecodeError as exc:
-        raise InputError.at(file, f"malformed JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from None
+        raise InputError.at(file, json_problem(exc), line=exc.lineno) from None
+
+
+def json_problem(exc: json.JSONDecodeError) -> str:
+    """The one-line reason for a JSON error: 'malformed JSON: ... (column N)' or the limit it broke."""
+    if isinstance(exc, JsonLimitError):
+        return f"refused JSON: {exc.msg}"
+    return f"malformed JSON: {exc.msg} (column {exc.colno})"
 
 
 def open_input(path: Path) -> IO[bytes]:
-    """A file the user named, opened for reading bytes; what stops it (missing, a folder, no permission) is one line."""
+    """A file the user named, opened for reading bytes; what stops it (missing, a folder, a device, no permission)
+    is one line."""
     try:
-        return path.open("rb")
+        handle = path.open("rb")
     except FileNotFoundError:
         raise InputError.at(str(path), "no such file") from None
     except IsADirectoryError:
         raise InputError.at(str(path), "is a folder, expected a file") from None
     except OSError as exc:
         raise InputError.at(str(path), f"cannot read: {exc.strerror}") from None
+    mode = os.fstat(handle.fileno()).st_mode
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):  # /dev/zero, a terminal: endless or not a document
+        handle.close()
+        raise InputError.at(str(path), "is a device, expected a file")
+    return handle
 
 
-def read_text(path: Path) -> str:
+def read_bytes(path: Path, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+    """The whole of a file the user named, refused (never read on) beyond `limit` bytes."""
+    too_large = InputError.at(str(path), f"larger than {_size(limit)}, the most one document may be")
     with open_input(path) as handle:
-        data = handle.read()
-    return decode_utf8(data, str(path))
+        try:
+            size = os.fstat(handle.fileno()).st_size
+            if size > limit:
+                raise too_large  # known without reading it
+            if size:
+                data = handle.read(size + 1)  # never a buffer of `limit` bytes for a small file
+            else:  # a pipe has no size: read in pieces, up to the limit
+                parts, total = [], 0
+                while total <= limit and (piece := handle.read(1 << 20)):
+                    parts.append(piece)
+                    total += len(piece)
+                data = b"".join(parts)
+        except OSError as exc:
+            raise InputError.at(str(path), f"cannot read: {exc.strerror}") from None
+    if len(data) > limit:
+        raise too_large
+    return data
+
+
+def _size(limit: int) -> str:
+    return f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit:,} bytes"
+
+
+def read_text(path: Path, limit: int | None = None) -> str:
+    if limit is None:
+        limit = MAX_YAML_BYTES if is_yaml_path(path) else MAX_DOCUMENT_BYTES
+    return decode_utf8(read_bytes(path, limit), str(path))
 
 
 def decode_utf8(data: bytes, file: str, *, line: int | None = None) -> str:
@@ -194,6 +506,21 @@ def _validator(name: str) -> jsonschema.protocols.Validator:
     return strict(schema, registry=_registry())
 
 
+@functools.cache
+def _id_rule() -> dict[str, Any]:
+    return load_schema("instance.grid_dag")["properties"]["id"]
+
+
+def instance_id_problem(instance_id: Any) -> str | None:
+    """Why a string cannot be an instance id (the schema's rule, which keeps `<id>.json` a path every file system
+    can hold), or None when it can. Code that turns an id into a path asks this first."""
+    rule = _id_rule()
+    if isinstance(instance_id, str) and len(instance_id) <= rule["maxLength"] and re.search(rule["pattern"],
+                                                                                             instance_id):
+        return None
+    return f"expected {rule['x-expected']}, found {_short(instance_id)}"
+
+
 def field_path(parts: Any) -> str:
     """`nodes[2].pos` from a JSON Schema error path."""
     out = ""
@@ -219,8 +546,7 @@ def json_type(value: Any) -> str:
 
 
 def _short(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= 40 else text[:37] + "..."
+    return quote(json.dumps(value, ensure_ascii=False), 40)
 
 
 def _explain(error: jsonschema.ValidationError) -> list[tuple[str, str]]:
@@ -261,7 +587,9 @@ def _explain(error: jsonschema.ValidationError) -> list[tuple[str, str]]:
         return [(here, "expected a non-empty string")]
     if kind in ("anyOf", "oneOf") and error.context:
         return [pair for e in _meant_branch(error) for pair in _explain(e)]
-    return [(here, error.message)]
+    if kind == "pattern":  # also a key refused by propertyNames
+        return [(here, f"expected text matching {value}, found {_short(instance)}")]
+    return [(here, quote(error.message))]  # jsonschema's own words quote the whole value
 
 
 def _meant_branch(error: jsonschema.ValidationError) -> list[jsonschema.ValidationError]:

@@ -20,8 +20,16 @@ class Problem(NamedTuple):
         if self.line is not None:
             where = f"{where}:{self.line}"
         if self.field:
-            where = f"{where}: {self.field}"
+            where = f"{where}: {quote(self.field, QUOTE_CHARS)}"  # a field path may hold a key of any length
         return f"{where}: {self.message}"
+
+
+QUOTE_CHARS = 100  # the most of a value (or a key) a message quotes: a 5 MB key is not echoed whole
+
+
+def quote(text: str, limit: int = QUOTE_CHARS) -> str:
+    """`text` cut to `limit` characters ('...' marks the cut): the one way messages quote what an input holds."""
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 class EebenchError(Exception):
@@ -44,6 +52,8 @@ class InputError(EebenchError):
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """A ' (did you mean X?)' suffix naming the closest choice, or '' when none is close."""
+    if len(str(word)) > QUOTE_CHARS:  # no name is that long, and difflib's time grows with it
+        return ""
     close = difflib.get_close_matches(str(word), sorted(set(choices)), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
 

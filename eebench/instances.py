@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
@@ -15,12 +14,15 @@ from eebench.documents import (
     atomic_directory,
     canonical_json,
     expect_kind,
+    instance_id_problem,
     load_document,
+    loads_json,
+    read_bytes,
     readable_json,
     schema_problems,
     sha256_hex,
 )
-from eebench.errors import InputError, Problem, did_you_mean, one_of
+from eebench.errors import InputError, Problem, did_you_mean, one_of, quote
 from eebench.world.grid_dag import GridDagInstance, semantic_problems
 
 ENVS = ("grid_dag",)
@@ -134,10 +136,11 @@ class InstanceLibrary:
             files = sorted(p for p in _walk(self.root) if p.suffix.lower() in INSTANCE_SUFFIXES)
         for index in (p for p in files if p.name in (INDEX_FILE, "manifest.json")):
             try:
-                listing = json.loads(index.read_text("utf-8"))
+                listing = loads_json(read_bytes(index))  # within the limits: no RecursionError, no huge read
                 for entry in listing.get("instances", []):
-                    paths.setdefault(entry["id"], index.parent / entry["path"])
-            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                    if isinstance(entry["id"], str) and isinstance(entry["path"], str):  # else not an index of ours
+                        paths.setdefault(entry["id"], index.parent / entry["path"])
+            except (OSError, ValueError, KeyError, TypeError, AttributeError, InputError):
                 continue  # not an index of ours: the scan below still finds its instances
         indexed = set(paths.values())
         for file in files:
@@ -155,7 +158,7 @@ class InstanceLibrary:
         return paths
 
     def path_for(self, instance_id: str) -> Path | None:
-        if self.root.is_dir():
+        if self.root.is_dir() and not instance_id_problem(instance_id):  # else no file is named by it (too long)
             direct = self.root / instance_relpath(instance_id)
             if direct.is_file():
                 return direct
@@ -172,7 +175,8 @@ class InstanceLibrary:
             return hit
         path = self.path_for(instance_id)
         if path is None:
-            raise InputError(f"no instance {instance_id!r} {self.where}{did_you_mean(instance_id, self.ids())}")
+            raise InputError(f"no instance {quote(repr(instance_id))} {self.where}"
+                             f"{did_you_mean(instance_id, self.ids())}")
         loaded = load_instance(path)
         if loaded.instance.id != instance_id:
             raise InputError.at(str(path), f"expected id {instance_id!r}, found {loaded.instance.id!r}", field="id")

@@ -7,6 +7,7 @@ is), a shipped suite, a shipped preset. Shipped specs live in `eebench/specs/`:
 
 from __future__ import annotations
 
+import collections
 import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -14,8 +15,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from eebench.documents import document_kind, load_checked, load_document, sha256_hex
-from eebench.errors import InputError, Problem, did_you_mean
+from eebench.documents import document_kind, instance_id_problem, load_checked, load_document, sha256_hex
+from eebench.errors import InputError, Problem, did_you_mean, quote
 from eebench.generator.instances import generate_instance, relabel_symbolic
 from eebench.generator.params import Preset, parse_preset, preset_problems
 from eebench.instances import load_instance
@@ -163,22 +164,33 @@ def load_suite(path: Path | str) -> Suite:
         else:
             name = raw["instance"]
             local = Path(file).parent / name
-            path = local if local.is_file() else shipped_instances().get(name)
+            path = local if _is_file(local) else shipped_instances().get(name)
             if path is None:
                 problems.append(Problem(file, None, f"members[{i}].instance",
-                                        f"no file {str(local)!r} and no shipped instance {name!r}"
+                                        f"no file {quote(repr(str(local)))} and no shipped instance {quote(repr(name))}"
                                         f"{did_you_mean(name, shipped_instances())}"))
                 continue
             members.append(InstanceMember(name, path, tuple(raw["variants"]) if "variants" in raw else None))
     suite = Suite(doc["name"], tuple(members), used, doc)
     if not problems:
         ids = suite.instance_ids()
-        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        dupes = sorted(i for i, n in collections.Counter(ids).items() if n > 1)  # linear: a suite may list 10^5 seeds
         if dupes:
             problems.append(Problem(file, None, "members", f"instance ids repeat: {', '.join(dupes[:3])}"))
+        bad = next((why for i in ids if (why := instance_id_problem(i))), None)
+        if bad:  # the ids become file names: refused here, not when a file cannot be written or found
+            problems.append(Problem(file, None, "members", f"an instance id made from this suite: {bad}"))
     if problems:
         raise InputError(problems)
     return suite
+
+
+def _is_file(path: Path) -> bool:
+    """Whether a file is there; a name no file system can hold (too long) is not one."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def presets_suite(presets: dict[str, Preset], seeds: list[int]) -> Suite:

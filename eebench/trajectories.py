@@ -13,7 +13,17 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from eebench.documents import decode_utf8, document_kind, json_type, parse_text, read_text
+from eebench.documents import (
+    MAX_LINE_BYTES,
+    decode_utf8,
+    document_kind,
+    json_problem,
+    json_type,
+    loads_json,
+    open_input,
+    parse_text,
+    read_text,
+)
 from eebench.errors import InputError, Problem
 
 KIND = "trajectory/1"
@@ -50,15 +60,14 @@ def read_raw_records(path: Path | str) -> Iterator[Record]:
         else:
             yield Record(file, None, 0, value)
         return
-    try:
-        handle = sys.stdin.buffer if file == "-" else path.open("rb")  # `-`: standard input, as JSON Lines
-    except FileNotFoundError:
-        raise InputError.at(file, "no such file") from None
-    except IsADirectoryError:
-        raise InputError.at(file, "is a folder, expected a .jsonl file") from None
+    handle = sys.stdin.buffer if file == "-" else open_input(path)  # `-`: standard input, as JSON Lines
     with handle:
         index = 0
-        for number, raw in enumerate(handle, start=1):
+        # readline with a bound: a file without line breaks (/dev/zero through a pipe) is refused, not loaded
+        for number, raw in enumerate(iter(lambda: handle.readline(MAX_LINE_BYTES + 1), b""), start=1):
+            if len(raw) > MAX_LINE_BYTES:
+                raise InputError.at(file, f"a line longer than {MAX_LINE_BYTES >> 20} MiB; expected one "
+                                          "trajectory per line", line=number)
             if raw.strip():
                 yield Record(file, number, index, raw)
                 index += 1
@@ -70,14 +79,13 @@ def parse_record(record: Record) -> Record:
         return record
     try:
         # without its line break, so an error at the end of the line gets its own column, not "1"
-        return record._replace(value=json.loads(record.value.rstrip(b"\r\n")))
+        return record._replace(value=loads_json(record.value.rstrip(b"\r\n")))
     except UnicodeDecodeError:
-        decode_utf8(record.value, record.file, line=record.line)
+        decode_utf8(record.value, record.file, line=record.line)  # raises, locating the first bad byte
         raise
     except json.JSONDecodeError as exc:
         hint = _CONVERT_HINT if record.index == 0 else ""  # a first line that is not JSON: a log, not trajectories
-        raise InputError.at(record.file, f"malformed JSON: {exc.msg} (column {exc.colno}){hint}",
-                            line=record.line) from None
+        raise InputError.at(record.file, json_problem(exc) + hint, line=record.line) from None
 
 
 def read_records(path: Path | str, errors: list[Problem] | None = None) -> Iterator[Record]:

@@ -403,7 +403,7 @@ def test_manifest_problems_beyond_the_schema(tmp_path: Path, tiny: Path) -> None
     bad = {**manifest, "instances": [{**manifest["instances"][0], "id": "../x"}]}
     assert [str(p) for p in manifest_problems(bad, "m.json")] == [
         "m.json: instances[0].id: expected an id of letters, digits, '.', '_', '-' in '/'-separated parts (e.g. "
-        "'park2026-main/low-small/seed-0'), found \"../x\""]
+        "'park2026-main/low-small/seed-0'), a part at most 250 characters, 1000 in all, found \"../x\""]
 
 
 # -- grading against a bundle, listing ---------------------------------------------------------------

@@ -207,7 +207,7 @@ def edited(**changes: Any) -> dict[str, Any]:
     (edited(start=[0]), "start: expected a position [x, y] of two integers >= 0, found [0]"),
     (edited(start=[-1, 0]), "start[0]: expected a number >= 0, found -1"),
     (edited(id="a b"), "id: expected an id of letters, digits, '.', '_', '-' in '/'-separated parts "
-                       "(e.g. 'park2026-main/low-small/seed-0'), found \"a b\""),
+                       "(e.g. 'park2026-main/low-small/seed-0'), a part at most 250 characters, 1000 in all, found \"a b\""),
     (edited(nodes=[]), "nodes: expected at least 1 item(s), found 0"),
     (edited(names="semantc"),
      "names: expected one of symbolic, semantic, found \"semantc\" (did you mean 'semantic'?)"),

@@ -152,7 +152,7 @@ def test_an_invalid_hand_made_instance_in_a_suite_is_reported_when_generated(tmp
     ("eebench: suite/1\nname: s\nmembers: [{presets: [low-small], seeds: [-1]}]\n",
      "members[0].seeds[0]: expected a number >= 0, found -1"),
     ("eebench: suite/1\nname: s t\nmembers: [{instance: pasta/custom-201}]\n",
-     "name: expected a name of letters, digits, '.', '_', '-', found \"s t\""),
+     "name: expected a name of letters, digits, '.', '_', '-' (at most 250: it becomes a folder name), found \"s t\""),
     ("eebench: suite/1\nname: s\nmembers: [{instance: pasta/custom-201, variants: [semantc]}]\n",
      "members[0].variants[0]: expected one of semantic, symbolic, found \"semantc\" (did you mean 'semantic'?)"),
     ("eebench: suite/1\nname: s\nmembers: [{foo: 1}]\n",

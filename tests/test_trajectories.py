@@ -48,7 +48,7 @@ def test_missing_trajectory_files(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=exactly(f"{tmp_path / 'x.jsonl'}: no such file")):
         list(read_records(tmp_path / "x.jsonl"))
     (tmp_path / "d.jsonl").mkdir()
-    with pytest.raises(InputError, match=exactly(f"{tmp_path / 'd.jsonl'}: is a folder, expected a .jsonl file")):
+    with pytest.raises(InputError, match=exactly(f"{tmp_path / 'd.jsonl'}: is a folder, expected a file")):
         list(read_records(tmp_path / "d.jsonl"))
 
 

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from eebench.documents import loads_json
 from eebench.world.grid_dag import ACTIONS
 
 # -- vocabularies -------------------------------------------------------------------------------------
@@ -268,8 +269,9 @@ def _decoded(arguments: Mapping[str, Any] | str | None) -> Mapping[str, Any] | s
     if not isinstance(arguments, str):
         return arguments
     try:
-        decoded = json.loads(arguments) if arguments.strip() else {}
-    except (ValueError, RecursionError):
+        # the one door: JSON-encoded arguments can hold what a document may not (a lone surrogate, NaN, depth)
+        decoded = loads_json(arguments) if arguments.strip() else {}
+    except ValueError:
         return arguments
     return decoded if isinstance(decoded, (dict, str)) else arguments
 

@@ -17,40 +17,27 @@ import ijson
 import orjson
 
 from eebench.adapters.base import HEAD_BYTES, Episode, bad_record
-from eebench.documents import decode_utf8, json_type, open_input
+from eebench.documents import (
+    MAX_DEPTH,
+    MAX_LINE_BYTES,
+    DepthGauge,
+    JsonLimitError,
+    decode_utf8,
+    json_problem,
+    json_type,
+    loads_json,
+    open_input,
+    read_bytes,
+    tree_problem,
+)
 from eebench.errors import InputError
 
 MAX_DOCUMENT_BYTES = 1 << 30   # a whole-document log above this is refused, not loaded
-MAX_LINE_BYTES = 256 << 20     # one JSON line above this is refused, not loaded
 BOM = b"\xef\xbb\xbf"            # a UTF-8 byte order mark, which some Windows tools write first
 
 
-_DIGIT_MAP = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))  # every digit becomes "0", all else " "
-_TWENTY_DIGITS = b"0" * 20
-
-
-def loads(data: bytes) -> Any:
-    """Parse JSON bytes with orjson (several times faster than the standard library); on an error, parse again with
-    the standard library so the message is the familiar one (`Expecting ',' delimiter`).
-
-    orjson reads an integer beyond 64 bits as a float, losing digits; text with a run of 20 digits goes to the
-    standard library, which keeps every digit.
-    """
-    if data.translate(_DIGIT_MAP).find(_TWENTY_DIGITS) != -1:  # C-speed; a regex scan costs 10x more
-        return _stdlib_loads(data)
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return _stdlib_loads(data)  # raises json.JSONDecodeError, or UnicodeDecodeError for bytes that are not UTF-8
-
-
-def _stdlib_loads(data: bytes | str) -> Any:
-    """json.loads, with nesting too deep for it reported as a JSON error rather than a RecursionError."""
-    try:
-        return json.loads(data)
-    except RecursionError:
-        text = data if isinstance(data, str) else data.decode("utf-8", "replace")
-        raise json.JSONDecodeError("nested too deeply", text, 0) from None
+# The one JSON door (orjson's speed, the standard library's words for errors, every limit of a document).
+loads = loads_json
 
 
 def dumps_line(document: Any) -> bytes:
@@ -101,7 +88,7 @@ def json_lines(path: Path) -> Iterator[JsonRecord | InputError]:
             except InputError as exc:
                 yield exc
         except json.JSONDecodeError as exc:
-            yield bad_record(path, f"malformed JSON: {exc.msg} (column {exc.colno})", line=number)
+            yield bad_record(path, json_problem(exc), line=number)
         else:
             yield JsonRecord(number, index, value)
         index += 1
@@ -113,11 +100,12 @@ def json_document(path: Path) -> Any:
     if size > MAX_DOCUMENT_BYTES:
         raise InputError.at(str(path), f"{size / (1 << 30):.1f} GiB is more than the {MAX_DOCUMENT_BYTES >> 30} GiB "
                                        "a single JSON document may be; write it as JSON Lines to stream it")
-    with open_input(path) as handle:
-        data = handle.read()
+    data = read_bytes(path, MAX_DOCUMENT_BYTES)  # bounded again: a pipe has no size to check first
     text = decode_utf8(data.removeprefix(BOM), str(path))
     try:
-        return _stdlib_loads(text)
+        return loads_json(text)
+    except JsonLimitError as exc:
+        raise InputError.at(str(path), json_problem(exc)) from None
     except json.JSONDecodeError as exc:
         where = "truncated JSON" if _cut_short(text) else f"malformed JSON: {exc.msg}"
         raise InputError.at(str(path), f"{where} (column {exc.colno})", line=exc.lineno) from None
@@ -144,18 +132,40 @@ def json_array_items(path: Path, prefix: str = "item") -> Iterator[JsonRecord | 
         if handle.read(len(BOM)) != BOM:
             handle.seek(0)
         try:
-            for value in ijson.items(handle, prefix, use_float=True):
+            for value in ijson.items(DepthBoundedReader(handle), prefix, use_float=True):
+                problem = tree_problem(value)
+                if problem:
+                    raise JsonLimitError(problem)
                 yield JsonRecord(None, index, value, in_array=True)
                 index += 1
-        except (ijson.JSONError, UnicodeDecodeError) as exc:
+        except (ijson.JSONError, UnicodeDecodeError, ValueError) as exc:  # ValueError: an int over 4300 digits
             said = str(exc).lower()
-            if isinstance(exc, UnicodeDecodeError) or "utf8" in said or "utf-8" in said:
+            if isinstance(exc, JsonLimitError):
+                reason = json_problem(exc)
+            elif isinstance(exc, UnicodeDecodeError) or "utf8" in said or "utf-8" in said:
                 reason = "not UTF-8 text"   # yajl reports bad bytes as a lexical error
+            elif "digits" in said:
+                reason = "refused JSON: an integer of more than 4300 digits"
             elif "incomplete" in said or "premature" in said:
                 reason = "truncated JSON"
             else:
                 reason = f"malformed JSON ({str(exc).splitlines()[0][:80]})"
             raise bad_record(path, f"{reason}; {index} records before it were read", record=index) from None
+
+
+class DepthBoundedReader:
+    """A binary file whose reads stop with JsonLimitError once the JSON in it nests deeper than MAX_DEPTH: ijson
+    would otherwise build prefixes that grow with the square of the depth (40,000 levels took 3.9 GB)."""
+
+    def __init__(self, handle: Any):
+        self._handle = handle
+        self._gauge = DepthGauge()
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._handle.read(size)
+        if not self._gauge.feed(data):
+            raise JsonLimitError(f"nested more than {MAX_DEPTH} levels deep")
+        return data
 
 
 def json_records(path: Path) -> Iterator[JsonRecord | InputError]:

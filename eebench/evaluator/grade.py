@@ -11,6 +11,7 @@ import concurrent.futures
 import contextlib
 import ctypes
 import datetime as dt
+import math
 import multiprocessing
 import os
 import signal
@@ -26,10 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
 
 from eebench import __version__
-from eebench.errors import InputError, Problem
+from eebench.errors import InputError, Problem, quote
 from eebench.evaluator.park import (METRIC_VERSION, ParkTables, Replay, error_counts, replay, replay_codes_many,
                                    step_columns, word_codes)
 from eebench.evaluator.store import Batch, Replaced, ResultStore
@@ -111,12 +111,14 @@ class Grader:
         skipped: list[Problem] = []
         for record in records:
             try:
-                checked.append(self._check_record(_parsed(record)))
+                checked.append(self._check_record(parse_record(record)))
             except InputError as exc:
                 if not skip_invalid:
                     raise
                 skipped.extend(p if isinstance(p, Problem) else Problem(record.file, record.line, None, str(p))
                                for p in exc.problems)
+        if not checked:  # every record skipped: nothing to replay (the columns of no replays are not defined)
+            return Batch(), skipped
         replays, graded_actions = self._replay([(tables, actions) for _, tables, actions in checked])
         rows = [row for row, _, _ in checked]
         for row, replayed in zip(rows, replays):
@@ -209,7 +211,7 @@ class Grader:
             "optimal_steps": tables.optimal_steps, "nodes_total": len(instance.nodes),
             "nodes_achieved": None, "free_cells": tables.free_cells, "cells_observed": None,
             "preset": meta.get("preset") if isinstance(meta.get("preset"), str) else None,
-            **_usage(steps),
+            **_usage(steps, file, line),
             "source_file": file, "source_line": line,
             "bench_name": self.bench.name, "bench_version": self.bench.version,
             "bench_digest": self.bench.digest, "eebench_version": __version__,
@@ -222,7 +224,10 @@ _WORDS = np.array([*ACTIONS, None], dtype=object)  # the action column's value o
 _ACTION = itemgetter("action")
 
 
-def _usage(steps: list[dict[str, Any]]) -> dict[str, int | float | None]:
+_BIGINT_LIMIT = 1 << 63
+
+
+def _usage(steps: list[dict[str, Any]], file: str, line: int | None) -> dict[str, int | float | None]:
     """Totals of the steps' token and latency fields; None where no step carries the field (not zero)."""
     totals: dict[str, int | float | None] = dict.fromkeys(USAGE_FIELDS)
     if {1}.issuperset(map(len, steps)):  # only actions, the common case: checked in one C-level pass
@@ -234,16 +239,11 @@ def _usage(steps: list[dict[str, Any]]) -> dict[str, int | float | None]:
             value = step.get(key)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 totals[key] = (totals[key] or 0) + value
+    for key, total in totals.items():  # the sums go to BIGINT and DOUBLE columns: refused here, not at insert
+        if total is not None and not (-_BIGINT_LIMIT <= total < _BIGINT_LIMIT and math.isfinite(total)):
+            raise InputError(Problem(file, line, f"steps[].{key}", f"the steps' {key} sum to more than the results "
+                                     "table holds (token counts below 2^63, a finite latency)"))
     return totals
-
-
-def _parsed(record: Record) -> Record:
-    """The record with its JSON line parsed by orjson; what orjson refuses goes to `parse_record`, which parses
-    what the standard library accepts and words the errors."""
-    if isinstance(record.value, bytes):
-        with contextlib.suppress(orjson.JSONDecodeError):
-            return record._replace(value=orjson.loads(record.value))
-    return parse_record(record)
 
 
 def _chunks(files: Sequence[Path]) -> Iterator[list[Record]]:
@@ -349,8 +349,8 @@ def grade_files(files: Sequence[Path], bench: Bench, db: Path, *, workers: int =
     for path in files:
         if str(path) == "-":
             continue
-        if not Path(path).is_file():
-            raise InputError.at(str(path), "no such file")
+        if not Path(path).is_file():  # a folder or a device (/dev/zero) is not read
+            raise InputError.at(str(path), "is not a file" if Path(path).exists() else "no such file")
         resolved = Path(path).resolve()
         if resolved in given:
             raise InputError.at(str(path), f"is given twice (also as {given[resolved]})")
@@ -383,7 +383,7 @@ def grade_files(files: Sequence[Path], bench: Bench, db: Path, *, workers: int =
 
 def _check_unique(store: ResultStore, report: GradeReport, skip_invalid: bool) -> None:
     """Trajectory ids must be unique within a run: two logs with one id would overwrite each other silently."""
-    problems = [Problem(file, line, "id", f"trajectory id {trajectory_id!r} was already read at "
+    problems = [Problem(file, line, "id", f"trajectory id {quote(repr(trajectory_id))} was already read at "
                                           f"{first_file}{'' if first_line is None else f':{first_line}'}; "
                                           "ids must be unique")
                 for trajectory_id, file, line, first_file, first_line in store.duplicates()]

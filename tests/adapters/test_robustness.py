@@ -60,7 +60,7 @@ def test_deep_nesting_is_no_action_in_text_and_a_located_error_in_a_record(tmp_p
     assert [s["action"] for s in trajectory["steps"]] == [None, "up"]
     nested = tmp_path / "nested.jsonl"
     nested.write_text('{"messages": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
-    with pytest.raises(InputError, match=r"nested\.jsonl:1: malformed JSON: nested too deeply"):
+    with pytest.raises(InputError, match=r"nested\.jsonl:1: refused JSON: nested more than 100 levels deep"):
         convert(nested, tmp_path / "out.jsonl", fmt="openai-chat")
 
 

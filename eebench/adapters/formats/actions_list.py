@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
 from eebench.adapters.actions import grid_move
 from eebench.adapters.base import HEAD_BYTES, Adapter, Episode, LoggedStep, bad_record
 from eebench.adapters.records import binary_lines, head_value, json_array_items
-from eebench.documents import decode_utf8, json_type, open_input
+from eebench.documents import decode_utf8, json_type, loads_json, open_input
 from eebench.errors import InputError
 
 MAX_ACTION_CHARS = 200   # an action is a word or a short phrase; a longer line means this is not an actions list
@@ -28,8 +27,8 @@ class ActionsAdapter(Adapter):
         """A JSON array of strings, or text whose lines are all grid moves (`up`, `North`, ...)."""
         if head_value(head) == "[":
             try:
-                value = json.loads(head)
-            except ValueError:
+                value = loads_json(head)
+            except ValueError:  # also what is over the limits, e.g. nested too deeply
                 return False
             return isinstance(value, list) and bool(value) and all(isinstance(v, str) for v in value)
         try:

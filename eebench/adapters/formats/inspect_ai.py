@@ -21,8 +21,8 @@ import ijson
 
 from eebench.adapters.base import Adapter, Episode, as_int, bad_record, dig, listed, scalars, text_of
 from eebench.adapters.chat import chat_turns
-from eebench.adapters.records import MAX_DOCUMENT_BYTES, head_value, json_array_items
-from eebench.documents import json_type, open_input
+from eebench.adapters.records import MAX_DOCUMENT_BYTES, DepthBoundedReader, head_value, json_array_items
+from eebench.documents import JsonLimitError, json_problem, json_type, loads_json, open_input
 from eebench.errors import InputError
 
 ATTACHMENT = "attachment://"
@@ -79,7 +79,7 @@ class InspectAdapter(Adapter):
                         sample = _member_json(path, archive, member)
                         yield sample if isinstance(sample, InputError) else \
                             self._episode(path, header, sample, member)
-        except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as exc:
             raise InputError.at(str(path), f"not a readable .eval ZIP archive ({exc}); is the file cut short?") \
                 from None
 
@@ -247,7 +247,7 @@ def _json_header(path: Path) -> dict[str, Any]:
     builder: Any = None
     with open_input(path) as handle:
         try:
-            for prefix, event, value in ijson.parse(handle, use_float=True):
+            for prefix, event, value in ijson.parse(DepthBoundedReader(handle), use_float=True):
                 if prefix != "":
                     if builder is not None:
                         builder.event(event, value)
@@ -259,7 +259,9 @@ def _json_header(path: Path) -> dict[str, Any]:
                     break
                 if event == "map_key":
                     key, builder = value, ijson.ObjectBuilder()
-        except (ijson.JSONError, UnicodeDecodeError) as exc:
+        except JsonLimitError as exc:
+            raise InputError.at(str(path), f"not a readable Inspect .json log: {json_problem(exc)}") from None
+        except (ijson.JSONError, UnicodeDecodeError, ValueError) as exc:  # ValueError: an int over 4300 digits
             raise InputError.at(str(path), f"not a readable Inspect .json log: malformed JSON "
                                            f"({str(exc).splitlines()[0][:80]})") from None
     return header
@@ -273,10 +275,19 @@ def _member_json(path: Path, archive: zipfile.ZipFile, member: str) -> Any:
         return bad_record(path, f"the .eval archive has no {member}; is it an Inspect log?", record=member)
     if info.file_size > MAX_DOCUMENT_BYTES:
         return bad_record(path, f"{info.file_size >> 20} MiB is more than a sample may be", record=member)
-    data = archive.read(member)
+    parts, size = [], 0
+    with archive.open(info) as stream:  # in pieces: zipfile's read() inflates up to 2 GiB before it checks anything
+        while piece := stream.read(1 << 16):
+            size += len(piece)
+            if size > MAX_DOCUMENT_BYTES:
+                return bad_record(path, f"more than the {MAX_DOCUMENT_BYTES >> 20} MiB a sample may be", record=member)
+            parts.append(piece)
+    data = b"".join(parts)
     try:
-        return json.loads(data.decode("utf-8"))
+        return loads_json(data)
     except UnicodeDecodeError as exc:
         return bad_record(path, f"not UTF-8 text (byte 0x{data[exc.start]:02x})", record=member)
+    except JsonLimitError as exc:
+        return bad_record(path, json_problem(exc), record=member)
     except json.JSONDecodeError as exc:
         return bad_record(path, f"malformed JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", record=member)

@@ -21,7 +21,7 @@ from typing import Any
 from eebench.adapters.base import Adapter, Episode, LoggedStep, as_int, dig, iso_utc, listed, text_of
 from eebench.adapters.chat import ModelTurn, ToolRun, traced_steps
 from eebench.adapters.records import JsonRecord, bad_item, json_records
-from eebench.documents import json_type
+from eebench.documents import json_type, loads_json
 from eebench.errors import InputError
 
 MODEL_OPERATIONS = ("call_llm", "chat", "text_completion", "generate_content")
@@ -251,7 +251,7 @@ def _lines(texts: list[str | None]) -> str | None:
 def _json(value: Any) -> Any:
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            return loads_json(value)  # within the limits of every document: depth, finite numbers
         except ValueError:
             return None
     return value

@@ -9,7 +9,6 @@ it (1.x), else the file's stem, which SWE-agent names after the instance.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 
 from eebench.adapters.base import Adapter, Episode, LoggedStep, as_int, bad_record, dig, number
 from eebench.adapters.records import document_episode, head_value, object_with_list
-from eebench.documents import json_type
+from eebench.documents import json_type, loads_json
 from eebench.errors import InputError
 
 # SWE-agent writes `environment` first, then `trajectory`: a .json copy is recognized by that opening
@@ -48,7 +47,7 @@ def _episode(path: Path, value: Any) -> Episode:
     replay = document.get("replay_config")
     if isinstance(replay, str):   # some 1.x versions store the replay config as a JSON string
         try:
-            replay = json.loads(replay)
+            replay = loads_json(replay)
         except ValueError:
             replay = None
     task = dig(replay, "problem_statement.id")
