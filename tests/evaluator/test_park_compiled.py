@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import duckdb
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -116,3 +117,20 @@ def test_a_grade_is_the_same_byte_for_byte_compiled_or_not(tmp_path, monkeypatch
             tables[threshold] = [con.execute("SELECT * EXCLUDE (graded_at) FROM trajectories ORDER BY ALL").fetchall(),
                                  con.execute("SELECT * FROM steps ORDER BY ALL").fetchall()]
     assert tables[0] == tables[10 ** 12] and len(tables[0][1]) > 1000
+
+
+@settings(max_examples=30, deadline=None)
+@given(sizes=st.lists(st.integers(2, 400), min_size=1, max_size=60), budget=st.integers(50, 1000))
+def test_chunks_are_cut_by_bytes_and_keep_every_record_in_order(tmp_path_factory, sizes, budget) -> None:
+    # memory follows steps, not records: a chunk holds at most CHUNK_BYTES of JSON, or one longer record alone
+    path = tmp_path_factory.mktemp("chunks") / "runs.jsonl"
+    path.write_bytes(b"".join(b"x" * (size - 1) + b"\n" for size in sizes))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(grade, "CHUNK_BYTES", budget)
+        chunks = list(grade._chunks([path]))
+    assert [len(r.value) for chunk in chunks for r in chunk] == sizes
+    for chunk in chunks:
+        assert len(chunk) == 1 or sum(len(r.value) for r in chunk) <= budget
+        assert len(chunk) <= grade.CHUNK_RECORDS
+    for before, after in zip(chunks, chunks[1:]):  # cut only when the next record would not fit
+        assert sum(len(r.value) for r in before) + len(after[0].value) > budget
