@@ -51,6 +51,21 @@ def test_compiled_replay_equals_the_reference(n_nodes, width, height, corridor, 
         _assert_same(tables, run)
 
 
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), corridor=st.integers(1, 3), walks=st.lists(st.lists(MOVES, max_size=600),
+                                                                               min_size=1, max_size=4))
+def test_compiled_replay_on_a_map_whose_rows_are_made_as_used(seed, corridor, walks) -> None:
+    # 34 x 34 = 1,156 cells, above DENSE_CELLS: closer rows are made batch by batch for the moves made, across runs
+    preset = Preset("p", DagParams(6, option_count_probs=((1, 0.5), (2, 0.5)),
+                                   dependency_count_probs=((1, 0.5), (2, 0.5))),
+                    MapParams((1, corridor), size=(34, 34)))
+    tables = ParkTables(generate_instance(preset, seed, "prop/large"))
+    assert tables.compiled().n > tables.compiled().DENSE_CELLS
+    for walk in walks:
+        _assert_same(tables, walk)
+    assert tables.compiled().rows - 1 <= tables.compiled().valid_slots
+
+
 @settings(max_examples=30, deadline=None)
 @given(walk=st.lists(st.sampled_from(["up", "down", "left", "right", "x"]), max_size=300))
 def test_compiled_replay_with_alternatives_and_a_node_on_the_start(walk) -> None:
