@@ -11,8 +11,35 @@ number, so a progress event starts a new segment without clearing anything.
 
 from __future__ import annotations
 
-import numpy as np
-from numba import njit
+import os
+import tempfile
+from pathlib import Path
+
+
+def cache_folder(package: Path, environ: dict[str, str]) -> str | None:
+    """The folder numba should cache the kernels in when it cannot write next to them (`package`) and none is
+    given (NUMBA_CACHE_DIR): the user's cache folder, else a per-user temporary one; None to leave numba's
+    default (numba's own per-user fallback fails outright where the home folder cannot be written)."""
+    if "NUMBA_CACHE_DIR" in environ or os.access(package, os.W_OK):
+        return None
+    home = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    for folder in (os.path.join(home, "eebench", "numba"),
+                   os.path.join(tempfile.gettempdir(), f"eebench-numba-{os.getuid()}")):
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(folder, os.W_OK):
+            return folder
+    return None
+
+
+_folder = cache_folder(Path(__file__).parent, dict(os.environ))
+if _folder is not None:  # read before numba's first import
+    os.environ["NUMBA_CACHE_DIR"] = _folder
+
+import numpy as np  # noqa: E402  (after the cache folder is chosen)
+from numba import njit  # noqa: E402
 
 _GAIN, _PROGRESS, _ERROR = 1, 2, 4  # as in park.py
 

@@ -149,3 +149,14 @@ def test_chunks_are_cut_by_bytes_and_keep_every_record_in_order(tmp_path_factory
         assert len(chunk) <= grade.CHUNK_RECORDS
     for before, after in zip(chunks, chunks[1:]):  # cut only when the next record would not fit
         assert sum(len(r.value) for r in before) + len(after[0].value) > budget
+
+
+def test_the_kernel_cache_goes_where_it_can_be_written(tmp_path) -> None:
+    from eebench.evaluator.park_compiled import cache_folder
+
+    writable, read_only = tmp_path / "pkg", tmp_path / "missing"  # (os.access is False for a missing folder)
+    writable.mkdir()
+    assert cache_folder(writable, {}) is None                     # next to the module: numba's default
+    assert cache_folder(read_only, {"NUMBA_CACHE_DIR": "x"}) is None  # the user's choice stands
+    chosen = cache_folder(read_only, {"XDG_CACHE_HOME": str(tmp_path / "cache")})
+    assert chosen == str(tmp_path / "cache" / "eebench" / "numba") and (tmp_path / "cache" / "eebench").is_dir()
