@@ -385,11 +385,9 @@ def _trajectory_actions(path: Path, instance_id: str, trajectory_id: str | None)
                    "bundle (folder, .tar.gz or .zip) from `eebench publish`, verified first and recorded in every row.")
 @click.option("--db", default="eebench.duckdb", show_default=True, type=click.Path(dir_okay=False, path_type=Path),
               help="DuckDB file to write results into (created if missing).")
-@click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1),
-              help="Grade in this many processes.")
 @click.option("--skip-invalid", is_flag=True,
               help="Grade the valid trajectories and list the invalid ones with the reason, instead of stopping.")
-def grade(files: tuple[Path, ...], bench: Path, db: Path, workers: int, skip_invalid: bool) -> None:
+def grade(files: tuple[Path, ...], bench: Path, db: Path, skip_invalid: bool) -> None:
     """Replay trajectories in their instances and store Park et al.'s per-step errors in DuckDB.
 
     TRAJ_FILE is a JSONL file of trajectory/1 records (`eebench convert` makes them from agents' logs), or - for
@@ -405,7 +403,7 @@ def grade(files: tuple[Path, ...], bench: Path, db: Path, workers: int, skip_inv
     from eebench.evaluator import grade_files
 
     with open_bench(bench) as opened, _grade_progress(files) as update:
-        report = grade_files(list(files), opened, db, workers=workers, skip_invalid=skip_invalid, progress=update)
+        report = grade_files(list(files), opened, db, skip_invalid=skip_invalid, progress=update)
     _echo_problems("skipped", report.skipped)
     rate = report.steps / report.seconds if report.seconds else 0.0
     click.echo(f"graded {report.trajectories} trajectories ({report.steps} steps) into {db} "
