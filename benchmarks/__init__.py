@@ -40,7 +40,9 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 def peak_rss_of(code: str) -> float:
     """Peak resident memory (MB) of a fresh Python process that runs `code`: one measurement, no other work in it."""
-    report = "; import resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
+    # VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec, so a child would report its parent's peak
+    report = ("; print(next(int(line.split()[1]) for line in open('/proc/self/status') if line.startswith('VmHWM'))"
+              " / 1024)")
     done = subprocess.run([sys.executable, "-c", code + report], capture_output=True, text=True, check=True)
     return float(done.stdout.strip().splitlines()[-1])
 

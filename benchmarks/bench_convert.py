@@ -1,8 +1,9 @@
 """Converting logs: `convert_files` on JSON Lines chat logs, against a plain JSON round trip of the same lines.
 
-Target (issue 4): 50 MB/s or more on JSONL chat logs, and memory flat in the input size. The baseline is the floor
-any converter pays, `json.loads` and `json.dumps` of every line, so the ratio says what reading actions, joining
-observations and building trajectories cost on top of it.
+Targets: 50 MB/s or more on JSONL chat logs, and memory flat in the input size (issue 4); 100 MB/s (issue 13). The
+baselines are the floor any converter pays: `json.loads` and `json.dumps` of every line, and the same round trip by
+orjson (issue 13's yardstick), so the ratios say what reading actions, joining observations and building
+trajectories cost on top of it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import random
 import tempfile
 import time
 from pathlib import Path
+
+import orjson
 
 from benchmarks import Result, peak_rss_of, timed
 from eebench.adapters import ConvertOptions, convert_files
@@ -67,6 +70,12 @@ def _baseline(source: Path, out: Path) -> None:
             handle.write(json.dumps(json.loads(line), ensure_ascii=False, separators=(",", ":")) + "\n")
 
 
+def _orjson_round_trip(source: Path, out: Path) -> None:
+    with source.open("rb") as lines, out.open("wb") as handle:
+        for line in lines:
+            handle.write(orjson.dumps(orjson.loads(line)) + b"\n")
+
+
 def _peak_rss_converting(source: Path, out: Path) -> float:
     return peak_rss_of("from pathlib import Path; from eebench.adapters import ConvertOptions, convert_files; "
                        f"convert_files([Path({str(source)!r})], 'openai-chat', Path({str(out)!r}), "
@@ -85,10 +94,13 @@ def run() -> list[Result]:
             start = time.perf_counter()
             _baseline(source, tmp / "baseline.jsonl")
             base_seconds = time.perf_counter() - start
+            fast_seconds, _ = timed(lambda: _orjson_round_trip(source, tmp / "orjson.jsonl"))
             kind = "verbose" if verbose else "terse"
             results.append(Result(f"convert JSONL chat logs, {kind}, {size / 1e6:.0f} MB ({report.steps:,} steps)",
                                   size / 1e6 / seconds, "MB/s", size / 1e6 / base_seconds, ">= 50 MB/s",
                                   "baseline: json.loads + json.dumps per line"))
+            results.append(Result("  the same against an orjson round trip", size / 1e6 / seconds, "MB/s",
+                                  size / 1e6 / fast_seconds, ">= 100 MB/s"))
         for megabytes in (20, 200):
             sized = tmp / f"chat{megabytes}.jsonl"
             _write_chat_log(sized, megabytes, seed=megabytes)

@@ -186,8 +186,8 @@ class Results:
         return polars.from_arrow(self[table])
 
 
-def grade(trajectories: Any, *, bench: str | Path | Instances | Iterable[Any], workers: int = 1,
-          skip_invalid: bool = False) -> Results:
+def grade(trajectories: Any, *, bench: str | Path | Instances | Iterable[Any], skip_invalid: bool = False
+          ) -> Results:
     """Grade trajectories in memory and return their tables (as `eebench grade` would write them).
 
     `trajectories`: a trajectory file (JSONL) or several, or trajectory/1 documents (dicts).
@@ -195,7 +195,7 @@ def grade(trajectories: Any, *, bench: str | Path | Instances | Iterable[Any], w
     """
     with tempfile.TemporaryDirectory(prefix="eebench-grade-") as tmp:
         db = Path(tmp) / "results.duckdb"
-        report = grade_files(trajectories, bench=bench, db=db, workers=workers, skip_invalid=skip_invalid)
+        report = grade_files(trajectories, bench=bench, db=db, skip_invalid=skip_invalid)
         import duckdb
 
         with contextlib.closing(duckdb.connect(str(db), read_only=True)) as con:
@@ -207,7 +207,7 @@ def grade(trajectories: Any, *, bench: str | Path | Instances | Iterable[Any], w
 
 
 def grade_files(trajectories: Any, *, bench: str | Path | Instances | Iterable[Any], db: str | Path,
-                workers: int = 1, skip_invalid: bool = False) -> GradeReport:
+                skip_invalid: bool = False) -> GradeReport:
     """Grade trajectories into the DuckDB file `db` in one transaction, as `eebench grade` does."""
     from eebench.evaluator.grade import grade_files as grade_into
 
@@ -215,7 +215,7 @@ def grade_files(trajectories: Any, *, bench: str | Path | Instances | Iterable[A
         files = _trajectory_files(trajectories, stack)
         opened = _open_bench(bench, stack)
         try:
-            report = grade_into(files, opened, Path(db), workers=workers, skip_invalid=skip_invalid)
+            report = grade_into(files, opened, Path(db), skip_invalid=skip_invalid)
         except InputError as exc:
             raise InputError([_located(p, files) for p in exc.problems]) from None
         report.skipped[:] = [_located(p, files) for p in report.skipped]

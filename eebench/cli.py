@@ -385,19 +385,19 @@ def _trajectory_actions(path: Path, instance_id: str, trajectory_id: str | None)
                    "bundle (folder, .tar.gz or .zip) from `eebench publish`, verified first and recorded in every row.")
 @click.option("--db", default="eebench.duckdb", show_default=True, type=click.Path(dir_okay=False, path_type=Path),
               help="DuckDB file to write results into (created if missing).")
-@click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1),
-              help="Grade in this many processes.")
 @click.option("--skip-invalid", is_flag=True,
               help="Grade the valid trajectories and list the invalid ones with the reason, instead of stopping.")
 @click.option("--engine", default="local", show_default=True, type=click.Choice(["local", "ray"]),
-              help="local: this machine (--workers processes) into --db. ray: one Ray task per TRAJ_FILE (local "
-                   "paths or URIs pyarrow reads), Parquet partitions into --out; then `eebench ingest`.")
+              help="local: this machine, into --db. ray: one Ray task per TRAJ_FILE (local paths or URIs pyarrow "
+                   "reads), Parquet partitions into --out; then `eebench ingest`.")
 @click.option("--address", metavar="ADDR", help="With --engine ray: a running Ray cluster (default: start a local "
-                                                "one with --workers CPUs).")
+                                                "one).")
+@click.option("--cpus", type=click.IntRange(min=1), help="With --engine ray and no --address: CPUs of the local Ray "
+                                                        "(default: every core).")
 @click.option("--out", "-o", "parquet_out", metavar="DIR",
               help="With --engine ray: the new or empty folder (or URI) for the Parquet partitions.")
-def grade(files: tuple[str, ...], bench: Path, db: Path, workers: int, skip_invalid: bool, engine: str,
-          address: str | None, parquet_out: str | None) -> None:
+def grade(files: tuple[str, ...], bench: Path, db: Path, skip_invalid: bool, engine: str, address: str | None,
+          cpus: int | None, parquet_out: str | None) -> None:
     """Replay trajectories in their instances and store Park et al.'s per-step errors in DuckDB.
 
     TRAJ_FILE is a JSONL file of trajectory/1 records (`eebench convert` makes them from agents' logs), or - for
@@ -412,30 +412,30 @@ def grade(files: tuple[str, ...], bench: Path, db: Path, workers: int, skip_inva
     from eebench.bundles import open_bench
     from eebench.evaluator import grade_files
 
-    if engine == "ray" or address or parquet_out:
-        _grade_ray(files, bench, workers, skip_invalid, engine, address, parquet_out)  # files as given: URIs too
+    if engine == "ray" or address or cpus or parquet_out:
+        _grade_ray(files, bench, skip_invalid, engine, address, cpus, parquet_out)  # files as given: URIs too
         return
     paths = tuple(map(Path, files))
     with open_bench(bench) as opened, _grade_progress(paths) as update:
-        report = grade_files(list(paths), opened, db, workers=workers, skip_invalid=skip_invalid, progress=update)
+        report = grade_files(list(paths), opened, db, skip_invalid=skip_invalid, progress=update)
     _echo_problems("skipped", report.skipped)
     rate = report.steps / report.seconds if report.seconds else 0.0
     click.echo(f"graded {report.trajectories} trajectories ({report.steps} steps) into {db} "
                f"in {report.seconds:.2f} s ({rate:,.0f} steps/s)" + report.notes())
 
 
-def _grade_ray(files: tuple[str, ...], bench: Path, workers: int, skip_invalid: bool, engine: str,
-               address: str | None, parquet_out: str | None) -> None:
+def _grade_ray(files: tuple[str, ...], bench: Path, skip_invalid: bool, engine: str, address: str | None,
+               cpus: int | None, parquet_out: str | None) -> None:
     from eebench.bundles import open_bench
     from eebench.engines.ray import grade_ray
 
     if engine != "ray":
-        raise click.UsageError("--address and --out go with --engine ray")
+        raise click.UsageError("--address, --cpus and --out go with --engine ray")
     if parquet_out is None:
         raise click.UsageError("--engine ray writes Parquet partitions: give --out DIR (then `eebench ingest DIR`)")
     with open_bench(bench) as opened:
         report = grade_ray(list(files), opened, parquet_out, address=address, skip_invalid=skip_invalid,
-                           num_cpus=workers)
+                           num_cpus=cpus)
     _echo_problems("skipped", report.skipped)
     click.echo(f"graded {report.trajectories} trajectories ({report.steps} steps) from {report.shards} shards "
                f"into {parquet_out} in {report.seconds:.2f} s; load them with: eebench ingest {parquet_out} --db FILE")

@@ -103,7 +103,7 @@ class DepthGauge:
         raw = np.frombuffer(data, dtype=np.uint8)
         quotes = np.flatnonzero(raw == _QUOTE)
         if quotes.size and (self.backslashes or b"\\" in data):
-            quotes = quotes[[self._unescaped(data, int(q)) for q in quotes]]
+            quotes = quotes[self._unescaped_quotes(raw, quotes)]
         brackets = np.flatnonzero(_STEP.view(np.bool_)[raw])
         inside = (np.searchsorted(quotes, brackets) + self.in_string) % 2 == 1
         steps = _STEP[raw[brackets[~inside]]]
@@ -117,13 +117,22 @@ class DepthGauge:
         self.backslashes = trailing + (self.backslashes if trailing == len(data) else 0)
         return deepest <= self.limit
 
-    def _unescaped(self, data: bytes, at: int) -> bool:
-        """Whether the quote at `at` ends or starts a string: an even run of backslashes before it."""
-        start = at
-        while start and data[start - 1] == _BACKSLASH:
-            start -= 1
-        run = at - start + (self.backslashes if start == 0 else 0)
-        return run % 2 == 0
+    def _unescaped_quotes(self, raw: np.ndarray, quotes: np.ndarray) -> np.ndarray:
+        """Which quotes end or start a string: those after an even run of backslashes (a run that reaches the
+        piece's start goes on with the previous piece's). In numpy over the runs of backslashes."""
+        slashes = np.flatnonzero(raw == _BACKSLASH)
+        run = np.zeros(quotes.size, dtype=np.int64)
+        at_start = quotes == 0
+        if slashes.size:
+            first = np.ones(slashes.size, dtype=bool)
+            first[1:] = np.diff(slashes) != 1
+            starts = slashes[first]
+            ends = np.append(slashes[np.flatnonzero(first)[1:] - 1], slashes[-1])
+            j = np.minimum(np.searchsorted(ends, quotes - 1), ends.size - 1)
+            ending = ends[j] == quotes - 1  # a run of backslashes ends just before the quote
+            run = np.where(ending, ends[j] - starts[j] + 1, 0)
+            at_start = np.where(ending, starts[j] == 0, at_start)
+        return (run + np.where(at_start, self.backslashes, 0)) % 2 == 0
 
 
 def too_deep(data: bytes) -> bool:

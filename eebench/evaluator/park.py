@@ -11,20 +11,21 @@ For the action at step t, moving the agent from p(t) to p(t+1):
 An inadmissible move stays in place, costs a step, has Gain = 0 and adds nothing to the segment. An error in
 case 1 or 4 is an exploration error, in case 2, 3 or 4 an exploitation error.
 
-Everything a step needs is precomputed once per instance (`ParkTables`), per cell and move, with Gain's
-"closer to" sets as Python-int bit masks: T(t) only changes at progress events, so a non-progress step costs a
-few list, set and integer operations.
+Everything a step needs is kept per instance (`ParkTables`), per cell and move, with Gain's "closer to" sets as
+bit masks computed for the moves trajectories make: T(t) only changes at progress events, so a non-progress step
+costs a few list, set and integer operations. `replay` is the readable reference of these rules; `replay_compiled`
+runs the same rules compiled (park_compiled.py) for large runs, and property tests hold the two equal.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain
+from itertools import chain, repeat
 from typing import NamedTuple
 
 import numpy as np
 
-from eebench.world.geometry import all_pairs_distances
+from eebench.world.geometry import distances_from
 from eebench.world.grid_dag import ACTION_INDEX, GridDagInstance, GridDagWorld, parse_action
 from eebench.world.planning import shortest_completion
 
@@ -66,41 +67,33 @@ class Segment:
 
 
 class ParkTables:
-    """Per-instance tables shared by every trajectory graded in it.
+    """Per-instance tables shared by every trajectory graded in it, linear in the map's cells.
 
     The replay indexes them by slot = 5 * cell + code, where code 0-3 is a move (up, down, left, right) and 4 any
     word that is not a move, so an unreadable action is just a slot whose move is inadmissible everywhere.
+    Gain's "closer to" set of a slot needs two distance rows; those are computed only for the slots a trajectory
+    uses and kept (for the reference replay as Python ints, `closer`; for the compiled one as uint64 words,
+    `prepare`), so preparing a map costs O(cells) and grading costs O(cells) per distinct move made.
     """
 
     def __init__(self, instance: GridDagInstance):
         self.world = world = GridDagWorld(instance)
-        n = world.n_cells
-        dist = all_pairs_distances(world)
-        moves = np.asarray(world.step_to, dtype=np.int64)
-        valid = np.flatnonzero(moves >= 0)
-        cell_of, action_of, target_of = valid // 4, valid % 4, moves[valid]
-        slots = (5 * cell_of + action_of).tolist()
+        self.n_cells = n = world.n_cells
+        moves = np.full((n, 5), -1, dtype=np.int32)
+        moves[:, :4] = np.asarray(world.step_to, dtype=np.int32).reshape(n, 4)
         # to[slot]: the cell entered, or -1 when the move is inadmissible (always for code 4)
-        self.to = [-1] * (5 * n)
-        for slot, target in zip(slots, target_of.tolist()):
-            self.to[slot] = target
-        # closer[slot]: bit mask of the cells z with d(next, z) < d(cell, z); next itself is always one of them,
-        # so `closer[slot] & T` is Gain (p(t+1) in T or strictly closer to some target)
-        packed = np.packbits(dist[target_of] < dist[cell_of], axis=1, bitorder="little")
-        self.closer = [0] * (5 * n)
-        for slot, row in zip(slots, packed):
-            self.closer[slot] = int.from_bytes(row.tobytes(), "little")
-        # edge[slot]: the undirected edge used, as a key of the replay's segment set (cells are keys 0..2n-1:
-        # c for a first visit and n + c for a second; edges are 2n + 2 * min end + vertical, and that + 2n)
-        vertical = (action_of < 2).astype(np.int64)  # up, down
-        edge_keys = 2 * n + 2 * np.minimum(cell_of, target_of) + vertical
-        self.edge = [0] * (5 * n)
-        for slot, key in zip(slots, edge_keys.tolist()):
-            self.edge[slot] = key
+        self.to_array = moves.ravel()
+        self.to = self.to_array.tolist()
+        # edge[slot]: the undirected edge used, 2 * lower cell + vertical (up, down); -1 for no move
+        vertical = np.array([1, 1, 0, 0, 0], dtype=np.int32)
+        cells = np.arange(n, dtype=np.int32)[:, None]
+        self.edge_array = np.where(moves >= 0, 2 * np.minimum(cells, moves) + vertical, -1).astype(np.int32).ravel()
+        # the reference replay's keys in its segment set: cells are 0..2n-1 (c for a first visit and n + c for a
+        # second), edges 2n + edge and, used twice, that + 2n
+        self.edge = (self.edge_array + 2 * n).tolist()
         self.optimal_steps = shortest_completion(world).cost
         self.free_cells = sum(world.free)
         self.all_cells = (1 << n) - 1
-        self.unset = [self.all_cells ^ 1 << cell for cell in range(n)]  # masks that clear one cell's bit
         # the cell of each node as the replay sees it (node_at), for the cells where entering achieves a node
         self.node_cells = tuple((node, cell) for node, cell in enumerate(world.node_cell)
                                 if world.node_at[cell] == node)
@@ -115,16 +108,109 @@ class ParkTables:
         self.initial_fresh = frozenset(
             {cell for cell in range(n) if world.free[cell] and cell != start}
             | {cell for node, cell in self.node_cells if world.prerequisites_met(node, 0)})
+        self._distances: dict[int, list[int]] = {}   # reference: BFS rows by source cell
+        self._closer: dict[int, int] = {}             # reference: closer masks by slot
+        self._compiled: _CompiledTables | None = None
+
+    def closer(self, slot: int) -> int:
+        """Bit mask of the cells z with d(next, z) < d(cell, z) for the admissible move `slot` (next itself is
+        always one of them), so `closer(slot) & T` is Gain: p(t+1) in T or strictly closer to some target."""
+        mask = self._closer.get(slot)
+        if mask is None:
+            here, there = self._row(slot // 5), self._row(self.to[slot])
+            closer = np.asarray(there) < np.asarray(here)
+            mask = int.from_bytes(np.packbits(closer, bitorder="little").tobytes(), "little")
+            self._closer[slot] = mask
+        return mask
+
+    def _row(self, cell: int) -> list[int]:
+        row = self._distances.get(cell)
+        if row is None:
+            row = self._distances[cell] = distances_from(self.world, cell)
+        return row
+
+    def compiled(self) -> _CompiledTables:
+        """The flat arrays of the compiled replay (made on first use)."""
+        if self._compiled is None:
+            self._compiled = _CompiledTables(self)
+        return self._compiled
+
+
+class _CompiledTables:
+    """ParkTables as flat arrays for `park_compiled`, with the closer sets as rows of uint64 words, filled for the
+    slots trajectories use (`prepare`)."""
+
+    ROWS_PER_BATCH = 256  # distance rows computed at once (memory: this x cells x 4 bytes)
+    DENSE_CELLS = 1024    # maps up to this many cells get every move's closer row when first used
+
+    def __init__(self, tables: ParkTables):
+        world = tables.world
+        n = tables.n_cells
+        self.n = n
+        self.start = world.start
+        self.goal = world.goal
+        self.to = tables.to_array
+        self.edge = tables.edge_array
+        self.free = np.asarray(world.free, dtype=np.uint8)
+        self.node_cell = np.asarray(world.node_cell, dtype=np.int32)
+        self.node_at = np.asarray(world.node_at, dtype=np.int32)
+        self.node_cells = np.asarray(tables.node_cells, dtype=np.int32).reshape(-1, 2)
+        alternatives = [alt for node in world.instance.nodes for alt in node.requires]
+        self.alt_ptr = np.cumsum([0] + [len(node.requires) for node in world.instance.nodes]).astype(np.int32)
+        self.member_ptr = np.cumsum([0] + [len(alt) for alt in alternatives]).astype(np.int32)
+        self.members = np.asarray([world.node_index[p] for alt in alternatives for p in alt], dtype=np.int32)
+        self.words = (n + 63) // 64
+        self.slot_row = np.zeros(5 * n, dtype=np.int32)  # row 0 stays empty: slots not prepared (never read)
+        self.seen = np.zeros(5 * n, dtype=bool)
+        self.closer = np.zeros((1, self.words), dtype=np.uint64)
+        self.rows = 1
+        self.valid_slots = int((self.to >= 0).sum())
+        if n <= self.DENSE_CELLS:  # a small map: every move's row at once (at most 4 x 1024 x 128 bytes)
+            self._fill(np.flatnonzero(self.to >= 0))
+            self.seen[:] = True
+
+    def prepare(self, codes: np.ndarray, offsets: np.ndarray) -> None:
+        """Fill the closer rows of the admissible slots that trajectories of move codes pass through (trajectory j
+        is codes[offsets[j]:offsets[j + 1]])."""
+        from eebench.evaluator import park_compiled
+
+        if self.rows <= self.valid_slots:  # (else every row is there)
+            # in cell order, so a batch of rows shares its sources (a cell and its neighbours)
+            self._fill(np.sort(park_compiled.used_slots(self.to, self.start, codes, offsets, self.seen)))
+
+    def _fill(self, slots: np.ndarray) -> None:
+        from eebench.evaluator import park_compiled
+
+        if not slots.size:
+            return
+        need = self.rows + slots.size
+        if need > self.closer.shape[0]:
+            grown = np.zeros((max(need, 2 * self.closer.shape[0]), self.words), dtype=np.uint64)
+            grown[:self.rows] = self.closer[:self.rows]
+            self.closer = grown
+        for part in range(0, slots.size, self.ROWS_PER_BATCH // 2):
+            chunk = slots[part:part + self.ROWS_PER_BATCH // 2]
+            here, there = chunk // 5, self.to[chunk]
+            sources, index = np.unique(np.concatenate([here, there]), return_inverse=True)
+            dist = park_compiled.bfs_rows(self.to, sources.astype(np.int32), self.n)
+            closer = dist[index[chunk.size:]] < dist[index[:chunk.size]]
+            packed = np.zeros((chunk.size, 8 * self.words), dtype=np.uint8)
+            bits = np.packbits(closer, axis=1, bitorder="little")
+            packed[:, :bits.shape[1]] = bits
+            rows = np.arange(self.rows, self.rows + chunk.size, dtype=np.int32)
+            self.closer[rows] = packed.view("<u8")
+            self.slot_row[chunk] = rows
+            self.rows += chunk.size
 
 
 class Replay(NamedTuple):
     """One trajectory replayed: three values per graded step, the case changes, and the episode's summary."""
 
     start: int                              # p(0), the start cell
-    cells_to: list[int]                     # p(t+1) for each graded step t
-    flags: list[int]                        # per step: _GAIN | _PROGRESS | _ERROR bits
-    stale: list[int]                        # S(t)
-    changes: list[tuple[int, int, int]]     # (first step, case, |T|) of each stretch between progress events
+    cells_to: np.ndarray                    # p(t+1) for each graded step t (int32)
+    flags: np.ndarray                       # per step: _GAIN | _PROGRESS | _ERROR bits (int8)
+    stale: np.ndarray                       # S(t) (int32)
+    changes: np.ndarray                     # rows (first step, case, |T|) of each stretch between progress events
     success: bool
     end_reason: str                         # goal, budget or end_of_log
     ignored_actions: int                    # actions after the goal or the budget, not graded
@@ -154,15 +240,11 @@ def replay(tables: ParkTables, actions: Sequence[str | None]) -> Replay:
     n_cells = world.n_cells
     twice = 2 * n_cells  # edge key -> its "used twice" key
 
-    codes = list(map(ACTION_INDEX.get, actions[:budget]))
-    if None in codes:
-        codes = [(4 if (parsed := parse_action(word)) is None else parsed) if code is None else code
-                 for code, word in zip(codes, actions)]
+    codes = action_codes(actions, budget).tolist()
 
     pos = world.start
     observed, unobserved, pending, goal_pending, (case, targets, n_targets) = tables.initial
     unseen = tables.all_cells ^ observed  # the cells not observed, kept instead of `observed`
-    unset = tables.unset
     achieved = 0
     goal_cell = world.node_cell[goal]
     changes = [(0, case, n_targets)]  # (first step, case, |T|) of each stretch between progress events
@@ -186,12 +268,12 @@ def replay(tables: ParkTables, actions: Sequence[str | None]) -> Replay:
             continue
         to_append(target)
         if target in fresh:  # a progress event: the segment restarts here
-            flag_append(_GAIN | _PROGRESS if closer[slot] & targets else _PROGRESS)
+            flag_append(_GAIN | _PROGRESS if closer(slot) & targets else _PROGRESS)
             stale_append(0)
             stale = 0
             segment = {target}
             fresh.discard(target)
-            unseen &= unset[target]
+            unseen &= ~(1 << target)
             unobserved = (unobserved | neighbours[target]) & unseen
             node = node_at[target]
             if node >= 0:  # a node discovered or achieved: P(t) may change; an empty cell changes only U(t)
@@ -229,7 +311,7 @@ def replay(tables: ParkTables, actions: Sequence[str | None]) -> Replay:
             else:  # a cell new to the segment, over a new edge: c, e and n stay
                 segment.add(target)
                 segment.add(edge[slot])
-            if closer[slot] & targets:
+            if closer(slot) & targets:
                 flag_append(_GAIN | _ERROR if rise and n_targets != 1 else _GAIN)
             else:
                 flag_append(_ERROR)
@@ -239,8 +321,71 @@ def replay(tables: ParkTables, actions: Sequence[str | None]) -> Replay:
         base = 5 * target
 
     end_reason = "goal" if reached_goal else "budget" if len(to_col) >= budget else "end_of_log"
-    return Replay(world.start, to_col, flag_col, stale_col, changes, reached_goal, end_reason,
-                  len(actions) - len(to_col), achieved.bit_count(), (tables.all_cells ^ unseen).bit_count())
+    return Replay(world.start, np.array(to_col, dtype=np.int32), np.array(flag_col, dtype=np.int8),
+                  np.array(stale_col, dtype=np.int32), np.array(changes, dtype=np.int32).reshape(-1, 3),
+                  reached_goal, end_reason, len(actions) - len(to_col), achieved.bit_count(),
+                  (tables.all_cells ^ unseen).bit_count())
+
+
+def replay_compiled(tables: ParkTables, actions: Sequence[str | None]) -> Replay:
+    """`replay` by the compiled kernel of `park_compiled` (same rules, same result; tests cross-check the two)."""
+    return replay_compiled_many(tables, [actions])[0]
+
+
+def replay_compiled_many(tables: ParkTables, runs: Sequence[Sequence[str | None]]) -> list[Replay]:
+    """`replay_compiled` of several action lists in one instance, in one call of the compiled kernel."""
+    budget = tables.world.budget
+    lengths = [min(len(run), budget) for run in runs]
+    codes, _ = word_codes(list(chain.from_iterable(run[:budget] for run in runs)))
+    return replay_codes_many(tables, codes, np.cumsum([0, *lengths]), [len(run) for run in runs])
+
+
+def replay_codes_many(tables: ParkTables, codes: np.ndarray, offsets: np.ndarray,
+                      n_actions: Sequence[int]) -> list[Replay]:
+    """The compiled replay of move codes (`word_codes`): run j is codes[offsets[j]:offsets[j + 1]], its actions
+    cut to the budget, of n_actions[j] actions in all."""
+    from eebench.evaluator import park_compiled
+
+    flat = tables.compiled()
+    budget = tables.world.budget
+    offsets = np.asarray(offsets, dtype=np.int64)
+    runs = len(offsets) - 1
+    flat.prepare(codes, offsets)
+    m = codes.size
+    to_col = np.empty(m, dtype=np.int32)
+    flag_col = np.empty(m, dtype=np.int8)
+    stale_col = np.empty(m, dtype=np.int32)
+    changes = np.empty((m + runs, 3), dtype=np.int32)
+    results = np.empty((runs, 5), dtype=np.int64)  # steps, changes, reached goal, achieved, observed
+    park_compiled.replay_batch(
+        codes, offsets, flat.start, flat.n, flat.to, flat.edge, flat.slot_row, flat.closer, flat.node_cell,
+        flat.node_at, flat.node_cells, flat.goal, flat.alt_ptr, flat.member_ptr, flat.members, flat.free,
+        to_col, flag_col, stale_col, changes, results)
+    out = []
+    for j, (a, (steps, n_changes, reached_goal, achieved, observed)) in enumerate(zip(offsets.tolist(),
+                                                                                      results.tolist())):
+        end_reason = "goal" if reached_goal else "budget" if steps >= budget else "end_of_log"
+        out.append(Replay(flat.start, to_col[a:a + steps], flag_col[a:a + steps], stale_col[a:a + steps],
+                          changes[a + j:a + j + n_changes], bool(reached_goal), end_reason, n_actions[j] - steps,
+                          achieved, observed))
+    return out
+
+
+def action_codes(actions: Sequence[str | None], budget: int | None) -> np.ndarray:
+    """Move codes of the graded actions (the first `budget`, or all): 0-3 up, down, left, right; 4 anything else."""
+    return word_codes(actions[:budget])[0]
+
+
+def word_codes(words: Sequence[str | None]) -> tuple[np.ndarray, list[int]]:
+    """Move codes of `words` (see action_codes), and the positions of the words that are not exactly one of
+    ACTIONS (read by parse_action: other spellings, other words, None)."""
+    # the canonical words in one C-level pass; the rest (-1 there) are read by parse_action
+    codes = np.fromiter(map(ACTION_INDEX.get, words, repeat(-1)), dtype=np.int8, count=len(words))
+    inexact = np.flatnonzero(codes < 0).tolist()
+    for i in inexact:
+        parsed = parse_action(words[i])
+        codes[i] = 4 if parsed is None else parsed
+    return codes, inexact
 
 
 def step_columns(replays: Sequence[Replay], widths: Sequence[int]) -> dict[str, np.ndarray]:
@@ -252,15 +397,15 @@ def step_columns(replays: Sequence[Replay], widths: Sequence[int]) -> dict[str, 
     n = int(lengths.sum())
     offsets = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
     trajectory = np.repeat(np.arange(len(replays), dtype=np.int32), lengths)
-    cells_to = np.fromiter(chain.from_iterable(r.cells_to for r in replays), dtype=np.int32, count=n)
+    cells_to = np.concatenate([r.cells_to for r in replays]) if replays else np.empty(0, np.int32)
     cells_from = np.empty(n, dtype=np.int32)
     cells_from[1:] = cells_to[:-1]
     played = lengths > 0
     cells_from[offsets[played]] = [r.start for r, p in zip(replays, played) if p]
-    flags = np.fromiter(chain.from_iterable(r.flags for r in replays), dtype=np.int8, count=n)
+    flags = np.concatenate([r.flags for r in replays]) if replays else np.empty(0, np.int8)
     n_changes = np.fromiter(map(len, (r.changes for r in replays)), dtype=np.int64, count=len(replays))
-    changes = np.fromiter(chain.from_iterable(chain.from_iterable(r.changes for r in replays)), dtype=np.int64,
-                          count=3 * int(n_changes.sum())).reshape(-1, 3)  # rows: first step, case, |T|
+    changes = np.concatenate([r.changes for r in replays]).astype(np.int64) if replays \
+        else np.empty((0, 3), np.int64)  # rows: first step, case, |T|
     stretch_start = np.repeat(offsets, n_changes) + np.minimum(changes[:, 0], np.repeat(lengths, n_changes))
     stretch_length = np.diff(np.append(stretch_start, n))
     stretch_case, stretch_targets = changes[:, 1], changes[:, 2]
@@ -275,7 +420,7 @@ def step_columns(replays: Sequence[Replay], widths: Sequence[int]) -> dict[str, 
         "n_targets": np.repeat(stretch_targets.astype(np.int32), stretch_length),
         "gain": flags & _GAIN,
         "progress": (flags & _PROGRESS) >> 1,
-        "stale": np.fromiter(chain.from_iterable(r.stale for r in replays), dtype=np.int32, count=n),
+        "stale": np.concatenate([r.stale for r in replays]) if replays else np.empty(0, np.int32),
         "error": (flags & _ERROR) >> 2,
     }
 

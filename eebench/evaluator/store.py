@@ -170,7 +170,7 @@ _KEY = Column("trajectory_key", "BIGINT NOT NULL", "Staging only: the row's posi
 # DuckDB's memory cap while grading, so memory stays flat: pages beyond it go to the run's spill folder. Some
 # work cannot spill (very long strings in a row group); then the cap is raised (x4 each time, up to most of the
 # machine's memory) and the work done again, so a valid run never fails for the cap's sake.
-MEMORY_LIMIT_MB = 64
+MEMORY_LIMIT_MB = 24  # (with numba loaded for a large run, a grade stays under 300 MB: see README, Performance)
 MEMORY_SHARE = 0.8   # of the machine's memory: the highest cap a run may raise DuckDB's to
 SPILL_DIR = "spill"  # in a run's staging folder: DuckDB's temp_directory (swept with the folder)
 # DuckDB threads while writing a run (its own file, and the copy into an existing results file): one thread
@@ -394,7 +394,10 @@ class ResultStore:
         try:
             yield
         except duckdb.Error as exc:
-            raise self._failed(_message(exc)) from None
+            text = _message(exc)
+            if "max_temp_directory_size" in text:  # its default is the free space of the spill folder's disk
+                text = f"No space left on device (DuckDB could not spill to {self._stage_dir / SPILL_DIR})"
+            raise self._failed(text) from None
         except OSError as exc:
             raise self._failed(f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")) from None
 

@@ -33,10 +33,10 @@ def test_ray_rows_equal_local_rows(main_bundle: Path, tmp_path: Path, cli) -> No
         text = shards[-1].read_text().replace('"id":"', f'"id":"s{seed}/')  # ids unique across shards
         shards[-1].write_text(text)
     local = tmp_path / "local.duckdb"
-    cli("grade", *shards, "--bench", main_bundle, "--db", local, "--workers", "2")
+    cli("grade", *shards, "--bench", main_bundle, "--db", local)
     out = tmp_path / "parquet"
     uri = f"file://{shards[2]}"  # a shard given as a URI: read through pyarrow's filesystems
-    done = cli("grade", *shards[:2], uri, "--bench", main_bundle, "--engine", "ray", "--workers", "2", "--out", out)
+    done = cli("grade", *shards[:2], uri, "--bench", main_bundle, "--engine", "ray", "--cpus", "2", "--out", out)
     assert "graded 81 trajectories" in done.stdout and "from 3 shards" in done.stdout
     assert sorted(p.name for p in (out / "steps").iterdir()) == [f"part-0000{i}.parquet" for i in range(3)]
     ingested = tmp_path / "ingested.duckdb"
@@ -79,7 +79,7 @@ def test_engine_options_go_together(main_bundle: Path, tmp_path: Path, cli) -> N
     shard.write_text("")
     assert "--engine ray writes Parquet partitions" in cli("grade", shard, "--bench", main_bundle, "--engine", "ray",
                                                            code=2).stderr
-    assert "--address and --out go with --engine ray" in cli("grade", shard, "--bench", main_bundle, "--out",
+    assert "--address, --cpus and --out go with --engine ray" in cli("grade", shard, "--bench", main_bundle, "--out",
                                                               tmp_path / "o", code=2).stderr
 
 

@@ -231,20 +231,6 @@ def test_duplicate_ids_and_files(cli, bench: Path, tmp_path: Path) -> None:
     assert result.stderr == f"error: {a}: is given twice (also as {a})\n"
 
 
-def test_workers_give_the_same_results(cli, bench: Path, tmp_path: Path) -> None:
-    words = ["left", "right", "up", "down", "noop"]
-    runs = write_jsonl(tmp_path / "runs.jsonl", [
-        trajectory(f"r{i}", [words[(i * 7 + k * 3) % 5] for k in range(i % 40)],
-                   instance="t/corridor" if i % 3 else "t/short") for i in range(600)])
-    one, two = tmp_path / "one.duckdb", tmp_path / "two.duckdb"
-    cli("grade", runs, "--bench", bench, "--db", one)
-    cli("grade", runs, "--bench", bench, "--db", two, "--workers", "2")
-    steps = "SELECT * FROM steps ORDER BY trajectory_id, t"
-    trajectories = "SELECT * EXCLUDE (graded_at) FROM trajectories ORDER BY trajectory_id"
-    assert rows(one, steps) == rows(two, steps) and len(rows(one, steps)) > 5000
-    assert rows(one, trajectories) == rows(two, trajectories)
-
-
 def test_a_newer_results_schema_is_refused(cli, bench: Path, tmp_path: Path) -> None:
     db = tmp_path / "r.duckdb"
     runs = write_jsonl(tmp_path / "r.jsonl", [trajectory("a", SOLVE)])
@@ -347,10 +333,10 @@ def test_grade_names_the_bundle_when_an_instance_differs_or_is_missing(cli, bund
     assert rows(tmp_path / "r.duckdb", "SELECT instance_sha256, bench_name FROM trajectories") == [(sha, "t")]
 
 
-def test_workers_grade_from_an_archive_bundle(cli, bundle: Path, tmp_path: Path) -> None:
+def test_grade_from_an_archive_bundle(cli, bundle: Path, tmp_path: Path) -> None:
     cli("publish", bundle, "--version", "1.0.0", "--out", tmp_path / "b.tar.gz")
     runs = write_jsonl(tmp_path / "runs.jsonl", [trajectory(f"r{i}", SOLVE[:i]) for i in range(300)])
-    cli("grade", runs, "--bench", tmp_path / "b.tar.gz", "--db", tmp_path / "r.duckdb", "--workers", "2")
+    cli("grade", runs, "--bench", tmp_path / "b.tar.gz", "--db", tmp_path / "r.duckdb")
     assert rows(tmp_path / "r.duckdb", "SELECT count(*), count(DISTINCT bench_digest), sum(success::INT) "
                                        "FROM trajectories") == [(300, 1, 291)]  # SOLVE[:i] solves from i = 9
 
