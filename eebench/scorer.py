@@ -3,7 +3,8 @@
 `Scorer(instance)` keeps the replay's state between actions, so a trainer can turn any field of the record
 (`-error`, `progress`, ...) into a reward without writing a trajectory. The per-instance tables are the grader's
 own (`evaluator.park.ParkTables`); `Scorer.batch` runs the grader's replay over many trajectories of the
-instance at once, and `Scorer.step` follows the same rules one action at a time (tests hold the three equal).
+instance at once (compiled, as the grader runs it, for large batches), and `Scorer.step` follows the same rules one
+action at a time (tests hold the three equal).
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ from eebench.evaluator.park import (
     _case,
     _pending,
     replay,
+    replay_compiled_many,
     step_columns,
 )
+from eebench.evaluator.grade import COMPILED_FROM_STEPS
 from eebench.world.grid_dag import ACTION_INDEX, GridDagInstance, parse_action
 
 
@@ -218,7 +221,11 @@ class GridDagScorer(Scorer):
 
         `trajectory` is each one's position in `trajectories`; the other columns are the `steps` table's.
         """
-        replays = [replay(self.tables, actions) for actions in trajectories]
+        # compiled (numba) once a batch pays for the kernel's first call, as the grader decides it
+        if sum(map(len, trajectories)) >= COMPILED_FROM_STEPS:
+            replays = replay_compiled_many(self.tables, trajectories)
+        else:
+            replays = [replay(self.tables, actions) for actions in trajectories]
         columns = step_columns(replays, [self._width] * len(replays))
         lengths = [len(r.cells_to) for r in replays]
         columns["action"] = np.fromiter(chain.from_iterable(a[:n] for a, n in zip(trajectories, lengths)),

@@ -93,3 +93,21 @@ def test_batch_equals_steps(main_suite: eebench.Instances, which: int, trajector
     for i, (k, record) in enumerate(records):
         assert columns["trajectory"][i] == k
         assert all(columns[f][i] == getattr(record, f) for f in STEP_FIELDS)
+
+
+def test_large_batch_is_compiled_and_equal(main_suite: eebench.Instances) -> None:
+    """A batch past the grader's compiled threshold goes through the numba replay: same records as stepping."""
+    import random
+
+    from eebench.evaluator.grade import COMPILED_FROM_STEPS
+
+    instance = main_suite["park2026-main/high-large/seed-1"]
+    rng = random.Random(3)
+    trajectories = [[rng.choice(WORDS) for _ in range(instance.budget + 3)]
+                    for _ in range(COMPILED_FROM_STEPS // instance.budget + 1)]
+    scorer = eebench.Scorer(instance)
+    columns = scorer.batch(trajectories)
+    records = [r for actions in trajectories for r in scorer.play(actions)]
+    assert len(columns["t"]) == len(records) >= COMPILED_FROM_STEPS
+    for field in STEP_FIELDS:
+        assert columns[field].tolist() == [getattr(r, field) for r in records], field
