@@ -181,7 +181,7 @@ def ingest(parquet_dir: str, db: Path) -> tuple[int, int]:
         for table in ["trajectories", *(t for t in staged if t != "trajectories")]:
             if source.get_file_info(f"{base}/{table}").type != fs.FileType.Directory:
                 continue
-            _stage_table(stage, table, f"{parquet_dir.rstrip('/')}/{table}/*.parquet")
+            _stage_table(store, table, f"{parquet_dir.rstrip('/')}/{table}/*.parquet")
         problems = [Problem(file, line, "id", f"trajectory id {tid!r} was already read at {first_file}"
                                               f"{'' if first_line is None else f':{first_line}'}; ids must be unique")
                     for tid, file, line, first_file, first_line in store.duplicates()]
@@ -195,9 +195,11 @@ def ingest(parquet_dir: str, db: Path) -> tuple[int, int]:
     return counts
 
 
-def _stage_table(stage: Any, table: str, glob: str) -> None:
-    """Insert a table's partitions into the run's staging table, in partition and row order; the staging key of
-    a trajectory is its position in the run, and other tables take their trajectory's key."""
+def _stage_table(store: Any, table: str, glob: str) -> None:
+    """Insert a table's partitions into the run's staging table. A trajectory's staging key is its position in the
+    run (partition, then row order); other tables' rows take their trajectory's key. Like every staged write, one
+    statement under the store's memory cap (raised and run again if the statement cannot fit)."""
+    stage = store.stage
     stored = [name for (name,) in stage.execute(
         "SELECT column_name FROM duckdb_columns() WHERE table_name = ? AND NOT is_generated "
         "AND column_name != 'trajectory_key' ORDER BY column_index", [table]).fetchall()]
@@ -206,8 +208,8 @@ def _stage_table(stage: Any, table: str, glob: str) -> None:
     if table == "trajectories":
         select = (f"SELECT {names}, row_number() OVER (ORDER BY filename, file_row_number) - 1 FROM {read} "
                   "ORDER BY filename, file_row_number")
-    else:
+    else:  # the partitions are read in order (DuckDB keeps insertion order); the key comes from a join
         select = (f"SELECT {', '.join(f'p.{n}' for n in stored)}, t.trajectory_key FROM {read} p "
                   "JOIN (SELECT trajectory_id, min(trajectory_key) AS trajectory_key FROM trajectories GROUP BY 1) t "
-                  "USING (trajectory_id) ORDER BY p.filename, p.file_row_number")
-    stage.execute(f"INSERT INTO {table} ({names}, trajectory_key) {select}")
+                  "USING (trajectory_id)")
+    store._memory.run(lambda: stage.execute(f"INSERT INTO {table} ({names}, trajectory_key) {select}"))
