@@ -9,10 +9,11 @@ action at a time (tests hold the three equal).
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
 from enum import Enum
 from itertools import chain
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -32,6 +33,10 @@ from eebench.evaluator.park import (
 )
 from eebench.evaluator.grade import COMPILED_FROM_STEPS
 from eebench.world.grid_dag import ACTION_INDEX, GridDagInstance, parse_action
+
+if TYPE_CHECKING:
+    from eebench.world.rooms import EpisodeEnd as RoomsEnd
+    from eebench.world.rooms import RoomsInstance, RoomsStep
 
 
 class EndReason(str, Enum):
@@ -69,17 +74,20 @@ class StepRecord(NamedTuple):
 
 
 class Scorer:
-    """`Scorer(instance)` makes the scorer of the instance's world kind (`GridDagScorer`, ...)."""
-
-    _kinds: dict[type, type[Scorer]] = {}
+    """`Scorer(instance)` makes the scorer of the instance's world kind (`GridDagScorer`, `RoomsScorer`)."""
 
     def __new__(cls, instance: Any, *args: Any, **kwargs: Any) -> Scorer:
         if cls is Scorer:
-            kind = Scorer._kinds.get(type(instance))
-            if kind is None:
+            from eebench.world.kinds import kind_of  # one kind at a time: grid_dag never imports the rooms world
+
+            try:
+                env = kind_of(instance).env
+            except TypeError:
+                env = None
+            if env not in _SCORERS:
                 raise EebenchError(f"no scorer for {type(instance).__name__}; expected an instance from eebench.load "
-                                   f"({', '.join(k.__name__ for k in Scorer._kinds)})")
-            cls = kind
+                                   f"(worlds: {', '.join(_SCORERS)})")
+            cls = _SCORERS[env]
         return super().__new__(cls)
 
     def reset(self) -> None:
@@ -233,4 +241,144 @@ class GridDagScorer(Scorer):
         return columns
 
 
-Scorer._kinds[GridDagInstance] = GridDagScorer
+
+
+class EpisodeRecord(NamedTuple):
+    """A rooms episode as the `episodes` table has it (Grams et al.'s return gaps), given when it ends."""
+
+    episode: int
+    n_steps: int
+    agent_return: float
+    exploit_return: float    # R_exploit(i): the best return of one episode with the knowledge K(i)
+    max_return: float        # R_max
+    total_gap: float | None
+    explore_gap: float | None
+    exploit_gap: float | None
+    coverage: float
+    solver: str
+    solver_status: str
+    exploit_bound: float | None
+    max_bound: float | None
+
+
+class RoomsStepRecord(NamedTuple):
+    """One graded step of a rooms run: the `steps` table's columns, the reward and the episode's return so far;
+    on the step that ends an episode, why (`end`) and the episode's graded row (`episode_record`)."""
+
+    t: int
+    action: Any
+    episode: int
+    room: str
+    valid: bool
+    reward: int
+    return_so_far: int          # of this episode, this step's reward included
+    end: RoomsEnd | None = None
+    episode_record: EpisodeRecord | None = None
+
+
+class RoomsScorer(Scorer):
+    """Grams et al.'s records of each action of a rooms run (all the instance's episodes, one after another).
+
+    Steps follow the world's rules (`world.rooms`); an episode's row is the gaps family's own (`evaluator.gaps`),
+    computed over the run so far when the episode ends. After the world ends an episode the next action starts
+    the next one, as `eebench grade` reads a log without episode indices; `reset()` starts the run over.
+    """
+
+    def __init__(self, instance: RoomsInstance, tables: Any = None):
+        self.instance = instance
+        from eebench.world.rooms import world_of
+
+        self._tables = tables  # the gaps family's GapsTables, made when the first episode ends
+        self.world = world_of(instance)
+        self.reset()
+
+    def reset(self) -> None:
+        """Start the run over at episode 0, t = 0, with no knowledge."""
+        world = self.world
+        self.t = 0
+        self._state = world.initial_state(0)
+        self._steps: list[RoomsStep] = []
+        self._actions: list[Any] = []
+        self._returns: list[int] = []
+        self._knowledge: list[EpisodeKnowledge] = []
+        self._episode_steps: list[int] = []
+        self._rooms = {world.start}
+        self._doors: set[int] = set()
+        self._balls: set[int] = set()
+        self._return = 0
+        self._n_steps = 0
+        self.done = False
+
+    @property
+    def episode(self) -> int:
+        return self._state.episode
+
+    @property
+    def next_episode(self) -> int | None:
+        """The episode the next action starts, or None in the middle of one."""
+        return self._state.episode + 1 if self._state.over else None
+
+    def step(self, action: Any) -> RoomsStepRecord:
+        """Grade one action; it starts the next episode when the world ended the previous one."""
+        if self.done:
+            raise EebenchError(f"the run ended after its {self.instance.episodes} episodes at t = {self.t}; "
+                               "call reset() first")
+        world = self.world
+        if self._state.over:
+            self._state = world.initial_state(self._state.episode + 1)
+            self._return = self._n_steps = 0
+        before = self._state.room
+        result = world.step(self._state, action)
+        self._state = state = result.state
+        outcome = result.outcome
+        self._steps.append(outcome)
+        self._actions.append(action)
+        self._return += outcome.reward
+        self._n_steps += 1
+        if outcome.valid:
+            if state.room != before:
+                self._rooms.add(state.room)
+                self._doors.add(world.door_lookup[world.parse(action)[1]])  # parse: (kind, the name's lookup key)
+            elif outcome.kind == "ball":
+                self._balls.add(world.ball_lookup[world.parse(action)[1]])
+        record = None
+        if result.end is not None:
+            record = self._close()
+            self.done = len(self._returns) >= self.instance.episodes
+        t = self.t
+        self.t += 1
+        return RoomsStepRecord(t, action, outcome.episode, outcome.room, outcome.valid, outcome.reward, self._return,
+                               result.end, record)
+
+    def _close(self) -> EpisodeRecord | None:
+        """Close the ended episode: its knowledge K(i), and its row as the gaps family computes it for the run so
+        far (None where the gaps family is not installed)."""
+        from eebench.world.rooms import EpisodeKnowledge, RoomsReplay
+
+        world = self.world
+        self._returns.append(self._return)
+        self._episode_steps.append(self._n_steps)
+        self._knowledge.append(EpisodeKnowledge(frozenset(world.room_ids[r] for r in self._rooms),
+                                                frozenset(world.door_names[d] for d in self._doors),
+                                                frozenset(world.ball_names[b] for b in self._balls)))
+        if importlib.util.find_spec("eebench.evaluator.gaps") is None:
+            return None
+        from eebench.evaluator.gaps import FAMILY as GAPS
+        from eebench.evaluator.gaps import GapsReplay
+
+        if self._tables is None:
+            self._tables = GAPS.tables(self.instance)
+        tables = self._tables
+        run = RoomsReplay(self._steps, self._returns, self._knowledge, self._episode_steps, 0)
+        graded = GapsReplay(tables, run, self._actions, [tables.exploit(k) for k in self._knowledge])
+        episodes = GAPS.columns([graded]).episodes
+        assert episodes is not None  # the gaps family always fills its episodes
+        return EpisodeRecord(*(_plain(episodes[name][-1]) for name in EpisodeRecord._fields))
+
+
+def _plain(value: Any) -> Any:
+    """A NumPy scalar as the Python value a table row holds."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+_SCORERS: dict[str, type[Scorer]] = {"grid_dag": GridDagScorer, "rooms": RoomsScorer}  # by instance `env`
