@@ -14,8 +14,6 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +21,8 @@ import numpy as np
 
 from eebench import __version__
 from eebench.errors import InputError, Problem
-from eebench.evaluator.park import METRIC_VERSION, ParkTables, Replay, error_counts, replay, step_columns
-from eebench.evaluator.store import Batch, ResultStore
+from eebench.evaluator.families import MetricFamily, Trajectory, families_for, metric_version
+from eebench.evaluator.store import TRAJECTORY_COLUMNS, Batch, ResultStore
 from eebench.instances import InstanceLibrary, LoadedInstance
 from eebench.trajectories import AGENT_LABELS, Record, check_trajectory, parse_record, read_raw_records
 
@@ -57,37 +55,35 @@ class GradeReport:
 
 
 class Grader:
-    """Grades records of one run; holds the instance library and per-instance tables (LRU-cached)."""
+    """Grades records of one run; holds the instance library and each family's per-instance tables (LRU-cached)."""
 
     def __init__(self, bench: Bench, graded_at: dt.datetime, cache_size: int = 256):
         self.bench = bench
         self.library = InstanceLibrary(bench.root, cache_size=cache_size, label=bench.label)
         self.graded_at = graded_at
-        self._tables: OrderedDict[str, ParkTables] = OrderedDict()
+        self._tables: OrderedDict[tuple[str, str], Any] = OrderedDict()
         self._cache_size = cache_size
 
-    def tables(self, instance_id: str) -> tuple[ParkTables, LoadedInstance]:
-        loaded = self.library.get(instance_id)
-        tables = self._tables.get(instance_id)
+    def tables(self, family: MetricFamily, loaded: LoadedInstance) -> Any:
+        key = (family.name, loaded.instance.id)
+        tables = self._tables.get(key)
         if tables is None:
-            tables = ParkTables(loaded.instance)
-            self._tables[instance_id] = tables
+            tables = family.tables(loaded.instance)
+            self._tables[key] = tables
             if len(self._tables) > self._cache_size:
                 self._tables.popitem(last=False)
         else:
-            self._tables.move_to_end(instance_id)
-        return tables, loaded
+            self._tables.move_to_end(key)
+        return tables
 
     def grade_chunk(self, records: Sequence[Record], skip_invalid: bool) -> tuple[Batch, list[Problem]]:
         """Grade a chunk; a bad record raises InputError, or is listed as skipped with `skip_invalid`."""
         rows: list[dict[str, Any]] = []
-        replays: list[Replay] = []
-        widths: list[int] = []
-        actions: list[list[str | None]] = []
+        graded: list[tuple[tuple[MetricFamily, ...], list[Any]]] = []   # per row: its families and their replays
         skipped: list[Problem] = []
         for record in records:
             try:
-                row, replayed, width, graded_actions = self._grade_record(parse_record(record))
+                row, families, replays = self._grade_record(parse_record(record))
             except InputError as exc:
                 if not skip_invalid:
                     raise
@@ -95,33 +91,47 @@ class Grader:
                                for p in exc.problems)
                 continue
             rows.append(row)
-            replays.append(replayed)
-            widths.append(width)
-            actions.append(graded_actions)
-        columns = step_columns(replays, widths)
-        columns["action"] = np.fromiter(chain.from_iterable(actions), dtype=object, count=len(columns["t"]))
-        counts = error_counts(columns, len(rows))
-        for i, row in enumerate(rows):
-            for name, values in counts.items():
-                row[name] = int(values[i])
-            row["explore_error"] = row["explore_errors"] / row["explore_steps"] if row["explore_steps"] else None
-            row["exploit_error"] = row["exploit_errors"] / row["exploit_steps"] if row["exploit_steps"] else None
-        return Batch(rows, [columns]), skipped
+            graded.append((families, replays))
+        batch = Batch(rows)
+        groups: dict[tuple[MetricFamily, ...], list[int]] = {}
+        for position, (families, _) in enumerate(graded):
+            groups.setdefault(families, []).append(position)
+        for families, positions in groups.items():  # one group per world kind in the chunk, usually one
+            where = np.asarray(positions, dtype=np.int32)
+            steps: dict[str, np.ndarray] = {}
+            episodes: dict[str, np.ndarray] = {}
+            for k, family in enumerate(families):
+                columns = family.columns([graded[p][1][k] for p in positions])
+                names = tuple(columns.trajectories)
+                for position, values in zip(positions, zip(*columns.trajectories.values())):
+                    rows[position].update(zip(names, values))
+                steps.update(columns.steps or {})
+                episodes.update(columns.episodes or {})
+            for part, add in ((steps, batch.steps), (episodes, batch.episodes)):
+                if part:
+                    if len(positions) != len(rows):  # positions in the group -> positions in the chunk
+                        part["trajectory"] = where[part["trajectory"]]
+                    add.append(part)
+        return batch, skipped
 
-    def _grade_record(self, record: Record) -> tuple[dict[str, Any], Replay, int, list[str | None]]:
+    def _grade_record(self, record: Record) -> tuple[dict[str, Any], tuple[MetricFamily, ...], list[Any]]:
         doc = check_trajectory(record)
         file, line = record.file, record.line
-        if doc.get("env", "grid_dag") != "grid_dag":
-            raise InputError(Problem(file, line, "env", f"{doc['env']!r} trajectories are kept as text and not "
-                                                        "graded by replay; expected 'grid_dag'"))
+        if doc.get("env") == "logged":
+            raise InputError(Problem(file, line, "env", "'logged' trajectories are kept as text and not graded by "
+                                                        "replay; expected the env of a simulated world"))
         instance_id = doc["instance"]
         try:
-            tables, loaded = self.tables(instance_id)
+            loaded = self.library.get(instance_id)
         except InputError as exc:
             if self.library.path_for(instance_id) is None:  # unknown id: locate the reference in the log
                 raise InputError(Problem(file, line, "instance", str(exc.problems[0]))) from None
             raise
         instance, sha = loaded.instance, loaded.sha256
+        env = _env_of(instance)
+        if doc.get("env", env) != env:  # absent: the instance's kind decides
+            raise InputError(Problem(file, line, "env", f"the trajectory is for env {doc['env']!r}, but instance "
+                                                        f"{instance_id!r} is {env!r}"))
         expected = (self.bench.instances or {}).get(instance_id, sha)
         if sha != expected:  # the file read now is not the one the bundle's manifest promised (changed since verify)
             raise InputError.at(loaded.file, f"instance {instance_id!r} is {sha[:12]}..., but {self.bench.where} "
@@ -131,31 +141,35 @@ class Grader:
             raise InputError(Problem(file, line, "instance_sha256",
                                      f"the log was played in instance {claimed[:12]}..., but {instance_id!r} in "
                                      f"{self.bench.where} is {expected[:12]}...; grade against the same instance"))
+        families = families_for(env)
+        trajectory = Trajectory(doc, file, line)
+        replays = [family.replay(self.tables(family, loaded), instance, trajectory) for family in families]
         steps = doc["steps"]
-        actions = list(map(_ACTION, steps))
-        replayed = replay(tables, actions)
         agent = doc.get("agent") or {}
         meta = instance.meta or {}
         row = {
-            "trajectory_id": doc["id"], "instance_id": instance_id, "instance_sha256": sha,
+            **_EMPTY_ROW,
+            "trajectory_id": doc["id"], "instance_id": instance_id, "instance_sha256": sha, "env": env,
             **{("agent_name" if k == "name" else k): agent.get(k) for k in AGENT_LABELS},
-            "success": replayed.success, "end_reason": replayed.end_reason, "n_steps": len(replayed.cells_to),
-            "ignored_actions": replayed.ignored_actions,
-            "metric_version": METRIC_VERSION, "graded_at": self.graded_at, "budget": instance.budget,
-            "optimal_steps": tables.optimal_steps, "nodes_total": len(instance.nodes),
-            "nodes_achieved": replayed.nodes_achieved, "free_cells": tables.free_cells,
-            "cells_observed": replayed.cells_observed,
+            "metric_version": metric_version(families), "graded_at": self.graded_at,
             "preset": meta.get("preset") if isinstance(meta.get("preset"), str) else None,
             **_usage(steps),
             "source_file": file, "source_line": line,
             "bench_name": self.bench.name, "bench_version": self.bench.version,
             "bench_digest": self.bench.digest, "eebench_version": __version__,
         }
-        return row, replayed, tables.world.width, actions[:len(replayed.cells_to)]
+        return row, families, replays
+
+
+_EMPTY_ROW = dict.fromkeys(c.name for c in TRAJECTORY_COLUMNS)  # a column no family fills is NULL
+
+
+def _env_of(instance: Any) -> str:
+    """The world kind of a loaded instance."""
+    return getattr(instance, "env", "grid_dag")
 
 
 USAGE_FIELDS = ("tokens_in", "tokens_out", "latency_ms")
-_ACTION = itemgetter("action")
 
 
 def _usage(steps: list[dict[str, Any]]) -> dict[str, int | float | None]:
