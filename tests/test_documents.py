@@ -144,7 +144,8 @@ def test_integers_written_as_floats_are_refused() -> None:
 def test_unknown_schema_names_suggest_a_close_one() -> None:
     with pytest.raises(InputError, match=exactly(
             "unknown schema 'sute' (did you mean 'suite'?); "
-            "known: generator.grid_dag, index, instance.grid_dag, manifest, registry, suite or trajectory")):
+            "known: generator.grid_dag, generator.rooms, index, instance.grid_dag, instance.rooms, manifest, registry, suite "
+            "or trajectory")):
         load_schema("sute")
 
 
