@@ -9,6 +9,7 @@ from eebench.errors import InputError, Problem
 from eebench.instances import check_instance_document
 from eebench.suites import load_presets, load_suite
 from eebench.trajectories import check_trajectory, read_records
+from eebench.world.kinds import kind_of
 
 
 def validate_file(path: Path) -> str:
@@ -21,8 +22,7 @@ def validate_file(path: Path) -> str:
     tag = f"{kind}/{version}"
     if kind == "instance":
         instance = check_instance_document(doc, file)
-        return (f"{tag} {instance.id}: {instance.width}x{instance.height}, {len(instance.nodes)} nodes, "
-                f"budget {instance.budget}")
+        return f"{tag} {instance.id}: {kind_of(instance).summary(instance)}"
     if kind == "generator":
         presets = load_presets(path)
         return f"{tag}: {len(presets)} presets ({', '.join(presets)})"

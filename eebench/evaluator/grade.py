@@ -23,7 +23,7 @@ from eebench import __version__
 from eebench.errors import InputError, Problem
 from eebench.evaluator.families import MetricFamily, Trajectory, families_for, metric_version
 from eebench.evaluator.store import TRAJECTORY_COLUMNS, Batch, ResultStore
-from eebench.instances import InstanceLibrary, LoadedInstance
+from eebench.instances import InstanceLibrary, LoadedInstance, check_trajectory_env
 from eebench.trajectories import AGENT_LABELS, Record, check_trajectory, parse_record, read_raw_records
 
 CHUNK_RECORDS = 256      # records graded together (and shipped to a worker at once)
@@ -117,21 +117,16 @@ class Grader:
     def _grade_record(self, record: Record) -> tuple[dict[str, Any], tuple[MetricFamily, ...], list[Any]]:
         doc = check_trajectory(record)
         file, line = record.file, record.line
-        if doc.get("env") == "logged":
-            raise InputError(Problem(file, line, "env", "'logged' trajectories are kept as text and not graded by "
-                                                        "replay; expected the env of a simulated world"))
         instance_id = doc["instance"]
+        check_trajectory_env(doc.get("env"), None, file, line)  # `logged`: refused before any lookup
         try:
             loaded = self.library.get(instance_id)
         except InputError as exc:
             if self.library.path_for(instance_id) is None:  # unknown id: locate the reference in the log
                 raise InputError(Problem(file, line, "instance", str(exc.problems[0]))) from None
             raise
+        env = check_trajectory_env(doc.get("env"), loaded, file, line).env  # the instance's kind decides
         instance, sha = loaded.instance, loaded.sha256
-        env = _env_of(instance)
-        if doc.get("env", env) != env:  # absent: the instance's kind decides
-            raise InputError(Problem(file, line, "env", f"the trajectory is for env {doc['env']!r}, but instance "
-                                                        f"{instance_id!r} is {env!r}"))
         expected = (self.bench.instances or {}).get(instance_id, sha)
         if sha != expected:  # the file read now is not the one the bundle's manifest promised (changed since verify)
             raise InputError.at(loaded.file, f"instance {instance_id!r} is {sha[:12]}..., but {self.bench.where} "
@@ -142,6 +137,8 @@ class Grader:
                                      f"the log was played in instance {claimed[:12]}..., but {instance_id!r} in "
                                      f"{self.bench.where} is {expected[:12]}...; grade against the same instance"))
         families = families_for(env)
+        if not families:
+            raise InputError(Problem(file, line, "env", f"no metric family grades {env!r} trajectories yet"))
         trajectory = Trajectory(doc, file, line)
         replays = [family.replay(self.tables(family, loaded), instance, trajectory) for family in families]
         steps = doc["steps"]
@@ -162,11 +159,6 @@ class Grader:
 
 
 _EMPTY_ROW = dict.fromkeys(c.name for c in TRAJECTORY_COLUMNS)  # a column no family fills is NULL
-
-
-def _env_of(instance: Any) -> str:
-    """The world kind of a loaded instance."""
-    return getattr(instance, "env", "grid_dag")
 
 
 USAGE_FIELDS = ("tokens_in", "tokens_out", "latency_ms")
