@@ -61,14 +61,9 @@ def registered() -> tuple[MetricFamily, ...]:
     module for its types)."""
     from eebench.evaluator.park import FAMILY as PARK
 
-    families: list[MetricFamily] = [PARK]
-    try:  # the gaps family needs the rooms world and the orienteering solver
-        from eebench.evaluator.gaps import FAMILY as GAPS
-    except ImportError:  # pragma: no cover - only until both are merged
-        pass
-    else:
-        families.append(GAPS)
-    return tuple(families)
+    from eebench.evaluator.gaps import FAMILY as GAPS
+
+    return (PARK, GAPS)
 
 
 @functools.cache
