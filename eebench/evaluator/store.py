@@ -575,35 +575,29 @@ class ResultStore:
 
 
 # Schema 1 -> 2 (in the grade's transaction): the world kind and the gaps family's columns join `trajectories`,
-# the Park-only columns become nullable, `steps` gains `episode`, `room` and the computed `state` (DuckDB adds no
-# computed column to a table, so `steps` is rebuilt), and the `episodes` table is made by the caller's DDL.
-_V1_TRAJECTORY_DEFAULTS = {"env": "'grid_dag'"}   # what schema 1's rows hold in new NOT NULL columns
+# the Park-only columns become nullable, `steps` gains `episode`, `room` and the computed `state`, and `episodes`
+# is made by the caller's DDL. DuckDB neither adds a computed column nor sets NOT NULL after an update in one
+# transaction, so both tables are rebuilt in the new layout from their old rows.
+_V1_FILLS = {"trajectories": {"env": "'grid_dag'"}, "steps": {"episode": "0"}}   # new NOT NULL columns: old rows
 
 
 def _upgrade(con: duckdb.DuckDBPyConnection) -> None:
     """Bring a results file of an older schema to SCHEMA_VERSION, in the caller's transaction."""
-    found = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() if con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main' "
-        "AND table_name = 'meta'").fetchone()[0] else None
+    has_meta = con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
+                           "AND schema_name = 'main' AND table_name = 'meta'").fetchone()[0]
+    found = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() if has_meta else None
     if found is None or int(found[0]) >= SCHEMA_VERSION:
         return
     for name in VIEWS:  # they are made again after the upgrade
         con.execute(f"DROP VIEW IF EXISTS {name}")
-    for column in TRAJECTORY_COLUMNS[:V1_TRAJECTORY_COLUMNS]:
-        if "NOT NULL" not in column.type:
-            con.execute(f"ALTER TABLE trajectories ALTER COLUMN {column.name} DROP NOT NULL")
-    for column in TRAJECTORY_COLUMNS[V1_TRAJECTORY_COLUMNS:]:
-        kind = column.type.replace(" NOT NULL", "")
-        con.execute(f"ALTER TABLE trajectories ADD COLUMN {column.name} {kind}")
-        if column.name in _V1_TRAJECTORY_DEFAULTS:
-            con.execute(f"UPDATE trajectories SET {column.name} = {_V1_TRAJECTORY_DEFAULTS[column.name]}")
-        if kind != column.type:
-            con.execute(f"ALTER TABLE trajectories ALTER COLUMN {column.name} SET NOT NULL")
-    old = ", ".join(c.name for c in STORED_STEP_COLUMNS[:V1_STEP_COLUMNS - 2])  # v1 ends in 2 computed columns
-    con.execute(_ddl("steps_v2", STEP_COLUMNS))
-    con.execute(f"INSERT INTO steps_v2 ({old}, episode) SELECT {old}, 0 FROM steps")
-    con.execute("DROP TABLE steps")
-    con.execute("ALTER TABLE steps_v2 RENAME TO steps")
+    for table, kept in (("trajectories", TRAJECTORY_COLUMNS[:V1_TRAJECTORY_COLUMNS]),
+                        ("steps", STEP_COLUMNS[:V1_STEP_COLUMNS])):
+        names = [c.name for c in kept if "GENERATED" not in c.type] + list(_V1_FILLS[table])
+        values = [c.name for c in kept if "GENERATED" not in c.type] + list(_V1_FILLS[table].values())
+        con.execute(_ddl(f"{table}_upgraded", TABLES[table]))
+        con.execute(f"INSERT INTO {table}_upgraded ({', '.join(names)}) SELECT {', '.join(values)} FROM {table}")
+        con.execute(f"DROP TABLE {table}")
+        con.execute(f"ALTER TABLE {table}_upgraded RENAME TO {table}")
 
 
 @contextlib.contextmanager
