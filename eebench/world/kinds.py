@@ -126,8 +126,76 @@ def _grid_dag() -> WorldKind:
     )
 
 
+def _rooms() -> WorldKind:
+    import operator
+
+    from eebench.generator import rooms as generator
+    from eebench.world import rooms
+
+    def summary(instance: rooms.RoomsInstance) -> str:
+        return (f"{len(instance.rooms)} rooms, {len(instance.doors)} doors, {len(instance.balls)} balls, "
+                f"{instance.episodes} episodes, door budget {instance.door_budget}, ball limit {instance.ball_limit}")
+
+    def measures(instance: rooms.RoomsInstance) -> dict[str, int]:
+        return {
+            "rooms": len(instance.rooms), "doors": len(instance.doors), "balls": len(instance.balls),
+            "reward": sum(ball.reward for ball in instance.balls), "door_budget": instance.door_budget,
+            "ball_limit": instance.ball_limit, "episodes": instance.episodes, "max_return": _best_return(instance),
+        }
+
+    def make_agent(name: str, instance: rooms.RoomsInstance, seed: int) -> Agent:
+        from eebench.agents import rooms as agents
+
+        return agents.make_agent(name, instance, seed)
+
+    return WorldKind(
+        env="rooms",
+        title="Grams et al. (2025): rooms joined by named doors, balls with rewards, several episodes",
+        instance_type=rooms.RoomsInstance, preset_type=generator.RoomsPreset,
+        from_document=rooms.RoomsInstance.from_document, semantic_problems=rooms.semantic_problems,
+        render_text=rooms.render_text, render_observation=rooms.render_observation, make_env=rooms.RoomsEnv,
+        parse_preset=generator.parse_preset, preset_problems=generator.preset_problems,
+        generate_instance=generator.generate_instance, describe_preset=generator.describe_preset,
+        summary=summary,
+        agents={},   # random, explorer and oracle arrive with eebench/agents/rooms.py
+        make_agent=make_agent,
+        statistics={
+            "rooms": "rooms",
+            "doors": "doors",
+            "balls": "balls",
+            "reward": "reward of all balls",
+            "door_budget": "door budget (traversals per episode)",
+            "ball_limit": "ball limit (balls per episode)",
+            "episodes": "episodes",
+            "max_return": "best return of one episode, full knowledge (R_max)",
+        },
+        measures=measures,
+        episodes=operator.attrgetter("episodes"),
+    )
+
+
+def _best_return(instance: Any) -> int:
+    """R_max of a rooms instance: the exact orienteering optimum over its balls on the full map (one episode)."""
+    import numpy as np
+
+    from eebench.evaluator.orienteering import OrienteeringProblem, Status, solve
+    from eebench.world.rooms import UNREACHABLE, door_distances
+
+    index = {room: i for i, room in enumerate(instance.rooms)}
+    rooms_at = [index[instance.start], *(index[ball.room] for ball in instance.balls)]
+    dist = door_distances(instance).astype(np.float64)
+    dist[dist == UNREACHABLE] = np.inf
+    problem = OrienteeringProblem(dist[np.ix_(rooms_at, rooms_at)], (0, *(b.reward for b in instance.balls)),
+                                  instance.door_budget, max_visits=instance.ball_limit)
+    solution = solve(problem)
+    if solution.status is not Status.OPTIMAL:  # a bundle's statistics are measurements, never bounds
+        raise InputError(f"{instance.id}: the best return was not proven within the solver's time limit")
+    return int(solution.value)
+
+
 _FACTORIES: dict[str, Callable[[], WorldKind]] = {
     "grid_dag": _grid_dag,
+    "rooms": _rooms,
 }
 
 
