@@ -145,3 +145,17 @@ def test_the_gaps_summary_reads_like_the_papers_tables(cli, tmp_path: Path) -> N
     trajectories, episodes, last, last_parts, mean, mean_parts = table["random"]
     assert (trajectories, episodes) == (2, 40) and last == pytest.approx(last_parts) and mean == pytest.approx(
         mean_parts) and 0 < mean <= 1
+
+
+def test_workers_grade_rooms_as_one_process_does(cli, bench: Path, tmp_path: Path) -> None:
+    runs = write_jsonl(tmp_path / "runs.jsonl", [rooms_trajectory(f"r{k}", LINE_ACTIONS[:k]) for k in range(9)]
+                       + [grid_trajectory("grid", SOLVE)])
+    one, two = tmp_path / "one.duckdb", tmp_path / "two.duckdb"
+    cli("grade", runs, "--bench", bench, "--db", one)
+    cli("grade", runs, "--bench", bench, "--db", two, "--workers", "2")
+    for sql in ("SELECT * EXCLUDE (graded_at) FROM trajectories ORDER BY trajectory_id",
+                "SELECT * FROM steps ORDER BY trajectory_id, t",
+                "SELECT * FROM episodes ORDER BY trajectory_id, episode"):
+        assert rows(one, sql) == rows(two, sql)
+    # prefixes of 1-3 actions play episode 0 only, of 4-8 actions both episodes: 3 + 5 x 2
+    assert rows(one, "SELECT count(*) FROM episodes") == [(13,)]
