@@ -4,10 +4,13 @@ commands find a world by its documents' `env` (never by name)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from eebench.agents import play_episode
 from eebench.bundles import publish
@@ -23,8 +26,6 @@ KINDS = envs()
 
 
 def exactly(text: str) -> str:
-    import re
-
     return f"^{re.escape(text)}$"
 
 
@@ -48,9 +49,14 @@ def test_each_kind_is_complete(env: str) -> None:
     assert {world.instance_schema, world.generator_schema} <= set(schema_names())
     assert load_schema(world.instance_schema)["properties"]["env"] == {"const": env}
     assert load_schema(world.generator_schema)["properties"]["env"] == {"const": env}
-    assert world.agents or env == "rooms"  # TEMPORARY: rooms agents arrive with eebench/agents/rooms.py
-    assert all(isinstance(help_, str) and help_ for help_ in world.agents.values())
+    assert world.agents and all(isinstance(help_, str) and help_ for help_ in world.agents.values())
     assert world.statistics and any(kind_of(p) is world for p in shipped_presets().values())
+
+
+@pytest.mark.parametrize("env", KINDS)
+def test_eebench_schema_prints_each_kinds_schemas(cli: Any, env: str) -> None:
+    for name in (f"instance.{env}", f"generator.{env}"):
+        assert json.loads(cli("schema", name).stdout) == load_schema(name)
 
 
 def test_the_trajectory_schema_knows_every_kind() -> None:
@@ -119,8 +125,6 @@ def test_show_and_play_take_preset_names_as_generate_does(cli: Any, tmp_path: Pa
     shown = cli("show", preset, "--seeds", "2-3").stdout
     assert shown == "".join(f"== {i.id} ({env})\n{world.render_text(i)}\n\n" for i in instances)
     assert cli("show", preset).stdout == world.render_text(next(iter(resolve_spec(preset).instances()))) + "\n"
-    if not world.agents:  # TEMPORARY: rooms agents arrive with eebench/agents/rooms.py
-        return
     agent = next(iter(world.agents))
     runs = tmp_path / "r.jsonl"
     cli("play", preset, "--agent", agent, "--instance-seeds", "2-3", "--seed", "5", "--out", runs)
@@ -134,8 +138,6 @@ def test_show_and_play_take_preset_names_as_generate_does(cli: Any, tmp_path: Pa
 def test_an_agent_of_another_kind_is_refused_by_name(cli: Any, tmp_path: Path, env: str) -> None:
     world = kind(env)
     out = tmp_path / "r.jsonl"
-    if not world.agents:  # TEMPORARY: rooms agents arrive with eebench/agents/rooms.py
-        return
     assert_errors(cli("play", first_preset(env), "--agent", "oracel", "--out", out, code=None),
                   f"--agent: {env} worlds have the agents {one_of(world.agents)}, not 'oracel' (did you mean "
                   "'oracle'?)")
@@ -322,6 +324,67 @@ def test_rooms_through_the_cli_generate_show_validate_grade(cli: Any, tmp_path: 
 ])
 def test_bad_rooms_instances_are_one_clear_line(cli: Any, tmp_path: Path, changes: dict[str, Any], line: str) -> None:
     file = write_json(tmp_path / "row.json", rooms_doc(**changes))
-    for args in (["validate", file], ["show", file], ["play", file, "--agent", "random", "--out", tmp_path / "r.jsonl"]):
+    play = ["play", file, "--agent", "random", "--out", tmp_path / "r.jsonl"]
+    for args in (["validate", file], ["show", file], play):
         assert_errors(cli(*args, code=None), f"{file}: {line}")
     assert not (tmp_path / "r.jsonl").exists()
+
+
+@pytest.mark.parametrize("agent", ["random", "explorer", "oracle"])
+def test_the_one_play_loop_plays_rooms_as_the_rooms_agents_module_does(agent: str) -> None:
+    from eebench.agents.rooms import play_steps
+
+    for instance in resolve_spec("4x4", [0, 1]).instances():
+        steps = play_episode(instance, agent, 3)["steps"]
+        assert steps == play_steps(instance, agent, 3)
+        assert [s["episode"] for s in steps] == sorted(s["episode"] for s in steps)
+        assert {s["episode"] for s in steps} == set(range(instance.episodes))
+
+
+def test_the_oracle_earns_r_max_in_every_episode() -> None:
+    from eebench.world.rooms import replay
+
+    world = kind("rooms")
+    for instance in resolve_spec("grams2025-maze").instances():
+        steps = play_episode(instance, "oracle", 0)["steps"]
+        replayed = replay(instance, [s["action"] for s in steps], [s["episode"] for s in steps])
+        assert replayed.returns == [world.measures(instance)["max_return"]] * instance.episodes
+
+
+# -- properties over every kind ------------------------------------------------------------------------------
+
+@settings(max_examples=12, deadline=None)
+@given(env=st.sampled_from(KINDS), seed=st.integers(0, 10_000), agent_seed=st.integers(0, 10_000))
+def test_any_seed_of_any_kind_round_trips_and_plays_valid_trajectories(env: str, seed: int, agent_seed: int) -> None:
+    world = kind(env)
+    (instance,) = resolve_spec(first_preset(env), [seed]).instances()
+    doc = instance.to_document()
+    # the file eebench writes is the canonical JSON, read back as the same instance of the same kind
+    assert check_instance_document(json.loads(canonical_json(doc)), "mem") == instance and kind_of(instance) is world
+    measures = world.measures(instance)
+    assert list(measures) == list(world.statistics)
+    for agent in world.agents:
+        trajectory = play_episode(instance, agent, agent_seed, instance_sha256=sha256_hex(doc))
+        assert check_trajectory(Record("mem", None, 0, trajectory)) is trajectory
+        assert trajectory["steps"] and all(isinstance(s["action"], str) for s in trajectory["steps"])
+        if world.episodes is not None:   # a world of several episodes numbers them 0, 1, ... without gaps
+            episodes = [s["episode"] for s in trajectory["steps"]]
+            assert sorted(set(episodes)) == list(range(world.episodes(instance))) and episodes == sorted(episodes)
+
+
+def test_show_and_play_take_spec_files_as_generate_does(cli: Any, tmp_path: Path) -> None:
+    spec = tmp_path / "gen.yaml"
+    spec.write_text("eebench: generator/1\nenv: rooms\npresets:\n  tiny: {graph: maze, size: [2, 2], start: corner, "
+                    "door_budget: 3, episodes: 2}\n", "utf-8")
+    (instance,) = resolve_spec(str(spec), [4]).instances()
+    assert instance.id == "tiny/seed-4" and len(instance.doors) == 3   # a 2x2 maze: a spanning tree of 4 rooms
+    assert cli("show", spec, "--seeds", "4").stdout == kind("rooms").render_text(instance) + "\n"
+    runs = tmp_path / "r.jsonl"
+    cli("play", spec, "--agent", "explorer", "--instance-seeds", "4", "--out", runs)
+    (record,) = [json.loads(line) for line in runs.read_text("utf-8").splitlines()]
+    assert record["instance"] == "tiny/seed-4" and {s["episode"] for s in record["steps"]} == {0, 1}
+    cli("generate", spec, "--seeds", "4", "--out", tmp_path / "g")   # index.json stands for its folder
+    assert cli("show", tmp_path / "g/index.json").stdout == kind("rooms").render_text(instance) + "\n"
+    assert_errors(cli("show", runs, code=None),
+                  f"{runs}: eebench: expected an instance, suite or generator document (or a folder or bundle of "
+                  "instances), found trajectory/1")

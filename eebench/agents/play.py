@@ -15,8 +15,7 @@ def check_agent(name: str, kind: WorldKind) -> None:
         return
     elsewhere = [k.env for k in kinds() if name in k.agents]
     where = f"; {name!r} plays {one_of(elsewhere)} worlds" if elsewhere else did_you_mean(name, kind.agents)
-    have = f"the agents {one_of(kind.agents)}" if kind.agents else "no baseline agents yet"
-    raise InputError(f"--agent: {kind.env} worlds have {have}, not {name!r}{where}")
+    raise InputError(f"--agent: {kind.env} worlds have the agents {one_of(kind.agents)}, not {name!r}{where}")
 
 
 def play_episode(instance: Any, agent_name: str, seed: int, *, instance_sha256: str | None = None,

@@ -14,7 +14,7 @@ of the worlds, not a rule of one.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -129,8 +129,25 @@ def _grid_dag() -> WorldKind:
 def _rooms() -> WorldKind:
     import operator
 
+    import numpy as np
+
+    from eebench.agents import rooms as agents
+    from eebench.evaluator.orienteering import OrienteeringProblem, Status, solve
     from eebench.generator import rooms as generator
     from eebench.world import rooms
+
+    def best_return(instance: rooms.RoomsInstance) -> int:
+        """R_max of a rooms instance: the exact orienteering optimum over its balls on the full map (one episode)."""
+        index = {room: i for i, room in enumerate(instance.rooms)}
+        rooms_at = [index[instance.start], *(index[ball.room] for ball in instance.balls)]
+        dist = rooms.door_distances(instance).astype(np.float64)
+        dist[dist == rooms.UNREACHABLE] = np.inf
+        problem = OrienteeringProblem(dist[np.ix_(rooms_at, rooms_at)], (0, *(b.reward for b in instance.balls)),
+                                      instance.door_budget, max_visits=instance.ball_limit)
+        solution = solve(problem)
+        if solution.status is not Status.OPTIMAL:  # a bundle's statistics are measurements, never bounds
+            raise InputError(f"{instance.id}: the best return was not proven within the solver's time limit")
+        return int(solution.value)
 
     def summary(instance: rooms.RoomsInstance) -> str:
         return (f"{len(instance.rooms)} rooms, {len(instance.doors)} doors, {len(instance.balls)} balls, "
@@ -140,13 +157,8 @@ def _rooms() -> WorldKind:
         return {
             "rooms": len(instance.rooms), "doors": len(instance.doors), "balls": len(instance.balls),
             "reward": sum(ball.reward for ball in instance.balls), "door_budget": instance.door_budget,
-            "ball_limit": instance.ball_limit, "episodes": instance.episodes, "max_return": _best_return(instance),
+            "ball_limit": instance.ball_limit, "episodes": instance.episodes, "max_return": best_return(instance),
         }
-
-    def make_agent(name: str, instance: rooms.RoomsInstance, seed: int) -> Agent:
-        from eebench.agents import rooms as agents
-
-        return agents.make_agent(name, instance, seed)
 
     return WorldKind(
         env="rooms",
@@ -157,8 +169,10 @@ def _rooms() -> WorldKind:
         parse_preset=generator.parse_preset, preset_problems=generator.preset_problems,
         generate_instance=generator.generate_instance, describe_preset=generator.describe_preset,
         summary=summary,
-        agents={},   # random, explorer and oracle arrive with eebench/agents/rooms.py
-        make_agent=make_agent,
+        agents={"random": "uniform over the doors and balls it sees",
+                "explorer": "nearest unvisited room by known doors (systematic coverage), collecting what it passes",
+                "oracle": "every episode walks the optimal orienteering path of the full map"},
+        make_agent=agents.make_agent,
         statistics={
             "rooms": "rooms",
             "doors": "doors",
@@ -172,25 +186,6 @@ def _rooms() -> WorldKind:
         measures=measures,
         episodes=operator.attrgetter("episodes"),
     )
-
-
-def _best_return(instance: Any) -> int:
-    """R_max of a rooms instance: the exact orienteering optimum over its balls on the full map (one episode)."""
-    import numpy as np
-
-    from eebench.evaluator.orienteering import OrienteeringProblem, Status, solve
-    from eebench.world.rooms import UNREACHABLE, door_distances
-
-    index = {room: i for i, room in enumerate(instance.rooms)}
-    rooms_at = [index[instance.start], *(index[ball.room] for ball in instance.balls)]
-    dist = door_distances(instance).astype(np.float64)
-    dist[dist == UNREACHABLE] = np.inf
-    problem = OrienteeringProblem(dist[np.ix_(rooms_at, rooms_at)], (0, *(b.reward for b in instance.balls)),
-                                  instance.door_budget, max_visits=instance.ball_limit)
-    solution = solve(problem)
-    if solution.status is not Status.OPTIMAL:  # a bundle's statistics are measurements, never bounds
-        raise InputError(f"{instance.id}: the best return was not proven within the solver's time limit")
-    return int(solution.value)
 
 
 _FACTORIES: dict[str, Callable[[], WorldKind]] = {
@@ -228,10 +223,9 @@ def kind_of(value: Any) -> WorldKind:
     raise TypeError(f"{type(value).__name__} is no instance or preset of a registered world kind")
 
 
-def check_env(env: Any, file: str, *, field: str = "env", line: int | None = None,
-              extra: Iterable[str] = ()) -> WorldKind:
+def check_env(env: Any, file: str, *, field: str = "env", line: int | None = None) -> WorldKind:
     """The kind a document's `env` names; InputError at file, line and field otherwise."""
-    known = [*_FACTORIES, *extra]
+    known = list(_FACTORIES)
     if env is None:
         raise InputError.at(file, f"missing required field (expected {one_of(known)})", field=field, line=line)
     if env not in _FACTORIES:
