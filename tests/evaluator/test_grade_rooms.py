@@ -159,3 +159,17 @@ def test_workers_grade_rooms_as_one_process_does(cli, bench: Path, tmp_path: Pat
         assert rows(one, sql) == rows(two, sql)
     # prefixes of 1-3 actions play episode 0 only, of 4-8 actions both episodes: 3 + 5 x 2
     assert rows(one, "SELECT count(*) FROM episodes") == [(13,)]
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"doors": [*LINE["doors"], {"name": "d3", "between": ["C", "C"]}]},
+     "doors[2].between: joins room 'C' to itself; a door joins two distinct rooms"),
+    ({"rooms": [*LINE["rooms"], "D"]}, "rooms[3]: room 'D' cannot be reached from the start 'A' through the doors"),
+])
+def test_a_bad_rooms_instance_is_one_line(cli, tmp_path: Path, change: dict, message: str) -> None:
+    instance = write_json(tmp_path / "bench" / "t" / "rooms.json", {**LINE, **change})
+    runs = write_jsonl(tmp_path / "runs.jsonl", [rooms_trajectory("a", LINE_ACTIONS)])
+    db = tmp_path / "r.duckdb"
+    result = cli("grade", runs, "--bench", tmp_path / "bench", "--db", db, code=2)
+    assert result.stderr == f"error: {instance}: {message}\n"
+    assert not db.exists()
