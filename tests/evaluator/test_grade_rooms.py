@@ -44,7 +44,8 @@ def bench(tmp_path: Path) -> Path:
 
 
 def test_rooms_and_grid_dag_in_one_run(cli, bench: Path, tmp_path: Path) -> None:
-    runs = write_jsonl(tmp_path / "runs.jsonl", [grid_trajectory("grid", SOLVE), rooms_trajectory("line", LINE_ACTIONS)])
+    runs = write_jsonl(tmp_path / "runs.jsonl", [grid_trajectory("grid", SOLVE),
+                                                 rooms_trajectory("line", LINE_ACTIONS)])
     db = tmp_path / "r.duckdb"
     cli("grade", runs, "--bench", bench, "--db", db)
     assert rows(db, "SELECT trajectory_id, env, metric_version, success, budget, n_steps, ignored_actions, "
