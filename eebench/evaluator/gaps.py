@@ -22,7 +22,15 @@ import numpy as np
 from eebench.errors import InputError, Problem
 from eebench.evaluator.families import FamilyColumns, Trajectory
 from eebench.evaluator.orienteering import OrienteeringProblem, Solution, SolverCache, Status
-from eebench.world.rooms import UNREACHABLE, EpisodeKnowledge, RoomsInstance, RoomsReplay, door_distances, replay
+from eebench.world.rooms import (
+    UNREACHABLE,
+    EpisodeKnowledge,
+    RoomsInstance,
+    RoomsReplay,
+    door_distances,
+    replay,
+    world_of,
+)
 
 METRIC_VERSION = "gaps/1"      # bump when any graded value for the same input would change
 SAMPLE_EFFICIENCY_SHARE = (9, 10)   # 90% of the largest R_exploit, as a ratio of integers (compared exactly)
@@ -34,6 +42,7 @@ class GapsTables:
 
     def __init__(self, instance: RoomsInstance):
         self.instance = instance
+        self.world = world_of(instance)  # held here: looking it up hashes the whole instance every time
         self.n_rooms = len(instance.rooms)
         self.cache = SolverCache()   # by problem content: two knowledge states with the same problem share a solve
         self._by_knowledge: dict[tuple[frozenset[str], frozenset[str]], Solution] = {}
@@ -50,12 +59,12 @@ class GapsTables:
         instance = self.instance
         if known is None:
             balls = instance.balls
-            dist = door_distances(instance, sources=[instance.start, *(b.room for b in balls)])
+            dist = door_distances(self.world, sources=[instance.start, *(b.room for b in balls)])
         else:
             balls = tuple(b for b in instance.balls if b.name in known.balls)
-            dist = door_distances(instance, known.doors, known.rooms,
+            dist = door_distances(self.world, known.doors, known.rooms,
                                   sources=[instance.start, *(b.room for b in balls)])
-        index = {room: i for i, room in enumerate(instance.rooms)}
+        index = self.world.room_index
         nodes = [index[instance.start], *(index[b.room] for b in balls)]
         cost = dist[np.ix_(nodes, nodes)]
         # a known ball was reached through known doors, so nothing is unreachable; kept unaffordable all the same
@@ -113,7 +122,7 @@ class GapsFamily:
         # the log's episode boundaries are used only when every step carries its episode
         logged = [step["episode"] for step in steps] if steps and all("episode" in s for s in steps) else None
         try:
-            replayed = replay(instance, actions, logged)
+            replayed = replay(tables.world, actions, logged)
         except InputError as exc:  # the world names the step; the file and line are ours to add
             raise InputError([Problem(trajectory.file, trajectory.line, p.field, p.message)
                               if isinstance(p, Problem) else Problem(trajectory.file, trajectory.line, None, p)
