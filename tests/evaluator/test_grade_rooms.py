@@ -106,9 +106,13 @@ def _suite_4x4() -> list:
     return [i for i in resolve_spec("grams2025-rooms").instances() if "/4x4/" in i.id]
 
 
-@pytest.mark.parametrize("agent", ["oracle", "explorer"])
-def test_baseline_agents(cli, agent: str, tmp_path: Path) -> None:
-    instances = _suite_4x4()
+def _mazes_7x7() -> list:
+    return [i for i in resolve_spec("grams2025-maze").instances() if "/maze-7x7/" in i.id]
+
+
+@pytest.mark.parametrize("agent, suite", [("oracle", _suite_4x4), ("explorer", _suite_4x4), ("oracle", _mazes_7x7)])
+def test_baseline_agents(cli, agent: str, suite, tmp_path: Path) -> None:
+    instances = suite()
     write_instances(instances, tmp_path / "bench", {"kind": "test"})
     runs = write_jsonl(tmp_path / "runs.jsonl", [
         {"eebench": "trajectory/1", "id": f"{agent}/{i.id}", "instance": i.id, "agent": {"name": agent},
