@@ -71,6 +71,9 @@ def test_rooms_and_grid_dag_in_one_run(cli, bench: Path, tmp_path: Path) -> None
     [summary] = rows(db, "SELECT agent_name, trajectories, episodes, with_gaps, total_gap_last, explore_gap_last, "
                          "coverage, sample_efficiency, bound_episodes FROM gaps_summary")
     assert summary == ("agent-r", 1, 2, 1, pytest.approx(5 / 14), 0.0, 1.0, 7.0, 0)
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    for name, *_ in rows(db, "DESCRIBE gaps_summary"):
+        assert f"`{name}`" in readme, name
 
 
 def test_regrading_a_rooms_trajectory_replaces_its_episodes(cli, bench: Path, tmp_path: Path) -> None:
