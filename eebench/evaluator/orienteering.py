@@ -13,14 +13,16 @@ import numpy as np
 
 from eebench.errors import EebenchError, InputError
 
-# Float costs are scaled by this power of two before CP-SAT sees them: exact in binary, and 2**20 * (a budget of
-# thousands) still leaves the integer sums far below 2**63.
+# Float costs are scaled by a power of two before CP-SAT sees them (exact in binary): this one, or a smaller one
+# that keeps the scaled budget within 2**40, far from CP-SAT's integer limits.
 COST_SCALE = 2 ** 20
-# The exhaustive search is chosen when a path may visit at most this many prize nodes, or when at most this many
-# are within reach: its dominance pruning keeps it below a millisecond on room worlds (ball_limit 3..5, tens of
-# balls) where CP-SAT needs tens of milliseconds just to start; measured in benchmarks/bench_orienteering.py.
+# The exhaustive search is chosen when a path may visit at most EXHAUSTIVE_MAX_VISITS prize nodes, or when at most
+# EXHAUSTIVE_MAX_NODES are within reach. Measured: room worlds (ball_limit 3..5, 20 to 120 balls) take it 0.2 to
+# 40 ms where CP-SAT needs 20 to 50 ms just to start (benchmarks/bench_orienteering.py); the classic sets with at
+# most 8 visits take it under 0.1 s (CP-SAT: up to 8 s); but 16 nodes with no visit limit and a budget that reaches
+# most of them took it 12 s (CP-SAT: 0.13 s), 11 nodes 18 ms (CP-SAT: 24 ms).
 EXHAUSTIVE_MAX_VISITS = 8
-EXHAUSTIVE_MAX_NODES = 16
+EXHAUSTIVE_MAX_NODES = 10
 # Most prize decimals CP-SAT accepts (it needs integer objective coefficients).
 MAX_PRIZE_DECIMALS = 6
 
@@ -93,8 +95,8 @@ class OrienteeringProblem:
                 raise _fail(f"prize[{i}]", f"expected a finite non-negative number, found {p!r}")
         object.__setattr__(self, "prize", tuple(p.item() if isinstance(p, np.generic) else p for p in prize))
         if isinstance(self.budget, bool) or not isinstance(self.budget, (int, float, np.integer, np.floating)) \
-                or math.isnan(self.budget) or self.budget < 0:
-            raise _fail("budget", f"expected a non-negative number, found {self.budget!r}")
+                or not math.isfinite(self.budget) or self.budget < 0:
+            raise _fail("budget", f"expected a finite non-negative number, found {self.budget!r}")
         for name in ("start", "end"):
             value = getattr(self, name)
             if value is None and name == "end":
@@ -260,8 +262,8 @@ def _cp_sat(problem: OrienteeringProblem, plan: _Plan, time_limit: float) -> Sol
     """A circuit over optional nodes (AddCircuit; a skipped node takes its self-loop), closed by a fixed arc back
     to the start: from the end node, or from a dummy node any visited node may step to when the end is free.
 
-    Costs: integer costs are used as they are; float costs become floor(COST_SCALE * cost) and the budget
-    floor(COST_SCALE * budget) + 1. Rounding down makes the model a relaxation: it never refuses a path within
+    Costs: integer costs are used as they are; float costs become floor(S * cost) and the budget
+    floor(S * budget) + 1, S = COST_SCALE (smaller for budgets over 2**20). Rounding down makes the model a relaxation: it never refuses a path within
     budget. A path it accepts is re-measured exactly (`path_cost`); one over budget is cut off (its arcs may not all
     be chosen again) and the model solved again, so the first path that passes is optimal.
     """
@@ -272,7 +274,7 @@ def _cp_sat(problem: OrienteeringProblem, plan: _Plan, time_limit: float) -> Sol
     nodes = [s, *plan.candidates] + ([e] if e is not None else [])
     used = problem.cost[np.ix_(nodes, nodes)].astype(np.float64)
     floats = bool((np.mod(used[np.isfinite(used)], 1) != 0).any())
-    cost_scale = COST_SCALE if floats else 1
+    cost_scale = min(COST_SCALE, 2 ** max(0, 40 - math.frexp(float(problem.budget))[1])) if floats else 1
     budget_int = math.floor(problem.budget * cost_scale) + (1 if floats else 0)
 
     def arc_cost(i: int, j: int) -> int | None:
@@ -323,7 +325,11 @@ def _cp_sat(problem: OrienteeringProblem, plan: _Plan, time_limit: float) -> Sol
     model.Maximize(sum(round(problem.prize[j] * scale) * visit[j] for j in cand))
 
     solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 1 if len(cand) <= 30 else 2
+    # One worker: the same path on every run, and the machine's other cores stay free. Linearization level 2 puts
+    # the circuit's cuts into the LP relaxation: 5 to 30 times less time on the classic sets (Chao 66 at budget 25:
+    # over 300 s at level 1, 36 s at level 2).
+    solver.parameters.num_workers = 1
+    solver.parameters.linearization_level = 2
     deadline = time.monotonic() + time_limit
     best_path = plan.base  # the empty path (the closed tour's is (start, start))
     best_value = path_value(problem, best_path)

@@ -153,6 +153,26 @@ class TestHandWorked:
         assert s.path == (0, 1)
 
 
+    def test_large_float_budgets(self, method):
+        # Budgets over 2**20 get a smaller cost scale in CP-SAT; the straight walk to position 2.5e7 + 0.25 passes
+        # node 1 and takes both prizes exactly at that budget, and only node 1 one ulp below it.
+        xs, prize = [0, 1.5e7, 2.5e7 + 0.25], [0, 1, 2]
+        p = line(xs=xs, prize=prize, budget=2.5e7 + 0.25)
+        check(p, solve(p, method=method), 3)
+        q = line(xs=xs, prize=prize, budget=math.nextafter(2.5e7 + 0.25, 0))
+        check(q, solve(q, method=method), 1)
+
+def test_decimal_prizes():
+    # Budget 2 from position 0: node 1 (1 away, 0.25) then node 2 (2 away, 1.5) is 0.25 + 1.5; node 3 is too far.
+    p = line(xs=[0, 1, 2, 5], prize=[0, 0.25, 1.5, 9], budget=2)
+    for method in BOTH:
+        check(p, solve(p, method=method), 1.75)
+    fine = line(xs=[0, 1], prize=[0, 1e-7], budget=1)
+    assert solve(fine, method=Method.EXHAUSTIVE).value == 1e-7
+    with pytest.raises(InputError, match=r"^orienteering problem: prize: cp-sat needs prizes with at most 6 "
+                                         r"decimals; use the exhaustive method$"):
+        solve(fine, method=Method.CP_SAT)
+
 def test_bad_problems_are_refused_with_one_line():
     good = np.array([[0, 1], [1, 0]])
     cases = [
@@ -163,7 +183,8 @@ def test_bad_problems_are_refused_with_one_line():
         (dict(cost=np.zeros((2, 3)), prize=(0, 1), budget=1), r"cost: expected a non-empty square matrix"),
         (dict(cost=good, prize=(0,), budget=1), r"prize: expected 2 prizes \(one per node\), found 1"),
         (dict(cost=good, prize=(0, -1), budget=1), r"prize\[1\]: expected a finite non-negative number, found -1"),
-        (dict(cost=good, prize=(0, 1), budget=-1), r"budget: expected a non-negative number, found -1"),
+        (dict(cost=good, prize=(0, 1), budget=-1), r"budget: expected a finite non-negative number, found -1"),
+        (dict(cost=good, prize=(0, 1), budget=math.inf), r"budget: expected a finite non-negative number, found inf"),
         (dict(cost=good, prize=(0, 1), budget=1, start=2), r"start: expected a node index in 0..1, found 2"),
         (dict(cost=good, prize=(0, 1), budget=1, end=5), r"end: expected a node index in 0..1, found 5"),
         (dict(cost=good, prize=(0, 1), budget=1, max_visits=-1), r"max_visits: expected None or an integer >= 0"),
@@ -194,8 +215,12 @@ def test_choose_method_follows_the_documented_rule():
     assert choose_method(room_like) is Method.EXHAUSTIVE
     many = line(xs=list(range(40)), prize=[0] + [1] * 39, budget=30)
     assert choose_method(many) is Method.CP_SAT
-    few = line(xs=list(range(10)), prize=[0] + [1] * 9, budget=30)
-    assert choose_method(few) is Method.EXHAUSTIVE
+    ten = line(xs=list(range(11)), prize=[0] + [1] * 10, budget=30)
+    assert choose_method(ten) is Method.EXHAUSTIVE
+    eleven = line(xs=list(range(12)), prize=[0] + [1] * 11, budget=30)
+    assert choose_method(eleven) is Method.CP_SAT
+    nine_visits = line(xs=list(range(40)), prize=[0] + [1] * 39, budget=30, max_visits=9)
+    assert choose_method(nine_visits) is Method.CP_SAT
     assert solve(room_like).method is Method.EXHAUSTIVE
 
 
@@ -321,3 +346,14 @@ def test_reproduces_the_cp_sat_optimum_of_the_classic_sets(row):
     assert problem.budget == float(row["t_max"])
     solution = solve(problem, time_limit=300)
     check(problem, solution, int(row["cpsat_value"]))
+
+
+def test_a_time_limit_hit_gives_a_bound():
+    path = DATA / "ChaoSet_66" / "set_66_1_025.txt"
+    if not path.exists():
+        pytest.skip(f"orienteering data not found at {DATA} (set EEBENCH_ORIENTEERING_DATA)")
+    problem = load_op(path)  # CP-SAT needs tens of seconds to prove its optimum, 290
+    solution = solve(problem, method=Method.CP_SAT, time_limit=0.05)
+    assert solution.status is Status.BOUND and solution.method is Method.CP_SAT
+    assert is_feasible(problem, solution.path) and path_value(problem, solution.path) == solution.value
+    assert solution.value <= 290 <= solution.bound
