@@ -300,6 +300,24 @@ def test_both_methods_equal_brute_force_on_float_costs(problem):
             check(problem, solution, expected)
 
 
+@st.composite
+def room_worlds(draw) -> OrienteeringProblem:
+    """Beyond brute force: balls in the rooms of a W x H grid (door distance = Manhattan), ball_limit 1..5."""
+    width, height = draw(st.integers(2, 5)), draw(st.integers(2, 5))
+    rooms = draw(st.lists(st.tuples(st.integers(0, width - 1), st.integers(0, height - 1)), min_size=6, max_size=16))
+    rooms = [(0, 0), *rooms]
+    cost = np.array([[abs(a[0] - b[0]) + abs(a[1] - b[1]) for b in rooms] for a in rooms])
+    prize = (0, *draw(st.lists(st.integers(1, 10), min_size=len(rooms) - 1, max_size=len(rooms) - 1)))
+    return OrienteeringProblem(cost, prize, draw(st.integers(0, width + height)), max_visits=draw(st.integers(1, 5)))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(room_worlds())
+def test_both_methods_agree_on_room_worlds(problem):
+    exhaustive, cp_sat = solve(problem, method=Method.EXHAUSTIVE), solve(problem, method=Method.CP_SAT)
+    check(problem, cp_sat, exhaustive.value)
+    check(problem, exhaustive, cp_sat.value)
+
 @settings(max_examples=60, deadline=None)
 @given(problems(), st.integers(0, 5), st.integers(0, 3))
 def test_value_is_monotone_in_budget_and_max_visits(problem, more_budget, more_visits):
@@ -329,14 +347,16 @@ def load_op(path: Path) -> OrienteeringProblem:
     return OrienteeringProblem(cost, tuple(int(float(r[2])) for r in rows[1:]), float(rows[0][0]), start=0, end=1)
 
 
-def reference_rows() -> list:
+def reference_rows(proven: bool = True) -> list:
+    """The rows of instance files here whose reference run proved the optimum (or, `proven=False`, did not)."""
     table = DATA / "reference_values.csv"
     if not table.exists():
         return [pytest.param(None, marks=pytest.mark.skip(
             reason=f"orienteering data not found at {DATA} (set EEBENCH_ORIENTEERING_DATA)"))]
     with table.open(newline="") as f:
-        rows = [r for r in csv.DictReader(f) if r["copied_here"] == "yes" and r["cpsat_status"] == "OPTIMAL"]
-    return [pytest.param(r, id=r["file"], marks=[] if float(r["cpsat_wall_s"]) < QUICK_SECONDS
+        rows = [r for r in csv.DictReader(f)
+                if r["copied_here"] == "yes" and (r["cpsat_status"] == "OPTIMAL") == proven]
+    return [pytest.param(r, id=r["file"], marks=[] if proven and float(r["cpsat_wall_s"]) < QUICK_SECONDS
                          else [pytest.mark.slow]) for r in rows]
 
 
@@ -346,6 +366,17 @@ def test_reproduces_the_cp_sat_optimum_of_the_classic_sets(row):
     assert problem.budget == float(row["t_max"])
     solution = solve(problem, time_limit=300)
     check(problem, solution, int(row["cpsat_value"]))
+
+
+@pytest.mark.parametrize("row", reference_rows(proven=False))
+def test_unproven_classic_instances_agree_with_the_reference_bounds(row):
+    # The reference run found a path worth cpsat_value and proved no path is worth more than cpsat_upper_bound.
+    problem = load_op(DATA / row["file"])
+    solution = solve(problem, time_limit=60)
+    assert is_feasible(problem, solution.path) and path_value(problem, solution.path) == solution.value
+    assert solution.value <= float(row["cpsat_upper_bound"]) and solution.bound >= int(row["cpsat_value"])
+    if solution.status is Status.OPTIMAL:
+        assert solution.value >= int(row["cpsat_value"])
 
 
 def test_a_time_limit_hit_gives_a_bound():
