@@ -254,3 +254,23 @@ def test_a_solve_stopped_by_the_time_limit_is_flagged_with_its_bound() -> None:
         (2, "cp-sat", "bound", 6, None)]
     assert episode_rows(graded_columns := FAMILY.columns([graded]), "solver", "solver_status") == [
         ("exhaustive", "optimal")] and graded_columns.trajectories["n_episodes"] == [1]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(worlds())
+def test_a_stream_and_its_logged_episodes_grade_alike(
+        world: tuple[dict[str, Any], list[str], list[int] | None]) -> None:
+    # Writing into the log the episode the world gave each graded action changes nothing: the same steps, episodes
+    # and gaps (only the ignored tail after the last episode is not written).
+    doc, actions, _ = world
+    stream = grade(doc, actions)
+    assert stream.steps is not None
+    graded = stream.steps["action"].tolist()
+    logged = grade(doc, graded, stream.steps["episode"].tolist()) if graded else grade(doc, [])
+    assert logged.episodes is not None and stream.episodes is not None and logged.steps is not None
+    for name in stream.steps:
+        assert logged.steps[name].tolist() == stream.steps[name].tolist(), name
+    for name in stream.episodes:
+        assert logged.episodes[name].tolist() == stream.episodes[name].tolist(), name
+    assert {k: v for k, v in one(logged).items() if k != "ignored_actions"} == {
+        k: v for k, v in one(stream).items() if k != "ignored_actions"}
