@@ -274,3 +274,20 @@ def test_a_stream_and_its_logged_episodes_grade_alike(
         assert logged.episodes[name].tolist() == stream.episodes[name].tolist(), name
     assert {k: v for k, v in one(logged).items() if k != "ignored_actions"} == {
         k: v for k, v in one(stream).items() if k != "ignored_actions"}
+
+
+def test_the_state_cache_is_bounded_and_forgetting_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    instance = RoomsInstance.from_document(LINE)
+    logs = [["x ball", "d1 door", "y ball"], ["d1 door", "d2 door", "z ball", "d2 door"], ["x ball", "y ball"],
+            ["d1 door", "y ball", "d2 door", "z ball"]] * 2
+    trajectories = [Trajectory({"steps": [{"action": a} for a in log]}, "f", 1) for log in logs]
+    unbounded = GapsTables(instance)
+    expected = [FAMILY.columns([FAMILY.replay(unbounded, instance, t)]).episodes for t in trajectories]
+    monkeypatch.setattr("eebench.evaluator.gaps.STATES_KEPT", 2)
+    bounded = GapsTables(instance)
+    for trajectory, want in zip(trajectories, expected):
+        got = FAMILY.columns([FAMILY.replay(bounded, instance, trajectory)]).episodes
+        assert got is not None and want is not None
+        assert {k: v.tolist() for k, v in got.items()} == {k: v.tolist() for k, v in want.items()}
+        assert len(bounded._by_knowledge) <= 2 and len(bounded.cache) <= 2
+    assert bounded.lookups == unbounded.lookups and bounded.state_hits < unbounded.state_hits
