@@ -378,8 +378,11 @@ def report(db: Path, out: Path, where: str | None, bench: Path | None, seed: int
 
 
 def _plot_epilog() -> str:
+    import textwrap
+
     from eebench.report.kinds import FIGURE_KINDS
-    return "\b\nKINDS:\n" + "\n".join(f"  {name:<9} {text}" for name, text in FIGURE_KINDS.items())
+    return "\b\nKINDS:\n" + "\n".join(textwrap.fill(text, 96, initial_indent=f"  {name:<9} ", subsequent_indent=" " * 12)
+                                       for name, text in FIGURE_KINDS.items())
 
 
 @main.command(epilog=_plot_epilog())

@@ -251,8 +251,9 @@ def load_results(db: Path | str, where: str | None = None) -> Results:
             rows[name] = np.ma.filled(np.ma.asarray(values, dtype=np.float64), np.nan)
         else:
             rows[name] = _with_none(values)
-    for name in ("n_steps",):
-        rows[name] = np.asarray(rows[name], dtype=np.int64)
+    rows["n_steps"] = np.asarray(rows["n_steps"], dtype=np.int64)
+    for m in METRICS:   # a metric the file has no column for is NULL in every row
+        rows.setdefault(m.column, np.full(len(rows["n_steps"]), np.nan))
     metrics = [m for m in METRICS if m.column in metric_cols and not np.isnan(rows[m.column]).all()]
     if not metrics:  # nothing selected: keep the columns the file has, so the table still shows its header
         metrics = [m for m in METRICS if m.column in metric_cols][:3]
