@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -16,13 +14,8 @@ from eebench.agents import play_episode
 from eebench.evaluator import Bench, grade_files
 from eebench.instances import InstanceLibrary, write_instances
 from eebench.suites import resolve_spec
+from tests.report.browser import browser_problem, chromium
 from tests.report.synthetic import write_runs
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
-CHROME_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync")
-
 
 class Run(NamedTuple):
     bench: Path
@@ -58,38 +51,11 @@ def embedded(html: str, block: str) -> Any:
     return json.loads(found.group(1))
 
 
-def _browser_problem() -> str | None:
-    """Why the browser tests cannot run here, or None."""
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        return "selenium is not installed (pip install -e '.[test]')"
-    for path in (CHROMIUM, CHROMEDRIVER):
-        if not path.exists():
-            return f"{path} is missing (apt-get install chromium chromium-driver; `make test` does it as root)"
-    return None
-
-
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
     """Headless Chromium driven by Selenium, with a fresh profile; its console log is kept."""
-    problem = _browser_problem()
+    problem = browser_problem()
     if problem:
         pytest.skip(f"browser tests need Debian's Chromium: {problem}")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in CHROME_FLAGS:
-        options.add_argument(flag)
-    profile = tempfile.mkdtemp(prefix="eebench-chromium-")
-    options.add_argument(f"--user-data-dir={profile}")
-    options.add_argument("--window-size=1280,900")
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-    try:
+    with chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)

@@ -193,6 +193,7 @@
                                   `${fmt(e[0])} [${fmt(e[1])}, ${fmt(e[2])}], ${p.episodes} episodes` +
                                   (atFloor ? " (error 0: drawn at the axis floor, left out of the line)" : "")));
       g.appendChild(c);
+      g.appendChild(sv("text", {class: "point-label", x: cx + 8, y: cy - 8, "font-size": 11}, p.model));
       svg.appendChild(g);
     }
     return svg;
@@ -507,7 +508,7 @@
       const chip = el("span", {id: "step-case", class: "case-chip", style: `background:${CASES[c][1]}`, "data-case": c},
                       `case ${c} (${CASES[c][0]})`);
       info.appendChild(chip);
-      info.appendChild(document.createTextNode(`, stale score ${doc.stale[t]} `));
+      info.appendChild(document.createTextNode(`, stale score ${doc.stale[t]}, `));
       if (doc.err[t] === "1") {
         const kinds = [doc.xe[t] === "1" ? "exploration" : null, doc.ye[t] === "1" ? "exploitation" : null].filter(Boolean);
         info.appendChild(el("span", {class: "err-chip", id: "step-error"}, `\u00d7 error (${kinds.join(" and ")})`));
@@ -549,7 +550,7 @@
         const pts = [`${xs.scale(0)},${ys.scale(0)}`].concat(s.values.map((v, t) => `${xs.scale(t + 1)},${ys.scale(v)}`));
         svg.appendChild(sv("polyline", {points: pts.join(" "), fill: "none", stroke: s.colour, "stroke-width": 1.8,
                                         "stroke-dasharray": j ? "5 3" : ""}));
-        svg.appendChild(sv("text", {x: box.x1 - 4, y: box.y0 + 12 + 14 * j, "text-anchor": "end", fill: s.colour}, s.name));
+        svg.appendChild(sv("text", {x: box.x1 - 4, y: box.y0 + 12 + 14 * j, "text-anchor": "end", style: `fill:${s.colour}`}, s.name));
       });
     }
     const cursor = sv("line", {class: "cursor", y1: box.y0, y2: box.y1, x1: box.x0, x2: box.x0});
