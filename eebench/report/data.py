@@ -40,7 +40,6 @@ METRICS = (
     Metric("explore_error", "exploration error", "mean_explore_error", "lower"),
     Metric("exploit_error", "exploitation error", "mean_exploit_error", "lower"),
     # rooms worlds (Grams et al.), from the gaps family: gaps of the last episode, coverage over the trajectory
-    Metric("max_return", "max return", None, "higher"),
     Metric("total_gap_last", "total gap", None, "lower"),
     Metric("explore_gap_last", "exploration gap", None, "lower"),
     Metric("exploit_gap_last", "exploitation gap", None, "lower"),
@@ -161,6 +160,52 @@ class Results:
             counts[model] = counts.get(model, 0) + 1
         return min(counts, key=lambda m: (-counts[m], m)) if counts else None
 
+    # -- rooms worlds (Grams et al.) -----------------------------------------------------------------------
+    def episode_rows(self) -> dict[str, np.ndarray]:
+        """The `episodes` rows of the selected trajectories, ordered by trajectory and episode (none in older
+        files)."""
+        have = self.columns.get("episodes", [])
+        if "trajectory_id" not in have:
+            return {}
+        wanted = ["trajectory_id", *(c for c in EPISODE_FIELDS if c in have)]
+        con = _connect(self.db)
+        try:
+            con.register("wanted_ids", {"trajectory_id": np.array(list(self.trajectories["trajectory_id"]),
+                                                                   dtype=object)})
+            cols = con.execute(f"SELECT {', '.join(wanted)} FROM episodes WHERE trajectory_id IN "
+                               "(SELECT trajectory_id FROM wanted_ids) ORDER BY trajectory_id, episode").fetchnumpy()
+        finally:
+            con.close()
+        return {k: (np.ma.filled(np.ma.asarray(v, dtype=np.float64), np.nan) if k not in ("trajectory_id",)
+                    else _with_none(v)) for k, v in cols.items()}
+
+    def episodes(self) -> dict[str, list[dict[str, Any]]]:
+        """Each trajectory's episodes: returns, gaps and coverage (NaN as None)."""
+        rows = self.episode_rows()
+        out: dict[str, list[dict[str, Any]]] = {}
+        if not rows:
+            return out
+        names = [c for c in EPISODE_FIELDS if c in rows]
+        for i, tid in enumerate(rows["trajectory_id"]):
+            out.setdefault(tid, []).append({c: None if np.isnan(rows[c][i]) else float(rows[c][i]) for c in names})
+        return out
+
+    def gaps_by_episode(self, seed: int) -> list[dict[str, Any]]:
+        """The Grams et al. Figure 2 analogue: per model and episode, the mean agent return, exploration gap and
+        coverage over its trajectories, with bootstrap intervals."""
+        rows = self.episode_rows()
+        if not rows or not len(rows["trajectory_id"]):
+            return []
+        model_of = dict(zip(self.trajectories["trajectory_id"], self.model_labels(), strict=True))
+        models = np.array([model_of[t] for t in rows["trajectory_id"]], dtype=object)
+        out = []
+        for model, episode in sorted(set(zip(models, rows["episode"].astype(int), strict=True))):
+            index = np.flatnonzero((models == model) & (rows["episode"] == episode))
+            out.append({"model": model, "episode": int(episode), "n": len(index), **{
+                c: bootstrap_mean(rows[c][index], group_seed(f"{c}\x1fepisode\x1f{model}\x1f{episode}", seed))
+                for c in ("agent_return", "explore_gap", "coverage") if c in rows}})
+        return out
+
     # -- replays ---------------------------------------------------------------------------------------
     def steps(self, trajectory_ids: list[str] | None = None) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
         """Each selected trajectory's graded steps as columns, in trajectory_id order (one query for all)."""
@@ -185,7 +230,9 @@ class Results:
 
 
 STEP_FIELDS = ("trajectory_id", "t", "action", "from_x", "from_y", "to_x", "to_y", "valid", "case_id", "stale",
-               "error", "explore_error", "exploit_error", "episode", "state")
+               "error", "explore_error", "exploit_error", "episode", "room")
+EPISODE_FIELDS = ("episode", "n_steps", "agent_return", "exploit_return", "max_return", "total_gap", "explore_gap",
+                  "exploit_gap", "coverage")
 TRAJECTORY_FIELDS = ("trajectory_id", "instance_id", "instance_sha256", *GROUP_KEYS, "end_reason", "n_steps",
                      "budget", "optimal_steps", "source_file", "source_line", "env", "n_episodes")
 

@@ -60,12 +60,15 @@ def page_data(results: Results, seed: int, maps: Maps) -> dict[str, Any]:
                                for p in fig1.points]},
         "prompts": [{"model": model, "prompt": prompt, "episodes": n, "est": {k: _estimate(v) for k, v in est.items()}}
                     for model, prompt, n, est in results.prompt_groups(seed)],
+        "gaps_by_episode": [{**{k: v for k, v in g.items() if not isinstance(v, Estimate)},
+                             **{k: _estimate(v) for k, v in g.items() if isinstance(v, Estimate)}}
+                            for g in results.gaps_by_episode(seed)],
         "prompt_model": results.prompt_model(),
         "instances": maps.docs,
         # the trajectory list: columns, then one array per trajectory (its position is its replay's)
         "columns": ["id", "agent", "model", "prompt", "instance", "success", "steps", "explore", "exploit", "end"],
         "trajectories": [
-            [tid, agent, model, prompt, inst, bool(ok == 1), int(n), _num(xe), _num(ye), end]
+            [tid, agent, model, prompt, inst, None if ok != ok else bool(ok == 1), int(n), _num(xe), _num(ye), end]
             for tid, agent, model, prompt, inst, ok, n, xe, ye, end in zip(
                 rows["trajectory_id"], rows["agent_name"], rows["model"], rows["prompt"], rows["instance_id"],
                 rows["success"], rows["n_steps"], _col(results, "explore_error"), _col(results, "exploit_error"),

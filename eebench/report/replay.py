@@ -28,12 +28,32 @@ def _digits(values: np.ndarray) -> str:
     return (np.asarray(values, dtype=np.uint8) + 48).tobytes().decode("ascii")
 
 
-def instance_map(instance: GridDagInstance) -> dict[str, Any]:
-    """What the browser draws of an instance: the map rows, the start and the nodes."""
+def instance_map(instance: Any) -> dict[str, Any]:
+    """What the browser draws of an instance: a grid's rows, start and nodes; or the rooms, doors and balls."""
+    if not isinstance(instance, GridDagInstance):
+        return rooms_map(instance)
     return {"env": "grid_dag", "w": instance.width, "h": instance.height, "map": list(instance.map),
             "start": list(instance.start),
             "nodes": [{"id": n.id, "x": n.pos[0], "y": n.pos[1], "goal": n.id == instance.goal,
                        "requires": [list(a) for a in n.requires]} for n in instance.nodes]}
+
+
+def rooms_map(instance: Any) -> dict[str, Any]:
+    """A rooms world for drawing: each room at its `layout` position, or where a seeded spring layout puts it."""
+    layout = instance.layout
+    if layout is None:
+        import networkx as nx
+
+        graph = nx.Graph()
+        graph.add_nodes_from(instance.rooms)
+        graph.add_edges_from(door.between for door in instance.doors)
+        side = max(1, round(len(instance.rooms) ** 0.5))
+        placed = nx.spring_layout(graph, seed=0)   # in [-1, 1]^2: spread over a grid of about side x side
+        layout = {room: (round(float(x) * side, 3), round(float(y) * side, 3)) for room, (x, y) in placed.items()}
+    return {"env": "rooms", "start": instance.start,
+            "rooms": [{"id": room, "x": layout[room][0], "y": layout[room][1]} for room in instance.rooms],
+            "doors": [{"name": door.name, "between": list(door.between)} for door in instance.doors],
+            "balls": [{"name": ball.name, "room": ball.room, "reward": ball.reward} for ball in instance.balls]}
 
 
 class Maps:
@@ -57,7 +77,8 @@ class Maps:
                 changed.append(instance_id)
                 continue
             self.docs[instance_id] = instance_map(loaded.instance)
-            self.worlds[instance_id] = GridDagWorld(loaded.instance)
+            if isinstance(loaded.instance, GridDagInstance):
+                self.worlds[instance_id] = GridDagWorld(loaded.instance)
         if missing:
             results.notes.append(f"{len(missing)} instance(s) not found in {bench}, e.g. {missing[0]}")
         if changed:
@@ -127,17 +148,32 @@ def step_texts(results: Results) -> dict[str, dict[str, list[str | None]]]:
     return texts
 
 
+def _rooms_steps(cols: dict[str, np.ndarray] | None, episodes: list[dict[str, Any]]) -> dict[str, Any]:
+    """A rooms replay: the room after each step, its episode, and the returns and gaps of each episode."""
+    n = 0 if cols is None else len(cols["t"])
+    return {"env": "rooms", "room": [] if cols is None else [None if r is None else str(r) for r in cols["room"]],
+            "episode": [] if cols is None else [int(e) for e in cols["episode"]],
+            "valid": "" if cols is None else _digits(cols["valid"]),
+            "action": [] if cols is None else [None if a is None else str(a) for a in cols["action"]],
+            "episodes": episodes, "x": [0] * n}
+
+
 def replay_documents(results: Results, maps: Maps) -> Iterator[dict[str, Any]]:
     """One document per selected trajectory (in trajectory_id order), as the browser's replay reads it."""
     rows = results.trajectories
     texts = step_texts(results)
     instance_of = dict(zip(rows["trajectory_id"], rows["instance_id"], strict=True))
+    env_of = dict(zip(rows["trajectory_id"], rows["env"], strict=True))
     steps = dict(results.steps())
+    episodes = results.episodes()
     for tid in rows["trajectory_id"]:
         cols = steps.get(tid)
         instance_id = instance_of[tid]
         doc: dict[str, Any] = {"id": tid, "inst": instance_id if instance_id in maps.docs else None}
-        if cols is None or not len(cols["t"]):
+        if env_of[tid] == "rooms":
+            doc.update(_rooms_steps(cols, episodes.get(tid, [])))
+            doc["start"] = maps.docs[instance_id]["start"] if instance_id in maps.docs else None
+        elif cols is None or not len(cols["t"]):
             start = maps.docs[instance_id]["start"] if instance_id in maps.docs else [0, 0]
             doc.update(start=start, x=[], y=[], case="", err="", xe="", ye="", valid="", stale=[], action=[],
                        nodes=[])

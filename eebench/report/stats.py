@@ -71,7 +71,10 @@ def least_squares(x: np.ndarray, y: np.ndarray) -> Fit | None:
     if len(xs) < MIN_FIT_POINTS or float(np.ptp(xs)) == 0.0:
         return None
     dx = xs - xs.mean()
-    slope = float((dx * (ys - ys.mean())).sum() / (dx * dx).sum())
+    sxx = float((dx * dx).sum())
+    if sxx == 0.0:   # x spreads by less than floating point can square
+        return None
+    slope = float((dx * (ys - ys.mean())).sum() / sxx)
     intercept = float(ys.mean() - slope * xs.mean())
     total = float(((ys - ys.mean()) ** 2).sum())
     residual = float(((ys - (slope * xs + intercept)) ** 2).sum())

@@ -293,7 +293,7 @@
       for (const i of shown.slice(page * PAGE, (page + 1) * PAGE)) {
         const r = DATA.trajectories[i];
         const tr = el("tr", {"data-index": i});
-        [r[0], r[1], r[2], r[3], r[4], r[5] ? "yes" : "no", r[6], fmt(r[7]), fmt(r[8]), r[9]]
+        [r[0], r[1], r[2], r[3], r[4], r[5] === null ? null : r[5] ? "yes" : "no", r[6], fmt(r[7]), fmt(r[8]), r[9]]
           .forEach((v) => tr.appendChild(el("td", {}, label(v))));
         tr.addEventListener("click", () => openReplay(i));
         tbody.appendChild(tr);
@@ -381,12 +381,12 @@
     const r = DATA.trajectories[i];
     const title = document.getElementById("replay-title");
     title.className = ""; title.textContent =
-      `${r[0]} \u2014 ${label(r[2])}, prompt ${label(r[3])}, instance ${r[4]}: ${r[5] ? "success" : "no success"} ` +
-      `in ${r[6]} steps (${r[9]})`;
+      `${r[0]} \u2014 ${label(r[2])}, prompt ${label(r[3])}, instance ${r[4]}: ` +
+      `${r[5] === null ? "" : r[5] ? "success " : "no success "}in ${r[6]} steps (${r[9]})`;
     document.getElementById("replay-controls").hidden = false;
     const slider = document.getElementById("slider");
     slider.max = String(doc.x.length);
-    drawMap(doc); drawCharts(doc);
+    if (doc.env === "rooms") { drawRooms(doc); drawEpisodeCharts(doc); } else { drawMap(doc); drawCharts(doc); }
     history.replaceState(null, "", "#t=" + encodeURIComponent(r[0]));
     go(doc.x.length);
     document.getElementById("replay").scrollIntoView({block: "start"});
@@ -459,6 +459,7 @@
     k = Math.max(0, Math.min(n, k === Infinity ? n : Math.round(k)));
     R.k = k;
     document.getElementById("slider").value = String(k);
+    if (doc.env === "rooms") { goRooms(doc, k); return; }
     // the path: exactly k segments (an inadmissible move is a dot where the agent stayed)
     const path = document.getElementById("path"), marks = document.getElementById("marks"), seen = document.getElementById("seen");
     path.textContent = ""; marks.textContent = ""; seen.textContent = "";
@@ -570,11 +571,185 @@
     if (doc.ecc) charts.appendChild(lineChart("chart-ecc", "ECC", [{name: "ECC", colour: "#009E73", values: doc.ecc}], n, "ECC"));
   }
 
+
+  // -- rooms worlds (Grams et al.): rooms and doors, the path between rooms, returns and gaps per episode ------
+  function drawRooms(doc) {
+    const svg = document.getElementById("map"); svg.textContent = "";
+    const inst = doc.inst ? DATA.instances[doc.inst] : null;
+    const lg = document.getElementById("map-legend"); lg.textContent = "";
+    R.centres = {};
+    if (!inst) {
+      svg.setAttribute("viewBox", "0 0 400 60"); svg.setAttribute("width", 400); svg.setAttribute("height", 60);
+      svg.appendChild(sv("text", {x: 10, y: 30}, "pass --bench to draw the rooms of this instance"));
+      svg.appendChild(sv("g", {id: "path"})); svg.appendChild(sv("g", {id: "marks"}));
+      return;
+    }
+    const xs = inst.rooms.map((r) => r.x), ys = inst.rooms.map((r) => r.y);
+    const x0 = Math.min(...xs), y0 = Math.min(...ys);
+    const span = Math.max(Math.max(...xs) - x0, Math.max(...ys) - y0, 1);
+    const cs = Math.max(40, Math.min(120, Math.floor(560 / (span + 1)))), pad = cs * 0.6;
+    const W = (Math.max(...xs) - x0) * cs + 2 * pad, H = (Math.max(...ys) - y0) * cs + 2 * pad;
+    svg.setAttribute("viewBox", `0 0 ${W} ${H}`); svg.setAttribute("width", W); svg.setAttribute("height", H);
+    for (const r of inst.rooms) R.centres[r.id] = [(r.x - x0) * cs + pad, (r.y - y0) * cs + pad];
+    const doors = sv("g", {id: "doors"});
+    for (const d of inst.doors) {
+      const [a, b] = d.between.map((id) => R.centres[id]);
+      const line = sv("line", {class: "door", x1: a[0], y1: a[1], x2: b[0], y2: b[1]});
+      line.appendChild(sv("title", {}, `door ${d.name}: ${d.between.join(" \u2194 ")}`));
+      doors.appendChild(line);
+    }
+    svg.appendChild(doors);
+    const rooms = sv("g", {id: "rooms"}), size = cs * 0.62;
+    for (const r of inst.rooms) {
+      const [cx, cy] = R.centres[r.id];
+      const g = sv("g", {class: "room-group", "data-room": r.id});
+      g.appendChild(sv("rect", {class: "room", x: cx - size / 2, y: cy - size / 2, width: size, height: size, rx: 6,
+                                "stroke-width": r.id === inst.start ? 3.5 : 1.5}));
+      g.appendChild(sv("text", {x: cx, y: cy - size / 2 + 13, "text-anchor": "middle", "font-size": 11}, r.id));
+      const balls = inst.balls.filter((b) => b.room === r.id);
+      balls.forEach((b, j) => {
+        const bx = cx - size / 2 + 10 + (j % 4) * 14, by = cy + 4 + Math.floor(j / 4) * 14;
+        const c = sv("circle", {class: "ball", cx: bx, cy: by, r: 5, fill: "#E69F00", stroke: "#000"});
+        c.appendChild(sv("title", {}, `${b.name} ball, reward ${b.reward}`));
+        g.appendChild(c);
+      });
+      rooms.appendChild(g);
+    }
+    svg.appendChild(rooms);
+    svg.appendChild(sv("g", {id: "path"}));
+    svg.appendChild(sv("g", {id: "marks"}));
+    svg.appendChild(sv("circle", {id: "agent", class: "agent", r: 7}));
+    const episodes = [...new Set(doc.episode)];
+    episodes.forEach((e) => {
+      const li = el("li"); li.appendChild(el("span", {class: "swatch", style: `background:${PALETTE[e % PALETTE.length]}`}));
+      li.appendChild(document.createTextNode(`episode ${e + 1}`)); lg.appendChild(li);
+    });
+    const li = el("li"); li.appendChild(document.createTextNode("thick border: start room; \u25cf ball; grey line: door"));
+    lg.appendChild(li);
+  }
+  function goRooms(doc, k) {
+    const path = document.getElementById("path"); path.textContent = "";
+    const frag = document.createDocumentFragment();
+    let here = doc.start, last = -1;
+    for (let t = 0; t < k; t++) {
+      if (doc.episode[t] !== last) { here = doc.start; last = doc.episode[t]; }   // every episode starts at the start
+      const a = R.centres[here], b = R.centres[doc.room[t]];
+      const off = (doc.episode[t] % 5 - 2) * 3;   // episodes side by side, not on top of each other
+      frag.appendChild(sv("line", {class: "seg" + (doc.valid[t] === "1" ? "" : " invalid"), "data-t": t,
+        x1: a ? a[0] + off : 0, y1: a ? a[1] + off : 0, x2: b ? b[0] + off : 0, y2: b ? b[1] + off : 0,
+        stroke: PALETTE[doc.episode[t] % PALETTE.length]}));
+      here = doc.room[t];
+    }
+    path.appendChild(frag);
+    const agent = document.getElementById("agent");
+    const at = k === 0 ? doc.start : doc.room[k - 1];
+    if (agent && R.centres[at]) { agent.setAttribute("cx", R.centres[at][0]); agent.setAttribute("cy", R.centres[at][1]); }
+    const episode = k === 0 ? 0 : doc.episode[k - 1];
+    document.querySelectorAll("#charts .cursor").forEach((c) => { const x = c.__scale(episode + 0.5); c.setAttribute("x1", x); c.setAttribute("x2", x); });
+    const info = document.getElementById("step-info"); info.textContent = "";
+    if (k === 0) {
+      info.appendChild(el("span", {id: "step-label"}, `step 0 of ${doc.x.length}: in the start room ${label(doc.start)}`));
+    } else {
+      const t = k - 1;
+      info.appendChild(el("span", {id: "step-label"}, `step ${k} of ${doc.x.length} (t = ${t}), episode ${doc.episode[t] + 1}: ` +
+        `action ${doc.action[t] === null ? "(none read)" : JSON.stringify(doc.action[t])}` +
+        `${doc.valid[t] === "1" ? "" : " (invalid)"}, now in ${label(doc.room[t])}`));
+    }
+    const box = document.getElementById("step-text"); box.textContent = "";
+    if (doc.text && k > 0) {
+      for (const f of ["observation", "raw", "reasoning"]) {
+        const v = doc.text[f] && doc.text[f][k - 1];
+        if (v === null || v === undefined) continue;
+        box.appendChild(el("h3", {}, {observation: "Observation after the step", raw: "Raw model output", reasoning: "Reasoning"}[f]));
+        box.appendChild(el("pre", {class: "text-" + f}, v));
+      }
+    }
+  }
+  function episodeChart(id, title, series, n, yLabel) {
+    const W = 460, H = 180, box = {x0: 56, x1: W - 12, y0: 26, y1: H - 40};
+    const svg = sv("svg", {id: id, viewBox: `0 0 ${W} ${H}`, "aria-label": title});
+    svg.appendChild(sv("text", {x: box.x0, y: 15, "font-weight": 600}, title));
+    const vals = series.flatMap((s) => s.values.filter((v) => v !== null));
+    const ymax = niceMax(Math.max(1e-9, ...vals));
+    const xs = {scale: linear(0, Math.max(n, 1), box.x0, box.x1), ticks: []};
+    const ys = {scale: linear(0, ymax, box.y1, box.y0), ticks: ticks(0, ymax, 4)};
+    axes(svg, box, xs, ys, "episode", yLabel);
+    for (let e = 0; e < n; e++) svg.appendChild(sv("text", {x: xs.scale(e + 0.5), y: box.y1 + 18, "text-anchor": "middle"}, String(e + 1)));
+    series.forEach((s, j) => {
+      const pts = s.values.map((v, e) => (v === null ? null : `${xs.scale(e + 0.5)},${ys.scale(v)}`)).filter(Boolean);
+      svg.appendChild(sv("polyline", {points: pts.join(" "), fill: "none", stroke: s.colour, "stroke-width": 2,
+                                      "stroke-dasharray": j ? "5 3" : ""}));
+      s.values.forEach((v, e) => { if (v !== null) svg.appendChild(sv("circle", {cx: xs.scale(e + 0.5), cy: ys.scale(v), r: 3.5, fill: s.colour})); });
+      svg.appendChild(sv("text", {x: box.x1 - 4, y: box.y0 + 12 + 14 * j, "text-anchor": "end", style: `fill:${s.colour}`}, s.name));
+    });
+    const cursor = sv("line", {class: "cursor", y1: box.y0, y2: box.y1, x1: box.x0, x2: box.x0});
+    cursor.__scale = xs.scale;
+    svg.appendChild(cursor);
+    return svg;
+  }
+  function drawEpisodeCharts(doc) {
+    const charts = document.getElementById("charts"); charts.textContent = "";
+    const eps = doc.episodes || [], n = eps.length;
+    if (!n) { charts.appendChild(el("p", {class: "empty"}, "No episodes graded for this trajectory.")); return; }
+    const col = (c) => eps.map((e) => (e[c] === undefined ? null : e[c]));
+    charts.appendChild(episodeChart("chart-returns", "Returns per episode", [
+      {name: "agent", colour: "#0072B2", values: col("agent_return")},
+      {name: "optimal exploitation", colour: "#D55E00", values: col("exploit_return")},
+      {name: "max", colour: "#000000", values: col("max_return")}], n, "return"));
+    charts.appendChild(episodeChart("chart-gaps", "Gaps per episode (normalised by R_max)", [
+      {name: "total", colour: "#000000", values: col("total_gap")},
+      {name: "exploration", colour: "#0072B2", values: col("explore_gap")},
+      {name: "exploitation", colour: "#D55E00", values: col("exploit_gap")}], n, "gap"));
+    charts.appendChild(episodeChart("chart-coverage", "Coverage per episode", [
+      {name: "coverage", colour: "#009E73", values: col("coverage")}], n, "rooms known / all"));
+  }
+
+  // -- Grams et al. Figure 2: agent return, exploration gap and coverage per model, over episodes ----------
+  function gapsFigure() {
+    const rows = DATA.gaps_by_episode || [];
+    if (!rows.length) return;
+    const s = section("gaps", "Return, exploration gap and coverage per model (Grams et al., Figure 2)",
+      "Means over each model's trajectories at each episode, with 95% bootstrap intervals. The exploration gap " +
+      "(lower is better) measures exploration where the agent's return does not.");
+    const models = [...new Set(rows.map((r) => r.model))];
+    const n = Math.max(...rows.map((r) => r.episode)) + 1;
+    const figs = el("div", {class: "figs"});
+    for (const [c, title, yl] of [["agent_return", "Agent return", "return"], ["explore_gap", "Exploration gap", "gap"],
+                                  ["coverage", "Coverage", "rooms known / all"]]) {
+      const W = 400, H = 280, box = {x0: 56, x1: W - 10, y0: 30, y1: H - 44};
+      const svg = sv("svg", {viewBox: `0 0 ${W} ${H}`, class: "prompt-chart", id: "gaps-" + c, "aria-label": title});
+      svg.appendChild(sv("text", {x: box.x0, y: 16, "font-weight": 600}, title));
+      const top = niceMax(Math.max(1e-9, ...rows.map((r) => (r[c] ? r[c][2] : 0))));
+      const ys = {scale: linear(0, top, box.y1, box.y0), ticks: ticks(0, top, 4)};
+      const xs = {scale: linear(0, n, box.x0, box.x1), ticks: []};
+      axes(svg, box, xs, ys, "episode", yl);
+      for (let e = 0; e < n; e++) svg.appendChild(sv("text", {x: xs.scale(e + 0.5), y: box.y1 + 18, "text-anchor": "middle"}, String(e + 1)));
+      models.forEach((m, j) => {
+        const colour = colourOf[m] || PALETTE[j % PALETTE.length], dx = (j - (models.length - 1) / 2) * 4;
+        const mine = rows.filter((r) => r.model === m && r[c]);
+        svg.appendChild(sv("polyline", {fill: "none", stroke: colour, "stroke-width": 2,
+          points: mine.map((r) => `${xs.scale(r.episode + 0.5) + dx},${ys.scale(r[c][0])}`).join(" ")}));
+        for (const r of mine) {
+          const x = xs.scale(r.episode + 0.5) + dx;
+          svg.appendChild(sv("line", {x1: x, x2: x, y1: ys.scale(r[c][1]), y2: ys.scale(r[c][2]), stroke: colour}));
+          const p = sv("circle", {class: "gap-point", cx: x, cy: ys.scale(r[c][0]), r: 4, fill: colour, "data-model": m});
+          p.appendChild(sv("title", {}, `${m}, episode ${r.episode + 1}: ${fmt(r[c][0])} [${fmt(r[c][1])}, ${fmt(r[c][2])}], ${r.n} trajectories`));
+          svg.appendChild(p);
+        }
+      });
+      figs.appendChild(svg);
+    }
+    s.appendChild(figs);
+    models.forEach((m, j) => { if (!colourOf[m]) colourOf[m] = PALETTE[j % PALETTE.length]; });
+    s.appendChild(legend(models));
+  }
+
   // -- build the page ---------------------------------------------------------------------------------
   app.textContent = "";
   header();
   summaryTable();
   figureOne();
+  gapsFigure();
   prompts();
   trajectoryList();
   replaySection();
