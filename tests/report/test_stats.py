@@ -90,8 +90,11 @@ def test_least_squares_agrees_with_numpy(points: list[tuple[float, float]]) -> N
     x = np.array([p[0] for p in points])
     y = np.array([p[1] for p in points])
     fit = least_squares(x, y)
-    if np.ptp(x) == 0 or fit is None:
-        assert fit is None and float(((x - x.mean()) ** 2).sum()) == 0.0
+    if np.ptp(x) == 0:
+        assert fit is None
+        return
+    if fit is None:   # only when the spread of x underflows once squared
+        assert np.ptp(x) < 1e-150
         return
     if np.ptp(x) < 1e-3 * max(1.0, float(np.abs(x).max())):
         return   # nearly vertical data: both solvers are ill-conditioned there
