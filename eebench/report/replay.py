@@ -186,6 +186,8 @@ def replay_documents(results: Results, maps: Maps) -> Iterator[dict[str, Any]]:
                        action=[None if a is None else str(a) for a in cols["action"]],
                        nodes=node_events(maps.worlds[instance_id], xs, ys, cols["valid"])
                        if instance_id in maps.worlds else [])
+        if cols is not None and "ecc" in cols and any(v is not None for v in cols["ecc"]):
+            doc["ecc"] = [None if v is None else float(v) for v in cols["ecc"]]   # a later family's curve
         if tid in texts:
             doc["text"] = texts[tid]
         yield doc

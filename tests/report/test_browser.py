@@ -57,6 +57,13 @@ def test_summary_table_has_a_row_per_group_of_the_view(graded: Run, opened: Any)
     view = _sql(graded.db, "SELECT agent_name, model, coalesce(prompt, '\u2013'), episodes FROM agent_summary")
     shown = [tuple(td.text for td in r.find_elements(By.CSS_SELECTOR, "td")[:5]) for r in rows]
     assert [(s[0], s[1], s[2], int(s[4])) for s in shown] == view
+    # the numbers shown are the view's, to the digits shown
+    rates = _sql(graded.db, "SELECT success_rate, mean_explore_error FROM agent_summary")
+    for row, (success, explore) in zip(rows, rates, strict=True):
+        cell = row.find_element(By.CSS_SELECTOR, 'td[data-key="success"]').text.splitlines()[0]
+        assert cell == f"{success:.3f}"
+        cell = row.find_element(By.CSS_SELECTOR, 'td[data-key="explore_error"]').text.splitlines()[0]
+        assert cell == f"{explore:.3f}"
 
 
 def test_sorting_by_a_column(opened: Any) -> None:

@@ -548,7 +548,8 @@
       axes(svg, box, xs, ys, "step", yLabel);
       series.forEach((s, j) => {
         // values[t] holds after step t+1; the curve starts at 0 before the first step
-        const pts = [`${xs.scale(0)},${ys.scale(0)}`].concat(s.values.map((v, t) => `${xs.scale(t + 1)},${ys.scale(v)}`));
+        const pts = [`${xs.scale(0)},${ys.scale(0)}`].concat(
+          s.values.map((v, t) => (v === null ? null : `${xs.scale(t + 1)},${ys.scale(v)}`)).filter(Boolean));
         svg.appendChild(sv("polyline", {points: pts.join(" "), fill: "none", stroke: s.colour, "stroke-width": 1.8,
                                         "stroke-dasharray": j ? "5 3" : ""}));
         svg.appendChild(sv("text", {x: box.x1 - 4, y: box.y0 + 12 + 14 * j, "text-anchor": "end", style: `fill:${s.colour}`}, s.name));
