@@ -67,12 +67,16 @@ class Maps:
             return
         library = InstanceLibrary(bench)
         graded = dict(zip(results.trajectories["instance_id"], results.trajectories["instance_sha256"], strict=True))
-        missing, changed = [], []
+        missing, changed, unreadable = [], [], []
         for instance_id, sha in sorted(graded.items()):
             if library.path_for(instance_id) is None:
                 missing.append(instance_id)
                 continue
-            loaded = library.get(instance_id)
+            try:
+                loaded = library.get(instance_id)
+            except InputError as exc:   # e.g. a world kind this eebench does not know: report without its map
+                unreadable.append(str(exc.problems[0]))
+                continue
             if sha is not None and loaded.sha256 != sha:
                 changed.append(instance_id)
                 continue
@@ -81,6 +85,8 @@ class Maps:
                 self.worlds[instance_id] = GridDagWorld(loaded.instance)
         if missing:
             results.notes.append(f"{len(missing)} instance(s) not found in {bench}, e.g. {missing[0]}")
+        if unreadable:
+            results.notes.append(f"{len(unreadable)} instance(s) could not be read, e.g. {unreadable[0]}")
         if changed:
             results.notes.append(f"{len(changed)} instance(s) in {bench} differ from the ones graded (sha256), "
                                  f"e.g. {changed[0]}: their maps are left out")

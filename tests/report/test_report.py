@@ -160,15 +160,15 @@ def test_a_newer_results_file_shows_its_new_metrics(graded: Run, tmp_path: Path)
     new = tmp_path / "new.duckdb"
     shutil.copy(graded.db, new)
     con = duckdb.connect(str(new))
-    con.execute("ALTER TABLE trajectories ADD COLUMN coverage DOUBLE")
-    con.execute("ALTER TABLE trajectories ADD COLUMN ecc DOUBLE")   # NULL everywhere: left out
-    con.execute("UPDATE trajectories SET coverage = cells_observed / free_cells")
+    con.execute("ALTER TABLE trajectories ADD COLUMN ecc DOUBLE")
+    con.execute("ALTER TABLE trajectories ADD COLUMN exploration_degree DOUBLE")   # NULL everywhere: left out
+    con.execute("UPDATE trajectories SET ecc = cells_observed / free_cells")
     con.close()
     data = embedded(write_report(new, tmp_path / "n.html").path.read_text(), "eeb-data")
-    assert [m["column"] for m in data["metrics"]] == ["success", "explore_error", "exploit_error", "coverage"]
-    expected = _sql(new, "SELECT avg(coverage) FROM trajectories WHERE model = 'model-a' AND prompt = 'default'")
+    assert [m["column"] for m in data["metrics"]] == ["success", "explore_error", "exploit_error", "ecc"]
+    expected = _sql(new, "SELECT avg(ecc) FROM trajectories WHERE model = 'model-a' AND prompt = 'default'")
     row = next(r for r in data["summary"] if r["labels"]["model"] == "model-a" and r["labels"]["prompt"] == "default")
-    assert row["est"]["coverage"][0] == pytest.approx(expected[0][0], rel=1e-12)
+    assert row["est"]["ecc"][0] == pytest.approx(expected[0][0], rel=1e-12)
 
 
 def test_missing_and_foreign_files_are_bad_input(tmp_path: Path) -> None:
