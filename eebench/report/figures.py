@@ -155,10 +155,40 @@ def _replay(results: Results, args: dict[str, Any]) -> Figure:
     return figure
 
 
+def _rooms_gaps(results: Results, args: dict[str, Any]) -> Figure:
+    rows = results.gaps_by_episode(args["seed"])
+    if not rows:
+        raise InputError.at(str(results.db), "has no episodes of rooms worlds to draw (table episodes is missing "
+                                             "or holds none of the selected trajectories)")
+    models = sorted({r["model"] for r in rows})
+    figure, axes = plt.subplots(1, 3, figsize=(WIDTH_INCHES, 3.8), layout="constrained")
+    panels = (("agent_return", "Agent return", "return per episode"),
+              ("explore_gap", "Exploration gap (lower is better)", "(R_max - R_exploit) / R_max"),
+              ("coverage", "Coverage", "rooms known / all rooms"))
+    for ax, (column, title, ylabel) in zip(axes, panels, strict=True):
+        for i, model in enumerate(models):
+            mine = [r for r in rows if r["model"] == model and r[column].value is not None]
+            xs = np.array([r["episode"] + 1 for r in mine]) + (i - (len(models) - 1) / 2) * 0.06
+            values = np.array([r[column].value for r in mine])
+            ax.errorbar(xs, values, yerr=[values - [r[column].low for r in mine], [r[column].high for r in mine] - values],
+                        fmt="o-", color=PALETTE[i % len(PALETTE)], capsize=3, label=model)
+        ax.set_title(title)
+        ax.set_xlabel("episode")
+        ax.set_ylabel(ylabel)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.grid(True, color="#e4e4e4")
+    handles, labels = axes[0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="outside right center", title="model", frameon=False)
+    figure.supxlabel("Means over each model's trajectories, 95% bootstrap intervals (Grams et al., Figure 2)",
+                     fontsize=8, color="#444")
+    return figure
+
+
 KINDS: dict[str, Callable[[Results, dict[str, Any]], Figure]] = {
     "figure1": _figure_one,
     "prompts": _prompts,
     "replay": _replay,
+    "rooms-gaps": _rooms_gaps,
 }
 assert KINDS.keys() == FIGURE_KINDS.keys(), "every figure kind is described in kinds.py"
 

@@ -7,4 +7,6 @@ FIGURE_KINDS = {
                "bootstrap intervals (Park et al., Figure 5)",
     "replay": "one trajectory (--trajectory, --step, --bench for the map): its path coloured by case with its "
               "errors, the stale score, cumulative errors and case over time (Park et al., Figures 8-19)",
+    "rooms-gaps": "rooms worlds: agent return, exploration gap and coverage per episode, one line per model, with "
+                  "bootstrap intervals (Grams et al., Figure 2)",
 }

@@ -141,3 +141,11 @@ def test_rooms_in_the_browser(rooms_db: Path, browser: Any, tmp_path: Path) -> N
     assert "episode 2" in browser.find_element(By.ID, "step-label").text
     assert browser.find_elements(By.CSS_SELECTOR, "#chart-gaps polyline")
     assert [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == []
+
+
+def test_plot_rooms_gaps(cli, rooms_db: Path, tmp_path: Path, graded) -> None:
+    cli("plot", "rooms-gaps", "--db", rooms_db, "--out", tmp_path / "g.svg")
+    assert (tmp_path / "g.svg").read_text().count("<svg") == 1
+    r = cli("plot", "rooms-gaps", "--db", graded.db, "--out", tmp_path / "none.png", code=2)
+    assert r.stderr == (f"error: {graded.db}: has no episodes of rooms worlds to draw (table episodes is missing or "
+                        "holds none of the selected trajectories)\n")
