@@ -10,6 +10,7 @@ import base64
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -26,29 +27,36 @@ MAX_TEXT_CHARS = 4000      # per step and field in the replay: a paper-size run 
 LOG_FLOOR = 1e-3           # Figure 1 draws a zero error at this value (the log of 0 is -inf); left out of the fit
 
 
+class Better(str, Enum):
+    """Which way a metric improves (shown as an arrow in the table's header)."""
+
+    HIGHER = "higher"
+    LOWER = "lower"
+
+
 class Metric(NamedTuple):
     """A per-episode column of `trajectories` the report averages over episodes (with a bootstrap interval)."""
 
     column: str
     label: str
     view_column: str | None   # its mean in the view agent_summary, where the view has it
-    better: str               # "higher" or "lower": for readers, in the table's header
+    better: Better
 
 
 METRICS = (
-    Metric("success", "success rate", "success_rate", "higher"),
-    Metric("explore_error", "exploration error", "mean_explore_error", "lower"),
-    Metric("exploit_error", "exploitation error", "mean_exploit_error", "lower"),
+    Metric("success", "success rate", "success_rate", Better.HIGHER),
+    Metric("explore_error", "exploration error", "mean_explore_error", Better.LOWER),
+    Metric("exploit_error", "exploitation error", "mean_exploit_error", Better.LOWER),
     # rooms worlds (Grams et al.), from the gaps family: gaps of the last episode, coverage over the trajectory
-    Metric("total_gap_last", "total gap", None, "lower"),
-    Metric("explore_gap_last", "exploration gap", None, "lower"),
-    Metric("exploit_gap_last", "exploitation gap", None, "lower"),
-    Metric("coverage", "coverage", None, "higher"),
-    Metric("redundancy", "redundancy", None, "lower"),
-    Metric("sample_efficiency", "sample efficiency", None, "higher"),
+    Metric("total_gap_last", "total gap", None, Better.LOWER),
+    Metric("explore_gap_last", "exploration gap", None, Better.LOWER),
+    Metric("exploit_gap_last", "exploitation gap", None, Better.LOWER),
+    Metric("coverage", "coverage", None, Better.HIGHER),
+    Metric("redundancy", "redundancy", None, Better.LOWER),
+    Metric("sample_efficiency", "sample efficiency (steps)", None, Better.LOWER),   # steps to 90% of R_exploit
     # later families (ECC of Look Before You Leap, EAPO's exploration degree)
-    Metric("ecc", "ECC", None, "higher"),
-    Metric("exploration_degree", "exploration degree", None, "higher"),
+    Metric("ecc", "ECC", None, Better.HIGHER),
+    Metric("exploration_degree", "exploration degree", None, Better.HIGHER),
 )
 
 

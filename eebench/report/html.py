@@ -17,10 +17,9 @@ import orjson
 
 from eebench import __version__
 from eebench.documents import atomic_file
-from eebench.report.data import LOG_FLOOR, METRICS, Results, load_results
+from eebench.report.data import LOG_FLOOR, METRICS, Results, encode_block, load_results
 from eebench.report.replay import Maps, replay_documents
 from eebench.report.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE, Estimate, Fit
-from eebench.report import data as report_data
 
 REPORT_KIND = "report/1"   # the embedded data's layout; tests and tools reading the HTML check it
 
@@ -50,7 +49,7 @@ def page_data(results: Results, seed: int, maps: Maps) -> dict[str, Any]:
         "db": str(results.db), "where": results.where, "meta": results.meta, "notes": results.notes,
         "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), "version": __version__,
         "bootstrap": {"resamples": BOOTSTRAP_RESAMPLES, "confidence": CONFIDENCE, "seed": seed},
-        "metrics": [{"column": m.column, "label": m.label, "better": m.better, "view": m.view_column}
+        "metrics": [{"column": m.column, "label": m.label, "better": m.better.value, "view": m.view_column}
                     for m in results.metrics],
         "summary": [{"labels": s.labels, "episodes": s.episodes, "steps_success": s.mean_steps_success,
                      "est": {k: _estimate(v) for k, v in s.estimates.items()}} for s in summaries],
@@ -95,7 +94,7 @@ def render(results: Results, seed: int, maps: Maps) -> str:
     assets = resources.files("eebench.report") / "assets"
     style = (assets / "report.css").read_text("utf-8")
     script = (assets / "report.js").read_text("utf-8")
-    blocks = [report_data.encode_block(doc) for doc in replay_documents(results, maps)]
+    blocks = [encode_block(doc) for doc in replay_documents(results, maps)]
     data = page_data(results, seed, maps)   # after the replays: reading the logs' text may add notes
     title = f"eebench report: {results.db.name}"
     return "".join([

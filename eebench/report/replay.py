@@ -8,6 +8,7 @@ is still there and still holds that trajectory at that line.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,14 @@ from eebench.report.data import MAX_TEXT_CHARS, TEXT_FIELDS, Results
 from eebench.trajectories import read_raw_records
 from eebench.world.grid_dag import GridDagInstance, GridDagWorld
 
-DISCOVERED, ACHIEVED = 1, 2   # node events in a replay: [t, node index, status]
+class NodeEvent(IntEnum):
+    """A node's status after a step, as a replay's node events [t, node index, status] carry it."""
+
+    DISCOVERED = 1
+    ACHIEVED = 2
+
+
+DISCOVERED, ACHIEVED = NodeEvent.DISCOVERED, NodeEvent.ACHIEVED
 
 
 def _digits(values: np.ndarray) -> str:
@@ -104,10 +112,10 @@ def node_events(world: GridDagWorld, xs: np.ndarray, ys: np.ndarray, valid: np.n
         node = int(node_at[cells[t]])
         if node not in seen:
             seen.add(node)
-            events.append([t, node, DISCOVERED])
+            events.append([t, node, int(DISCOVERED)])
         if not achieved >> node & 1 and world.prerequisites_met(node, achieved):
             achieved |= 1 << node
-            events.append([t, node, ACHIEVED])
+            events.append([t, node, int(ACHIEVED)])
     return events
 
 

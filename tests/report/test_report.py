@@ -229,7 +229,7 @@ def test_plot_writes_each_kind(cli, graded: Run, tmp_path: Path, kind: str, suff
 
 def test_plot_bad_input(cli, graded: Run, tmp_path: Path) -> None:
     r = cli("plot", "figure", "--db", graded.db, "--out", tmp_path / "a.png", code=2)
-    assert r.stderr == "error: unknown figure 'figure' (did you mean 'figure1'?); expected figure1, prompts or replay\n"
+    assert r.stderr == "error: unknown figure 'figure' (did you mean 'figure1'?); expected figure1, prompts, replay or rooms-gaps\n"
     r = cli("plot", "figure1", "--db", graded.db, "--out", tmp_path / "a.gif", code=2)
     assert r.stderr == f"error: {tmp_path / 'a.gif'}: expected a file ending in .pdf, .png or .svg, found '.gif'\n"
     r = cli("plot", "replay", "--db", graded.db, "--out", tmp_path / "a.png", "--trajectory", "nope", code=2)
