@@ -97,7 +97,7 @@
       {key: "model", title: "model", get: (r) => r.labels.model},
       {key: "prompt", title: "prompt", get: (r) => r.labels.prompt},
       {key: "harness", title: "harness", get: (r) => r.labels.harness},
-      {key: "episodes", title: "episodes", num: true, get: (r) => r.episodes},
+      {key: "episodes", title: "trajectories", num: true, get: (r) => r.episodes},   // the view's `episodes`
     ];
     for (const m of DATA.metrics) {
       cols.push({key: m.column, title: m.label + (m.better === "higher" ? " \u2191" : " \u2193"), num: true, est: true,
@@ -331,9 +331,10 @@
   const R = {doc: null, k: 0, timer: null};
   function replaySection() {
     const s = section("replay", "Replay",
-      "The path up to the chosen step, each move coloured by its case (Park et al., Table 1), \u00d7 where the step " +
-      "is an error; beside it the stale score, the cumulative errors and the case over time (Figures 8-19). " +
-      "Keys: \u2190 \u2192 one step, Home/End, space plays.");
+      "Grid worlds: the path up to the chosen step, each move coloured by its case (Park et al., Table 1), \u00d7 " +
+      "where the step is an error; beside it the stale score, the cumulative errors and the case over time " +
+      "(Figures 8-19). Rooms worlds: the path between rooms coloured by episode; beside it the returns, gaps and " +
+      "coverage of each episode. Keys: \u2190 \u2192 one step, Home/End, space plays.");
     s.appendChild(el("p", {id: "replay-title", class: "empty"}, "Choose a trajectory in the list above."));
     const controls = el("div", {class: "controls", id: "replay-controls", hidden: ""});
     const buttons = [["first", "\u00ab first", "first step (Home)"], ["prev", "\u2039 step", "previous step (\u2190)"],
@@ -530,6 +531,15 @@
     }
   }
 
+  // the series' names in one row, right-aligned on the title's line, each in its colour (dashed ones marked)
+  function keyRow(svg, series, right, y) {
+    let x = right;
+    for (let j = series.length - 1; j >= 0; j--) {
+      const name = series[j].name + (j ? " (dashed)" : "");
+      svg.appendChild(sv("text", {x: x, y: y, "text-anchor": "end", "font-size": 11, style: `fill:${series[j].colour}`}, name));
+      x -= name.length * 6 + 12;
+    }
+  }
   function lineChart(id, title, series, n, yLabel, opts) {
     const W = 460, H = opts && opts.strip ? 96 : 170, box = {x0: 56, x1: W - 12, y0: 26, y1: H - 40};
     const svg = sv("svg", {id: id, viewBox: `0 0 ${W} ${H}`, "aria-label": title});
@@ -552,8 +562,8 @@
           s.values.map((v, t) => (v === null ? null : `${xs.scale(t + 1)},${ys.scale(v)}`)).filter(Boolean));
         svg.appendChild(sv("polyline", {points: pts.join(" "), fill: "none", stroke: s.colour, "stroke-width": 1.8,
                                         "stroke-dasharray": j ? "5 3" : ""}));
-        svg.appendChild(sv("text", {x: box.x1 - 4, y: box.y0 + 12 + 14 * j, "text-anchor": "end", style: `fill:${s.colour}`}, s.name));
       });
+      keyRow(svg, series, box.x1, 15);
     }
     const cursor = sv("line", {class: "cursor", y1: box.y0, y2: box.y1, x1: box.x0, x2: box.x0});
     cursor.__scale = xs.scale;
@@ -610,7 +620,8 @@
       const balls = inst.balls.filter((b) => b.room === r.id);
       balls.forEach((b, j) => {
         const bx = cx - size / 2 + 10 + (j % 4) * 14, by = cy + 4 + Math.floor(j / 4) * 14;
-        const c = sv("circle", {class: "ball", cx: bx, cy: by, r: 5, fill: "#E69F00", stroke: "#000"});
+        const c = sv("circle", {class: "ball", cx: bx, cy: by, r: 5, fill: "#E69F00", stroke: "#000",
+                                "data-name": b.name.toLowerCase().split(/\s+/).join(" ")});
         c.appendChild(sv("title", {}, `${b.name} ball, reward ${b.reward}`));
         g.appendChild(c);
       });
@@ -625,7 +636,7 @@
       const li = el("li"); li.appendChild(el("span", {class: "swatch", style: `background:${PALETTE[e % PALETTE.length]}`}));
       li.appendChild(document.createTextNode(`episode ${e + 1}`)); lg.appendChild(li);
     });
-    const li = el("li"); li.appendChild(document.createTextNode("thick border: start room; \u25cf ball; grey line: door"));
+    const li = el("li"); li.appendChild(document.createTextNode("thick border: start room; \u25cf ball (hollow: collected this episode); grey line: door"));
     lg.appendChild(li);
   }
   function goRooms(doc, k) {
@@ -642,6 +653,15 @@
       here = doc.room[t];
     }
     path.appendChild(frag);
+    // balls collected so far in the episode of step k are drawn hollow (every episode puts them all back)
+    const taken = new Set();
+    for (let t = k - 1; t >= 0 && doc.episode[t] === doc.episode[k - 1]; t--) {
+      const a = doc.action[t];
+      if (doc.valid[t] === "1" && a && /\sball\s*$/i.test(a)) taken.add(a.trim().replace(/\s+ball$/i, "").toLowerCase());
+    }
+    document.querySelectorAll("#rooms circle.ball").forEach((c) => {
+      c.setAttribute("fill", taken.has(c.getAttribute("data-name")) ? "#fff" : "#E69F00");
+    });
     const agent = document.getElementById("agent");
     const at = k === 0 ? doc.start : doc.room[k - 1];
     if (agent && R.centres[at]) { agent.setAttribute("cx", R.centres[at][0]); agent.setAttribute("cy", R.centres[at][1]); }
@@ -681,8 +701,8 @@
       svg.appendChild(sv("polyline", {points: pts.join(" "), fill: "none", stroke: s.colour, "stroke-width": 2,
                                       "stroke-dasharray": j ? "5 3" : ""}));
       s.values.forEach((v, e) => { if (v !== null) svg.appendChild(sv("circle", {cx: xs.scale(e + 0.5), cy: ys.scale(v), r: 3.5, fill: s.colour})); });
-      svg.appendChild(sv("text", {x: box.x1 - 4, y: box.y0 + 12 + 14 * j, "text-anchor": "end", style: `fill:${s.colour}`}, s.name));
     });
+    keyRow(svg, series, box.x1, 15);
     const cursor = sv("line", {class: "cursor", y1: box.y0, y2: box.y1, x1: box.x0, x2: box.x0});
     cursor.__scale = xs.scale;
     svg.appendChild(cursor);
