@@ -537,11 +537,11 @@
     for (let j = series.length - 1; j >= 0; j--) {
       const name = series[j].name + (j ? " (dashed)" : "");
       svg.appendChild(sv("text", {x: x, y: y, "text-anchor": "end", "font-size": 11, style: `fill:${series[j].colour}`}, name));
-      x -= name.length * 6 + 12;
+      x -= name.length * 6.6 + 14;
     }
   }
   function lineChart(id, title, series, n, yLabel, opts) {
-    const W = 460, H = opts && opts.strip ? 96 : 170, box = {x0: 56, x1: W - 12, y0: 26, y1: H - 40};
+    const W = 460, H = opts && opts.strip ? 96 : 184, box = {x0: 56, x1: W - 12, y0: opts && opts.strip ? 26 : 40, y1: H - 40};
     const svg = sv("svg", {id: id, viewBox: `0 0 ${W} ${H}`, "aria-label": title});
     svg.appendChild(sv("text", {x: box.x0, y: 15, "font-weight": 600}, title));
     const xs = {scale: linear(0, Math.max(n, 1), box.x0, box.x1), ticks: ticks(0, Math.max(n, 1), 5)};
@@ -563,7 +563,7 @@
         svg.appendChild(sv("polyline", {points: pts.join(" "), fill: "none", stroke: s.colour, "stroke-width": 1.8,
                                         "stroke-dasharray": j ? "5 3" : ""}));
       });
-      keyRow(svg, series, box.x1, 15);
+      keyRow(svg, series, box.x1, 31);
     }
     const cursor = sv("line", {class: "cursor", y1: box.y0, y2: box.y1, x1: box.x0, x2: box.x0});
     cursor.__scale = xs.scale;
@@ -687,7 +687,7 @@
     }
   }
   function episodeChart(id, title, series, n, yLabel) {
-    const W = 460, H = 180, box = {x0: 56, x1: W - 12, y0: 26, y1: H - 40};
+    const W = 460, H = 194, box = {x0: 56, x1: W - 12, y0: 40, y1: H - 40};
     const svg = sv("svg", {id: id, viewBox: `0 0 ${W} ${H}`, "aria-label": title});
     svg.appendChild(sv("text", {x: box.x0, y: 15, "font-weight": 600}, title));
     const vals = series.flatMap((s) => s.values.filter((v) => v !== null));
@@ -702,7 +702,7 @@
                                       "stroke-dasharray": j ? "5 3" : ""}));
       s.values.forEach((v, e) => { if (v !== null) svg.appendChild(sv("circle", {cx: xs.scale(e + 0.5), cy: ys.scale(v), r: 3.5, fill: s.colour})); });
     });
-    keyRow(svg, series, box.x1, 15);
+    keyRow(svg, series, box.x1, 31);
     const cursor = sv("line", {class: "cursor", y1: box.y0, y2: box.y1, x1: box.x0, x2: box.x0});
     cursor.__scale = xs.scale;
     svg.appendChild(cursor);
@@ -715,8 +715,8 @@
     const col = (c) => eps.map((e) => (e[c] === undefined ? null : e[c]));
     charts.appendChild(episodeChart("chart-returns", "Returns per episode", [
       {name: "agent", colour: "#0072B2", values: col("agent_return")},
-      {name: "optimal exploitation", colour: "#D55E00", values: col("exploit_return")},
-      {name: "max", colour: "#000000", values: col("max_return")}], n, "return"));
+      {name: "optimal exploit.", colour: "#D55E00", values: col("exploit_return")},
+      {name: "R_max", colour: "#000000", values: col("max_return")}], n, "return"));
     charts.appendChild(episodeChart("chart-gaps", "Gaps per episode (normalised by R_max)", [
       {name: "total", colour: "#000000", values: col("total_gap")},
       {name: "exploration", colour: "#0072B2", values: col("explore_gap")},
