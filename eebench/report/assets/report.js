@@ -152,9 +152,9 @@
   // -- Figure 1 (Park et al.): success rate against log error, one point per model --------------------
   function scatter(which, title) {
     const f = DATA.figure1, W = 560, H = 380;
-    const box = {x0: 64, x1: W - 16, y0: 40, y1: H - 52};
+    const box = {x0: 64, x1: W - 16, y0: 48, y1: H - 52};
     const svg = sv("svg", {id: "fig1-" + which, viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": title});
-    svg.appendChild(sv("text", {x: box.x0, y: 18, "font-weight": 600}, title));
+    svg.appendChild(sv("text", {x: box.x0, y: 16, "font-weight": 600}, title));
     const pts = f.points.filter((p) => p[which] && p.success);
     const lx = (v) => Math.log10(Math.max(v, f.floor));
     let lo = Math.log10(f.floor), hi = 0;
@@ -162,7 +162,7 @@
     lo = Math.floor(lo); hi = Math.ceil(hi);
     const xTicks = []; for (let t = lo; t <= hi; t++) xTicks.push(t);
     const xs = {scale: linear(lo, hi, box.x0, box.x1), ticks: xTicks};
-    const ys = {scale: linear(0, 1, box.y1, box.y0), ticks: [0, 0.25, 0.5, 0.75, 1]};
+    const ys = {scale: linear(-0.03, 1.05, box.y1, box.y0), ticks: [0, 0.25, 0.5, 0.75, 1]};
     axes(svg, box, xs, ys, (which === "explore" ? "exploration" : "exploitation") + " error (log scale)",
          "success rate", (t) => (t === Math.log10(f.floor) ? "\u2264" : "") + "10" + supers(t));
     const fit = f[which + "_fit"];
@@ -174,10 +174,10 @@
       svg.appendChild(sv("line", {class: "fit", x1: xs.scale(lo), y1: ys.scale(y(lo)), x2: xs.scale(hi),
                                   y2: ys.scale(y(hi)), "clip-path": `url(#clip-${which})`}));
       const r2 = fit.r2 === null ? "undefined" : fit.r2.toFixed(2);
-      svg.appendChild(sv("text", {class: "fit-label", x: box.x0 + 8, y: box.y1 - 8, "text-anchor": "start"},
+      svg.appendChild(sv("text", {class: "fit-label", x: box.x0, y: 34, "text-anchor": "start"},
         `least squares: y = ${fit.slope.toFixed(2)} log10(x) + ${fit.intercept.toFixed(2)},  R\u00b2 = ${r2}  (n = ${fit.n})`));
     } else {
-      svg.appendChild(sv("text", {class: "fit-label", x: box.x1 - 4, y: box.y0 + 14, "text-anchor": "end"},
+      svg.appendChild(sv("text", {class: "fit-label", x: box.x0, y: 34, "text-anchor": "start"},
         "no line: fewer than 3 models with an error above 0"));
     }
     for (const p of pts) {
@@ -193,7 +193,7 @@
                                   `${fmt(e[0])} [${fmt(e[1])}, ${fmt(e[2])}], ${p.episodes} episodes` +
                                   (atFloor ? " (error 0: drawn at the axis floor, left out of the line)" : "")));
       g.appendChild(c);
-      g.appendChild(sv("text", {class: "point-label", x: cx + 8, y: cy - 8, "font-size": 11}, p.model));
+      g.appendChild(sv("text", {class: "point-label", x: cx + 9, y: cy + 4, "font-size": 11}, p.model));
       svg.appendChild(g);
     }
     return svg;
