@@ -95,11 +95,76 @@ def _prompts(results: Results, args: dict[str, Any]) -> Figure:
     return figure
 
 
+def _rooms_replay(doc: dict[str, Any], inst: dict[str, Any] | None, k: int) -> Figure:
+    """A rooms trajectory: rooms and doors, the path between rooms by episode; returns and gaps per episode."""
+    n = len(doc["x"])
+    figure = plt.figure(figsize=(WIDTH_INCHES, 5.2), layout="constrained")
+    grid = figure.add_gridspec(2, 2, width_ratios=[1.1, 1])
+    ax = figure.add_subplot(grid[:, 0])
+    if inst is not None:
+        at = {r["id"]: (r["x"], r["y"]) for r in inst["rooms"]}
+        for door in inst["doors"]:
+            (x1, y1), (x2, y2) = (at[r] for r in door["between"])
+            ax.plot([x1, x2], [y1, y2], color="#8a8a8a", lw=3, zorder=1)
+        for room, (x, y) in at.items():
+            ax.add_patch(plt.Rectangle((x - 0.3, y - 0.3), 0.6, 0.6, facecolor="white", edgecolor="black",
+                                       lw=3 if room == inst["start"] else 1, zorder=2))
+            ax.text(x, y - 0.2, room, ha="center", va="center", fontsize=7, zorder=3)
+            balls = [b for b in inst["balls"] if b["room"] == room]
+            for j, _ in enumerate(balls):
+                ax.scatter([x - 0.2 + 0.1 * (j % 4)], [y + 0.05 + 0.1 * (j // 4)], s=20, c="#E69F00",
+                           edgecolors="black", zorder=3)
+        here, last = inst["start"], -1
+        for t in range(k):
+            episode = doc["episode"][t]
+            if episode != last:
+                here, last = inst["start"], episode
+            (x1, y1), (x2, y2) = at[here], at[doc["room"][t]]
+            off = (episode % 5 - 2) * 0.03
+            ax.plot([x1 + off, x2 + off], [y1 + off, y2 + off], color=PALETTE[episode % len(PALETTE)], lw=2.5,
+                    solid_capstyle="round", zorder=4)
+            here = doc["room"][t]
+        ax.plot(*at[here], "o", color="black", ms=8, zorder=5)
+        ax.invert_yaxis()
+        for e in sorted(set(doc["episode"][:k])):
+            ax.plot([], [], color=PALETTE[e % len(PALETTE)], lw=2.5, label=f"episode {e + 1}")
+        if k:
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=5, fontsize=8, frameon=False)
+    else:
+        ax.text(0.5, 0.5, "pass --bench to draw the rooms", ha="center", transform=ax.transAxes)
+    ax.set_aspect("equal")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_title(f"{doc['id']}\nstep {k} of {n}", fontsize=9)
+    episodes = np.arange(1, len(doc["episodes"]) + 1)
+    col = lambda c: np.array([np.nan if e.get(c) is None else e[c] for e in doc["episodes"]])  # noqa: E731
+    returns = figure.add_subplot(grid[0, 1])
+    returns.plot(episodes, col("agent_return"), "o-", color=PALETTE[0], label="agent")
+    returns.plot(episodes, col("exploit_return"), "o--", color=PALETTE[1], label="optimal exploitation")
+    returns.plot(episodes, col("max_return"), ":", color="black", label="R_max")
+    returns.set_ylabel("return")
+    returns.legend(fontsize=8, frameon=False)
+    gaps = figure.add_subplot(grid[1, 1], sharex=returns)
+    for name, colour, style in (("total_gap", "black", "o-"), ("explore_gap", PALETTE[0], "o--"),
+                                ("exploit_gap", PALETTE[1], "o:")):
+        gaps.plot(episodes, col(name), style, color=colour, label=name.replace("_", " "))
+    gaps.set_ylabel("gap (normalised by R_max)")
+    gaps.set_xlabel("episode")
+    gaps.legend(fontsize=8, frameon=False)
+    gaps.xaxis.get_major_locator().set_params(integer=True)
+    if k:
+        for chart in (returns, gaps):
+            chart.axvline(doc["episode"][k - 1] + 1, color="black", ls=":", lw=1)
+    return figure
+
+
 def _replay(results: Results, args: dict[str, Any]) -> Figure:
     maps = Maps(args.get("bench"), results)
     doc = next(replay_documents(results, maps))
     n = len(doc["x"])
     k = n if args.get("step") is None else min(args["step"], n)
+    if doc.get("env") == "rooms":
+        return _rooms_replay(doc, maps.docs.get(doc["inst"]) if doc["inst"] else None, k)
     figure = plt.figure(figsize=(WIDTH_INCHES, 5.2), layout="constrained")
     grid = figure.add_gridspec(3, 2, width_ratios=[1.1, 1])
     ax = figure.add_subplot(grid[:, 0])
