@@ -149,3 +149,87 @@ def test_plot_rooms_gaps(cli, rooms_db: Path, tmp_path: Path, graded) -> None:
     r = cli("plot", "rooms-gaps", "--db", graded.db, "--out", tmp_path / "none.png", code=2)
     assert r.stderr == (f"error: {graded.db}: has no episodes of rooms worlds to draw (table episodes is missing or "
                         "holds none of the selected trajectories)\n")
+
+
+# -- rooms graded by eebench itself (the world kind `rooms` and the gaps family) ---------------------------
+
+@pytest.fixture(scope="module")
+def graded_rooms(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """grams2025-rooms (9 instances), three scripted models x 2 seeds, 3 episodes each, graded."""
+    rooms = pytest.importorskip("eebench.world.rooms", reason="this eebench has no rooms worlds")
+    import json
+    import random
+
+    from eebench.evaluator import Bench, grade_files
+    from eebench.instances import InstanceLibrary, write_instances
+    from eebench.suites import resolve_spec
+
+    root = tmp_path_factory.mktemp("rooms-graded")
+    suite = resolve_spec("grams2025-rooms", None)
+    write_instances(suite.instances(), root / "bench", suite.source())
+    library = InstanceLibrary(root / "bench")
+    with (root / "runs.jsonl").open("w") as handle:
+        for model, greed in (("rooms-a", 0.9), ("rooms-b", 0.5), ("rooms-c", 0.1)):
+            for seed in range(2):
+                for instance_id in library.ids():
+                    rng = random.Random(f"{model}/{seed}/{instance_id}")
+                    env = rooms.RoomsEnv(library.get(instance_id).instance)
+                    steps = []
+                    for episode in range(3):
+                        obs, _ = env.reset()
+                        done = False
+                        while not done:
+                            take = obs["balls"] and rng.random() < greed
+                            action = f"{rng.choice(obs['balls'])} ball" if take else f"{rng.choice(obs['doors'])} door"
+                            obs, _, terminated, truncated, _ = env.step(action)
+                            steps.append({"action": action, "episode": episode})
+                            done = terminated or truncated
+                    handle.write(json.dumps({"eebench": "trajectory/1", "id": f"{model}/{seed}/{instance_id}",
+                                             "instance": instance_id, "env": "rooms", "steps": steps,
+                                             "agent": {"name": "scripted", "model": model}}) + "\n")
+    grade_files([root / "runs.jsonl"], Bench(root / "bench"), root / "results.duckdb")
+    return root / "bench", root / "results.duckdb"
+
+
+def test_graded_rooms_equal_the_view_gaps_summary(graded_rooms: tuple[Path, Path], tmp_path: Path) -> None:
+    bench, db = graded_rooms
+    page = write_report(db, tmp_path / "r.html", bench=bench).path.read_text()
+    data = embedded(page, "eeb-data")
+    view = _sql(db, "SELECT model, trajectories, total_gap_last, explore_gap_last, exploit_gap_last, coverage, "
+                    "redundancy FROM gaps_summary")
+    assert [r["labels"]["model"] for r in data["summary"]] == [v[0] for v in view]
+    for row, (_, n, total, explore, exploit, coverage, redundancy) in zip(data["summary"], view, strict=True):
+        assert row["episodes"] == n
+        got = [row["est"][c][0] for c in ("total_gap_last", "explore_gap_last", "exploit_gap_last", "coverage",
+                                          "redundancy")]
+        assert got == pytest.approx([total, explore, exploit, coverage, redundancy], rel=1e-12)
+    # every replay walks the rooms of the steps table, and carries the episodes table's gaps
+    blocks = embedded(page, "eeb-replays")
+    rooms_of = dict(_sql(db, "SELECT trajectory_id, list(room ORDER BY t) FROM steps GROUP BY ALL"))
+    gaps_of = dict(_sql(db, "SELECT trajectory_id, list(explore_gap ORDER BY episode) FROM episodes GROUP BY ALL"))
+    for row, block in zip(data["trajectories"], blocks, strict=True):
+        doc = decode_block(block)
+        assert doc["room"] == rooms_of[row[0]]
+        assert [e["explore_gap"] for e in doc["episodes"]] == pytest.approx(gaps_of[row[0]])
+    assert all(data["instances"][i]["env"] == "rooms" for i in data["instances"])
+
+
+def test_graded_rooms_in_the_browser(graded_rooms: tuple[Path, Path], browser: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    bench, db = graded_rooms
+    out = write_report(db, tmp_path / "r.html", bench=bench).path
+    tid, n = _sql(db, "SELECT trajectory_id, n_steps FROM trajectories ORDER BY n_steps DESC LIMIT 1")[0]
+    browser.get_log("browser")
+    browser.get(out.as_uri() + "#t=" + tid)
+    deadline = time.monotonic() + 10
+    while browser.execute_script("return document.querySelectorAll('#path line.seg').length") != n:
+        assert time.monotonic() < deadline, f"the replay of {tid} did not open"
+        time.sleep(0.02)
+    rooms = len(_sql(db, f"SELECT DISTINCT r.room FROM steps r WHERE trajectory_id = '{tid}'"))
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#rooms g.room-group")) >= rooms
+    for k in (1, n // 2):
+        browser.execute_script("const s = document.getElementById('slider'); s.value = arguments[0]; "
+                               "s.dispatchEvent(new Event('input'));", k)
+        assert browser.execute_script("return document.querySelectorAll('#path line.seg').length") == k
+    assert [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == []
