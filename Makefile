@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DEMO   := demo
 
-.PHONY: demo test bench install clean
+.PHONY: demo test bench docs browser install clean
 
 # pip's own chatter (editable-install warnings, index notes) goes to $(PIPLOG); it is shown only when pip fails.
 PIPLOG := $(VENV)/pip.log
@@ -37,12 +37,29 @@ demo: $(VENV)/.installed
 	$(BIN)/eebench grade $(DEMO)/runs/*.jsonl --bench $(DEMO)/park2026-main-1.0.0 --db $(DEMO)/results.duckdb
 	$(BIN)/eebench query --db $(DEMO)/results.duckdb "SELECT agent_name, episodes, success_rate, \
 	    mean_explore_error, mean_exploit_error, mean_steps_success FROM agent_summary"
+	$(BIN)/eebench report --db $(DEMO)/results.duckdb --bench $(DEMO)/park2026-main-1.0.0 --out $(DEMO)/report.html
+	@echo "report: $(abspath $(DEMO)/report.html)"
 
-test: $(VENV)/.installed-test
+# Debian's Chromium and its driver for the browser tests (tests/report/), installed when missing and root;
+# otherwise those tests skip with the reason.
+browser:
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing chromium and chromium-driver for the browser tests"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver) >/dev/null \
+	      || echo "could not install chromium: the browser tests will skip"; \
+	  else echo "no chromium and not root: the browser tests will skip"; fi; \
+	fi
+
+test: $(VENV)/.installed-test browser
 	$(BIN)/python -m pytest -q
 
-bench: $(VENV)/.installed-test
+bench: $(VENV)/.installed-test browser
 	$(BIN)/python -m benchmarks
+
+# the README's screenshots: a replay and Figure 1 of a run of several models, taken in headless Chromium
+docs: $(VENV)/.installed-test browser
+	$(BIN)/python -m docs.screenshots
 
 clean:
 	rm -rf $(VENV) $(DEMO) *.egg-info .pytest_cache .hypothesis

@@ -572,6 +572,70 @@ def export(db: Path, out: Path, fmt: str, tables: tuple[str, ...]) -> None:
                + ", ".join(f"{e.file} ({e.rows})" for e in written))
 
 
+# -- seeing the results ----------------------------------------------------------------------------------
+
+_WHERE_HELP = ("Only the trajectories matching this SQL condition on the table trajectories, "
+               "e.g. \"model = 'gpt-x' AND preset LIKE 'high-%'\".")
+
+
+@main.command()
+@click.option("--db", default="eebench.duckdb", show_default=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="DuckDB file of results (from `eebench grade`).")
+@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="HTML file to write (replaced only when the whole report is made).")
+@click.option("--where", help=_WHERE_HELP)
+@click.option("--bench", type=click.Path(exists=True, path_type=Path),
+              help="The instances that were graded (folder or bundle), to draw their maps in the replays; without "
+                   "it the replays show only the cells the agents visited.")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0),
+              help="Seed of the bootstrap resamples behind the 95% intervals.")
+def report(db: Path, out: Path, where: str | None, bench: Path | None, seed: int) -> None:
+    """Write one self-contained HTML report: the per agent/model/prompt table with bootstrap intervals, the papers'
+    figures, and a step-by-step replay of every trajectory. It opens from disk, with no network."""
+    from eebench.bundles import open_bench
+    from eebench.report import write_report
+
+    with contextlib.ExitStack() as stack:
+        root = stack.enter_context(open_bench(bench)).root if bench is not None else None
+        written = write_report(db, out, where=where, bench=root, seed=seed)
+    click.echo(f"wrote {written.path} ({written.trajectories} trajectories, {written.bytes / 1e6:.1f} MB) "
+               f"in {written.seconds:.2f} s")
+
+
+def _plot_epilog() -> str:
+    import textwrap
+
+    from eebench.report.kinds import FIGURE_KINDS
+    return "\b\nKINDS:\n" + "\n".join(textwrap.fill(text, 96, initial_indent=f"  {name:<9} ", subsequent_indent=" " * 12)
+                                       for name, text in FIGURE_KINDS.items())
+
+
+@main.command(epilog=_plot_epilog())
+@click.argument("kind")
+@click.option("--db", default="eebench.duckdb", show_default=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="DuckDB file of results (from `eebench grade`).")
+@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Figure file to write: .png, .svg or .pdf.")
+@click.option("--where", help=_WHERE_HELP)
+@click.option("--trajectory", metavar="ID", help="replay: the trajectory to draw (default: the first selected).")
+@click.option("--model", help="prompts: the model whose prompts are compared (default: the one with the most).")
+@click.option("--step", type=click.IntRange(min=0), help="replay: draw the path up to this step (default: all).")
+@click.option("--bench", type=click.Path(exists=True, path_type=Path),
+              help="replay: the instances that were graded, to draw the map.")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0),
+              help="Seed of the bootstrap resamples behind the intervals.")
+def plot(kind: str, db: Path, out: Path, where: str | None, trajectory: str | None, model: str | None,
+         step: int | None, bench: Path | None, seed: int) -> None:
+    """Draw one of the report's figures as a static image for a paper (KIND below)."""
+    from eebench.bundles import open_bench
+    from eebench.report.figures import draw
+
+    with contextlib.ExitStack() as stack:
+        root = stack.enter_context(open_bench(bench)).root if bench is not None else None
+        draw(kind, db, out, where=where, trajectory=trajectory, step=step, bench=root, seed=seed, model=model)
+    click.echo(f"wrote {out}")
+
+
 # -- adapters ------------------------------------------------------------------------------------------
 
 @main.command()

@@ -9,7 +9,6 @@ action at a time (tests hold the three equal).
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Sequence
 from enum import Enum
 from itertools import chain
@@ -19,6 +18,7 @@ import numpy as np
 
 from eebench.errors import EebenchError
 from eebench.evaluator.park import (
+    COMPILED_FROM_STEPS,
     _ERROR,
     _GAIN,
     _PROGRESS,
@@ -31,7 +31,6 @@ from eebench.evaluator.park import (
     replay_compiled_many,
     step_columns,
 )
-from eebench.evaluator.grade import COMPILED_FROM_STEPS
 from eebench.world.grid_dag import ACTION_INDEX, GridDagInstance, parse_action
 
 if TYPE_CHECKING:
@@ -350,9 +349,9 @@ class RoomsScorer(Scorer):
         return RoomsStepRecord(t, action, outcome.episode, outcome.room, outcome.valid, outcome.reward, self._return,
                                result.end, record)
 
-    def _close(self) -> EpisodeRecord | None:
+    def _close(self) -> EpisodeRecord:
         """Close the ended episode: its knowledge K(i), and its row as the gaps family computes it for the run so
-        far (None where the gaps family is not installed)."""
+        far (the family is imported here: grid_dag users never load the rooms world or the solver)."""
         from eebench.world.rooms import EpisodeKnowledge, RoomsReplay
 
         world = self.world
@@ -361,8 +360,6 @@ class RoomsScorer(Scorer):
         self._knowledge.append(EpisodeKnowledge(frozenset(world.room_ids[r] for r in self._rooms),
                                                 frozenset(world.door_names[d] for d in self._doors),
                                                 frozenset(world.ball_names[b] for b in self._balls)))
-        if importlib.util.find_spec("eebench.evaluator.gaps") is None:
-            return None
         from eebench.evaluator.gaps import FAMILY as GAPS
         from eebench.evaluator.gaps import GapsReplay
 

@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import write_jsonl
 from tests.evaluator.test_store import SOLVE, bench, trajectory  # noqa: F401  (bench: a fixture)
 
-ALL = ["agent_summary", "case_summary", "meta", "preset_summary", "steps", "trajectories"]
+ALL = ["agent_summary", "case_summary", "episodes", "gaps_summary", "meta", "preset_summary", "steps", "trajectories"]
 
 
 @pytest.fixture
@@ -35,9 +35,9 @@ def test_every_table_and_view_as_parquet_by_default(cli, db: Path, tmp_path: Pat
     before = db.read_bytes()
     out = tmp_path / "export"
     result = cli("export", "--db", db, "--out", out)
-    assert result.stdout == (f"exported 6 tables and views (19 rows) to {out}/: agent_summary.parquet (1), "
-                             "case_summary.parquet (1), meta.parquet (3), preset_summary.parquet (1), steps.parquet "
-                             "(11), trajectories.parquet (2)\n")
+    assert result.stdout == (f"exported 8 tables and views (19 rows) to {out}/: agent_summary.parquet (1), "
+                             "case_summary.parquet (1), episodes.parquet (0), gaps_summary.parquet (0), meta.parquet "
+                             "(3), preset_summary.parquet (1), steps.parquet (11), trajectories.parquet (2)\n")
     assert sorted(p.name for p in out.iterdir()) == sorted([f"{n}.parquet" for n in ALL] + ["export.json"])
     memory = duckdb.connect()
     for name in ALL:  # the same rows, column for column
@@ -48,7 +48,7 @@ def test_every_table_and_view_as_parquet_by_default(cli, db: Path, tmp_path: Pat
     assert manifest["export_version"] == 1 and manifest["format"] == "parquet" and manifest["db"] == str(db)
     assert [(t["name"], t["file"], t["rows"]) for t in manifest["tables"]] == [
         ("agent_summary", "agent_summary.parquet", 1), ("case_summary", "case_summary.parquet", 1),
-        ("meta", "meta.parquet", 3), ("preset_summary", "preset_summary.parquet", 1), ("steps", "steps.parquet", 11),
+        ("episodes", "episodes.parquet", 0), ("gaps_summary", "gaps_summary.parquet", 0), ("meta", "meta.parquet", 3), ("preset_summary", "preset_summary.parquet", 1), ("steps", "steps.parquet", 11),
         ("trajectories", "trajectories.parquet", 2)]
     assert db.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bench", "export", "r.duckdb", "runs.jsonl"]

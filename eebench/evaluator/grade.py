@@ -1,7 +1,7 @@
 """Grade trajectory files against a folder of instances into DuckDB: stream, replay, write in bulk, one transaction.
 
-Records are read in chunks cut by size (so memory follows steps, not records); each chunk is graded and the
-results are written in order. The first bad record aborts the run and nothing is written, unless
+Records are read in chunks cut by size (so memory follows steps, not records); each chunk is graded by every
+metric family of its trajectories' world kind and the results are written in order. The first bad record aborts the run and nothing is written, unless
 `skip_invalid`, which grades the rest and reports what was skipped and why.
 """
 
@@ -13,8 +13,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -22,21 +20,15 @@ import numpy as np
 
 from eebench import __version__
 from eebench.errors import InputError, Problem, quote
-from eebench.evaluator.park import (METRIC_VERSION, ParkTables, Replay, error_counts, replay, replay_codes_many,
-                                   step_columns, word_codes)
-from eebench.evaluator.store import Batch, Replaced, ResultStore
+from eebench.evaluator.families import MetricFamily, Trajectory, families_for, metric_version
+from eebench.evaluator.store import TRAJECTORY_COLUMNS, Batch, Replaced, ResultStore
 from eebench.instances import InstanceLibrary, LoadedInstance, check_trajectory_env
 from eebench.trajectories import AGENT_LABELS, Record, check_trajectory, parse_record, read_raw_records
-from eebench.world.grid_dag import ACTIONS
 
 EMPTY_EXPECTED = "trajectory/1 records (`eebench convert` makes them from agents' logs)"
 CHUNK_RECORDS = 4096     # at most this many records graded together ...
 CHUNK_BYTES = 1 << 20    # ... or of this much JSON (about 50k steps), so memory follows steps, not records
 FLUSH_STEPS = 50_000     # steps gathered before a write to DuckDB
-# The replay runs compiled (numba) once a run has graded this many steps, and always on maps of more cells: below,
-# importing numba and loading its cached kernels (about 0.5 s) costs more than the plain-Python replay.
-COMPILED_FROM_STEPS = 50_000
-COMPILED_FROM_CELLS = 1024
 
 
 @dataclass(frozen=True)
@@ -75,95 +67,68 @@ class GradeReport:
 
 
 class Grader:
-    """Grades records of one run; holds the instance library and per-instance tables (LRU-cached)."""
+    """Grades records of one run; holds the instance library and each family's per-instance tables (LRU-cached)."""
 
     def __init__(self, bench: Bench, graded_at: dt.datetime, cache_size: int = 256):
         self.bench = bench
         self.library = InstanceLibrary(bench.root, cache_size=cache_size, label=bench.label)
         self.graded_at = graded_at
-        self._tables: OrderedDict[str, ParkTables] = OrderedDict()
+        self._tables: OrderedDict[tuple[str, str], Any] = OrderedDict()
         self._cache_size = cache_size
-        self._steps = 0  # graded so far by this grader (see COMPILED_FROM_STEPS)
 
-    def tables(self, instance_id: str) -> tuple[ParkTables, LoadedInstance]:
-        loaded = self.library.get(instance_id)
-        tables = self._tables.get(instance_id)
+    def tables(self, family: MetricFamily, loaded: LoadedInstance) -> Any:
+        key = (family.name, loaded.instance.id)
+        tables = self._tables.get(key)
         if tables is None:
-            tables = ParkTables(loaded.instance)
-            self._tables[instance_id] = tables
+            tables = family.tables(loaded.instance)
+            self._tables[key] = tables
             if len(self._tables) > self._cache_size:
                 self._tables.popitem(last=False)
         else:
-            self._tables.move_to_end(instance_id)
-        return tables, loaded
+            self._tables.move_to_end(key)
+        return tables
 
     def grade_chunk(self, records: Sequence[Record], skip_invalid: bool) -> tuple[Batch, list[Problem]]:
         """Grade a chunk; a bad record raises InputError, or is listed as skipped with `skip_invalid`."""
-        checked: list[tuple[dict[str, Any], ParkTables, list[str | None]]] = []
+        rows: list[dict[str, Any]] = []
+        graded: list[tuple[tuple[MetricFamily, ...], list[Any]]] = []   # per row: its families and their replays
         skipped: list[Problem] = []
         for record in records:
             try:
-                checked.append(self._check_record(parse_record(record)))
+                row, families, replays = self._grade_record(parse_record(record))
             except InputError as exc:
                 if not skip_invalid:
                     raise
                 skipped.extend(p if isinstance(p, Problem) else Problem(record.file, record.line, None, str(p))
                                for p in exc.problems)
-        if not checked:  # every record skipped: nothing to replay (the columns of no replays are not defined)
+                continue
+            rows.append(row)
+            graded.append((families, replays))
+        if not rows:  # every record skipped: nothing to replay
             return Batch(), skipped
-        replays, graded_actions = self._replay([(tables, actions) for _, tables, actions in checked])
-        rows = [row for row, _, _ in checked]
-        for row, replayed in zip(rows, replays):
-            row.update(success=replayed.success, end_reason=replayed.end_reason, n_steps=len(replayed.cells_to),
-                       ignored_actions=replayed.ignored_actions, nodes_achieved=replayed.nodes_achieved,
-                       cells_observed=replayed.cells_observed)
-        columns = step_columns(replays, [tables.world.width for _, tables, _ in checked])
-        columns["action"] = graded_actions
-        counts = error_counts(columns, len(rows))
-        for i, row in enumerate(rows):
-            for name, values in counts.items():
-                row[name] = int(values[i])
-            row["explore_error"] = row["explore_errors"] / row["explore_steps"] if row["explore_steps"] else None
-            row["exploit_error"] = row["exploit_errors"] / row["exploit_steps"] if row["exploit_steps"] else None
-        return Batch(rows, [columns]), skipped
+        batch = Batch(rows)
+        groups: dict[tuple[MetricFamily, ...], list[int]] = {}
+        for position, (families, _) in enumerate(graded):
+            groups.setdefault(families, []).append(position)
+        for families, positions in groups.items():  # one group per world kind in the chunk, usually one
+            where = np.asarray(positions, dtype=np.int32)
+            steps: dict[str, np.ndarray] = {}
+            episodes: dict[str, np.ndarray] = {}
+            for k, family in enumerate(families):
+                columns = family.columns([graded[p][1][k] for p in positions])
+                names = tuple(columns.trajectories)
+                for position, values in zip(positions, zip(*columns.trajectories.values())):
+                    rows[position].update(zip(names, values))
+                steps.update(columns.steps or {})
+                episodes.update(columns.episodes or {})
+            for part, add in ((steps, batch.steps), (episodes, batch.episodes)):
+                if part:
+                    if len(positions) != len(rows):  # positions in the group -> positions in the chunk
+                        part["trajectory"] = where[part["trajectory"]]
+                    add.append(part)
+        return batch, skipped
 
-    def _replay(self, runs: Sequence[tuple[ParkTables, list[str | None]]]) -> tuple[list[Replay], np.ndarray]:
-        """Replay runs in their instances, and the graded steps' actions as one column.
-
-        Compiled, one call per instance, once the run is large enough (see COMPILED_FROM_STEPS) or the map large;
-        else by the plain-Python reference. The action column is made from the move codes: the four words as
-        four shared strings, every other word as written.
-        """
-        graded = [actions[:tables.world.budget] for tables, actions in runs]
-        words = list(chain.from_iterable(graded))
-        codes, inexact = word_codes(words)
-        action = _WORDS[codes]
-        action[inexact] = [words[i] for i in inexact]
-        offsets = np.zeros(len(runs) + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, graded), dtype=np.int64, count=len(runs)), out=offsets[1:])
-
-        self._steps += len(words)
-        replays: list[Replay | None] = [None] * len(runs)
-        by_instance: dict[int, list[int]] = {}
-        for i, (tables, actions) in enumerate(runs):
-            if self._steps >= COMPILED_FROM_STEPS or tables.n_cells > COMPILED_FROM_CELLS:
-                by_instance.setdefault(id(tables), []).append(i)
-            else:
-                replays[i] = replay(tables, actions)
-        for indices in by_instance.values():
-            parts = [codes[offsets[i]:offsets[i + 1]] for i in indices]
-            together = replay_codes_many(runs[indices[0]][0], np.concatenate(parts),
-                                         np.cumsum([0, *map(len, parts)]), [len(runs[i][1]) for i in indices])
-            for i, replayed in zip(indices, together):
-                replays[i] = replayed
-        # the graded steps (up to the goal) of each run's actions
-        played = np.fromiter((len(r.cells_to) for r in replays), dtype=np.int64, count=len(runs))  # type: ignore
-        keep = np.arange(len(words)) - np.repeat(offsets[:-1], offsets[1:] - offsets[:-1]) \
-            < np.repeat(played, offsets[1:] - offsets[:-1])
-        return replays, action[keep]  # type: ignore[return-value]  # (every replay made above)
-
-    def _check_record(self, record: Record) -> tuple[dict[str, Any], ParkTables, list[str | None]]:
-        """The trajectory's row (all but the replay's values), its instance's tables and its actions."""
+    def _grade_record(self, record: Record) -> tuple[dict[str, Any], tuple[MetricFamily, ...], list[Any]]:
         doc = check_trajectory(record)
         file, line = record.file, record.line
         instance_id = doc["instance"]
@@ -176,10 +141,7 @@ class Grader:
                                                                  "was played in (or `eebench convert --instance ID`)")
                                  ) from None
             raise
-        kind = check_trajectory_env(doc.get("env"), loaded, file, line)  # the instance's kind decides
-        if kind is None or kind.env != "grid_dag":
-            raise InputError(Problem(file, line, "instance", f"no metric family grades {kind.env} trajectories yet"))
-        tables, loaded = self.tables(instance_id)
+        env = check_trajectory_env(doc.get("env"), loaded, file, line).env  # the instance's kind decides
         instance, sha = loaded.instance, loaded.sha256
         expected = (self.bench.instances or {}).get(instance_id, sha)
         if sha != expected:  # the file read now is not the one the bundle's manifest promised (changed since verify)
@@ -191,31 +153,32 @@ class Grader:
                                      f"the log was played in instance {claimed[:12]}..., but {instance_id!r} in "
                                      f"{self.bench.where} is {expected[:12]}...; grade against the same instance "
                                      "(--bench the version it was played in)"))
+        families = families_for(env)
+        if not families:
+            raise InputError(Problem(file, line, "env", f"no metric family grades {env!r} trajectories yet"))
+        trajectory = Trajectory(doc, file, line)
+        replays = [family.replay(self.tables(family, loaded), instance, trajectory) for family in families]
         steps = doc["steps"]
-        actions = list(map(_ACTION, steps))
         agent = doc.get("agent") or {}
         meta = instance.meta or {}
-        row = {  # in the table's column order; the replay's values are filled in by grade_chunk
-            "trajectory_id": doc["id"], "instance_id": instance_id, "instance_sha256": sha,
+        row = {
+            **_EMPTY_ROW,
+            "trajectory_id": doc["id"], "instance_id": instance_id, "instance_sha256": sha, "env": env,
             **{("agent_name" if k == "name" else k): agent.get(k) for k in AGENT_LABELS},
-            "success": None, "end_reason": None, "n_steps": None, "ignored_actions": None,
-            "metric_version": METRIC_VERSION, "graded_at": self.graded_at, "budget": instance.budget,
-            "optimal_steps": tables.optimal_steps, "nodes_total": len(instance.nodes),
-            "nodes_achieved": None, "free_cells": tables.free_cells, "cells_observed": None,
+            "metric_version": metric_version(families), "graded_at": self.graded_at,
             "preset": meta.get("preset") if isinstance(meta.get("preset"), str) else None,
             **_usage(steps, file, line),
             "source_file": file, "source_line": line,
             "bench_name": self.bench.name, "bench_version": self.bench.version,
             "bench_digest": self.bench.digest, "eebench_version": __version__,
         }
-        return row, tables, actions
+        return row, families, replays
+
+
+_EMPTY_ROW = dict.fromkeys(c.name for c in TRAJECTORY_COLUMNS)  # a column no family fills is NULL
 
 
 USAGE_FIELDS = ("tokens_in", "tokens_out", "latency_ms")
-_WORDS = np.array([*ACTIONS, None], dtype=object)  # the action column's value of each move code (4: as written)
-_ACTION = itemgetter("action")
-
-
 _BIGINT_LIMIT = 1 << 63
 
 

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import chain, repeat
-from typing import NamedTuple
+from operator import itemgetter
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from eebench.evaluator.families import FamilyColumns, Trajectory
 from eebench.world.geometry import distances_from
-from eebench.world.grid_dag import ACTION_INDEX, GridDagInstance, GridDagWorld, parse_action
+from eebench.world.grid_dag import ACTION_INDEX, ACTIONS, GridDagInstance, GridDagWorld, parse_action
 from eebench.world.planning import shortest_completion
 
 METRIC_VERSION = "park/1"  # bump when any graded value for the same input would change
@@ -465,3 +467,112 @@ def _case(pending: int, goal_pending: bool, goal_cell: int, unobserved: int) -> 
     else:
         case, targets = 4, unobserved | pending
     return case, targets, targets.bit_count()
+
+
+_ACTION = itemgetter("action")
+
+
+# The replay runs compiled (numba) once this process has graded this many steps, and always on maps of more
+# cells: below, importing numba and loading its cached kernels (about 0.5 s) costs more than the plain-Python
+# replay. Either way the values are the same (tests hold the two equal), only the time differs.
+COMPILED_FROM_STEPS = 50_000
+COMPILED_FROM_CELLS = 1024
+_WORDS = np.array([*ACTIONS, None], dtype=object)  # the action column's value of each move code (4: as written)
+
+
+class ParkReplay(NamedTuple):
+    """One trajectory for the Park family: its instance's tables and its actions. The replay itself runs in
+    `columns`, for a whole chunk at once (compiled per instance when the run is large)."""
+
+    tables: ParkTables
+    actions: list[str | None]
+
+
+class ParkFamily:
+    """The metric family of Park et al. (2026) for `env: grid_dag`: fills `steps` and the Park columns of
+    `trajectories`."""
+
+    name = "park"
+    version = METRIC_VERSION
+    envs = frozenset({"grid_dag"})
+    fills = {
+        "trajectories": ("success", "end_reason", "n_steps", "ignored_actions", "invalid_moves", "explore_steps",
+                         "exploit_steps", "explore_errors", "exploit_errors", "explore_error", "exploit_error",
+                         "budget", "optimal_steps", "nodes_total", "nodes_achieved", "free_cells",
+                         "cells_observed"),
+        "steps": ("t", "action", "from_x", "from_y", "to_x", "to_y", "valid", "case_id", "n_targets",
+                  "gain", "progress", "stale", "error"),
+    }
+
+    def __init__(self) -> None:
+        self.steps_graded = 0  # by this process (see COMPILED_FROM_STEPS)
+
+    def tables(self, instance: GridDagInstance) -> ParkTables:
+        return ParkTables(instance)
+
+    def replay(self, tables: ParkTables, instance: GridDagInstance, trajectory: Trajectory) -> ParkReplay:
+        return ParkReplay(tables, list(map(_ACTION, trajectory.doc["steps"])))
+
+    def columns(self, graded: Sequence[ParkReplay]) -> FamilyColumns:
+        runs, action = self._replay(graded)
+        steps = step_columns(runs, [g.tables.world.width for g in graded])
+        steps["action"] = action
+        counts = error_counts(steps, len(runs))
+        explore_steps, exploit_steps = counts["explore_steps"].tolist(), counts["exploit_steps"].tolist()
+        explore_errors, exploit_errors = counts["explore_errors"].tolist(), counts["exploit_errors"].tolist()
+        trajectories: dict[str, list[Any]] = {
+            "success": [r.success for r in runs],
+            "end_reason": [r.end_reason for r in runs],
+            "n_steps": [len(r.cells_to) for r in runs],
+            "ignored_actions": [r.ignored_actions for r in runs],
+            "invalid_moves": counts["invalid_moves"].tolist(),
+            "explore_steps": explore_steps, "exploit_steps": exploit_steps,
+            "explore_errors": explore_errors, "exploit_errors": exploit_errors,
+            "explore_error": [e / s if s else None for e, s in zip(explore_errors, explore_steps)],
+            "exploit_error": [e / s if s else None for e, s in zip(exploit_errors, exploit_steps)],
+            "budget": [g.tables.world.budget for g in graded],
+            "optimal_steps": [g.tables.optimal_steps for g in graded],
+            "nodes_total": [len(g.tables.world.node_cell) for g in graded],
+            "nodes_achieved": [r.nodes_achieved for r in runs],
+            "free_cells": [g.tables.free_cells for g in graded],
+            "cells_observed": [r.cells_observed for r in runs],
+        }
+        return FamilyColumns(trajectories, steps)
+
+    def _replay(self, graded: Sequence[ParkReplay]) -> tuple[list[Replay], np.ndarray]:
+        """Replay runs in their instances, and the graded steps' actions as one column.
+
+        Compiled, one call per instance, once the process has graded enough steps (COMPILED_FROM_STEPS) or the
+        map is large; else by the plain-Python reference. The action column is made from the move codes: the
+        four words as four shared strings, every other word as written.
+        """
+        cut = [g.actions[:g.tables.world.budget] for g in graded]
+        words = list(chain.from_iterable(cut))
+        codes, inexact = word_codes(words)
+        action = _WORDS[codes]
+        action[inexact] = [words[i] for i in inexact]
+        offsets = np.zeros(len(graded) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, cut), dtype=np.int64, count=len(graded)), out=offsets[1:])
+
+        self.steps_graded += len(words)
+        replays: list[Replay | None] = [None] * len(graded)
+        by_instance: dict[int, list[int]] = {}
+        for i, g in enumerate(graded):
+            if self.steps_graded >= COMPILED_FROM_STEPS or g.tables.n_cells > COMPILED_FROM_CELLS:
+                by_instance.setdefault(id(g.tables), []).append(i)
+            else:
+                replays[i] = replay(g.tables, g.actions)
+        for indices in by_instance.values():
+            parts = [codes[offsets[i]:offsets[i + 1]] for i in indices]
+            together = replay_codes_many(graded[indices[0]].tables, np.concatenate(parts),
+                                         np.cumsum([0, *map(len, parts)]), [len(graded[i].actions) for i in indices])
+            for i, replayed in zip(indices, together):
+                replays[i] = replayed
+        # the graded steps (up to the goal) of each run's actions
+        played = np.fromiter((len(r.cells_to) for r in replays), dtype=np.int64, count=len(graded))  # type: ignore
+        keep = np.arange(len(words)) - np.repeat(offsets[:-1], offsets[1:] - offsets[:-1]) \
+            < np.repeat(played, offsets[1:] - offsets[:-1])
+        return replays, action[keep]  # type: ignore[return-value]  # (every replay made above)
+
+
+FAMILY = ParkFamily()

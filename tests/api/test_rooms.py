@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 
 import gymnasium
 import numpy as np
@@ -18,9 +17,6 @@ from eebench.scorer import EpisodeRecord, RoomsScorer
 from eebench.world.rooms import EpisodeEnd, RoomsEnv
 
 STEP_FIELDS = ("t", "action", "episode", "room", "valid")
-# the episode rows come from the gaps family (evaluator/gaps.py), which grades rooms trajectories
-needs_gaps = pytest.mark.skipif(importlib.util.find_spec("eebench.evaluator.gaps") is None,
-                                reason="the gaps family is not in this tree yet")
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +29,6 @@ def instance(rooms_suite: eebench.Instances):
     return next(iter(rooms_suite.values()))
 
 
-@needs_gaps
 def test_hand_worked_two_rooms() -> None:
     """Two rooms a and b, door 'red' between them, a ball of 5 in b; door budget 1, ball limit 1, 2 episodes."""
     instance = eebench.load({
@@ -61,7 +56,6 @@ def test_hand_worked_two_rooms() -> None:
         scorer.step("red door")
 
 
-@needs_gaps
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.integers(0, 8), st.lists(st.integers(0, 99), min_size=1, max_size=80)),
                 min_size=1, max_size=3))
@@ -134,7 +128,7 @@ def test_scored_reward_follows_the_run(instance) -> None:
         env.reset(options={"episode": 7})
 
 
-def test_steps_returns_and_ends_without_the_family() -> None:
+def test_steps_returns_and_ends() -> None:
     """The step part of the records, worked by hand: two rooms joined by door 'red', a ball of 5 in room b."""
     instance = eebench.load({
         "eebench": "instance/1", "id": "t/two", "env": "rooms", "rooms": ["a", "b"], "start": "a",

@@ -99,7 +99,7 @@ def test_large_batch_is_compiled_and_equal(main_suite: eebench.Instances) -> Non
     """A batch past the grader's compiled threshold goes through the numba replay: same records as stepping."""
     import random
 
-    from eebench.evaluator.grade import COMPILED_FROM_STEPS
+    from eebench.evaluator.park import COMPILED_FROM_STEPS
 
     instance = main_suite["park2026-main/high-large/seed-1"]
     rng = random.Random(3)

@@ -12,7 +12,8 @@ import pytest
 
 from eebench.errors import InputError
 from eebench.evaluator import Bench, grade_files
-from eebench.evaluator.store import STEP_COLUMNS, TRAJECTORY_COLUMNS, VIEWS, ResultStore
+from eebench.evaluator.families import registered
+from eebench.evaluator.store import EPISODE_COLUMNS, STEP_COLUMNS, TRAJECTORY_COLUMNS, VIEWS, ResultStore
 from eebench.instances import write_instances
 from tests.conftest import instance_doc, make_instance, write_json, write_jsonl
 
@@ -60,7 +61,8 @@ def test_grade_writes_the_documented_tables(cli, bench: Path, tmp_path: Path) ->
     assert [c[0] for c in rows(db, "DESCRIBE trajectories")] == [c.name for c in TRAJECTORY_COLUMNS]
     assert [c[0] for c in rows(db, "DESCRIBE steps")] == [c.name for c in STEP_COLUMNS]
     assert sorted(rows(db, "SELECT key, value FROM meta")) == [
-        ("eebench_version", "0.1.0"), ("metric_version", "park/1"), ("schema_version", "1")]
+        ("eebench_version", "0.1.0"), ("metric_version", ",".join(f.version for f in registered())),
+        ("schema_version", "2")]
     ok = rows(db, "SELECT success, end_reason, n_steps, ignored_actions, invalid_moves, explore_steps, "
                   "exploit_steps, explore_errors, exploit_errors, exploit_error, budget, optimal_steps, "
                   "nodes_achieved, cells_observed, agent_name, model, prompt, harness, tokens_in, source_line "
@@ -239,7 +241,7 @@ def test_a_newer_results_schema_is_refused(cli, bench: Path, tmp_path: Path) -> 
     con.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
     con.close()
     result = cli("grade", runs, "--bench", bench, "--db", db, code=2)
-    assert result.stderr == (f"error: {db}: results schema version 99 is newer than this eebench writes (1); "
+    assert result.stderr == (f"error: {db}: results schema version 99 is newer than this eebench writes (2); "
                              "upgrade eebench\n")
     not_db = tmp_path / "notes.txt"
     not_db.write_text("hello")

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from eebench.evaluator import Bench, grade, grade_files
+from eebench.evaluator import Bench, grade, grade_files, park
 from eebench.evaluator.park import (ParkTables, action_codes, replay, replay_compiled, replay_compiled_many,
                                    step_columns)
 from eebench.generator import generate_instance
@@ -125,7 +125,7 @@ def test_a_grade_is_the_same_byte_for_byte_compiled_or_not(tmp_path, monkeypatch
          "steps": [{"action": words[(k * 7 + i * i) % 7]} for i in range(k * 3)]} for k in range(40)])
     tables = {}
     for threshold in (10 ** 12, 0):
-        monkeypatch.setattr(grade, "COMPILED_FROM_STEPS", threshold)
+        monkeypatch.setattr(park, "COMPILED_FROM_STEPS", threshold)
         db = tmp_path / f"{threshold}.duckdb"
         grade_files([runs], Bench(tmp_path / "bench"), db)
         with duckdb.connect(str(db), read_only=True) as con:

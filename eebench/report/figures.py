@@ -1,0 +1,283 @@
+"""`eebench plot KIND`: the report's figures as static images (PNG, SVG or PDF) for papers, with matplotlib."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")   # files only: never a window, works headless
+
+import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
+import numpy as np  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from eebench.errors import InputError, did_you_mean, one_of  # noqa: E402
+from eebench.report.kinds import FIGURE_KINDS  # noqa: E402
+from eebench.report.data import LOG_FLOOR, Results, load_results  # noqa: E402
+from eebench.report.replay import ACHIEVED, DISCOVERED, Maps, replay_documents  # noqa: E402
+from eebench.report.stats import Estimate, Fit  # noqa: E402
+
+# Okabe-Ito: distinguishable with every common colour-vision deficiency (the HTML report uses the same)
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#000000", "#F0E442")
+CASE_COLOURS = {1: "#0072B2", 2: "#D55E00", 3: "#009E73", 4: "#E69F00"}
+CASE_NAMES = {1: "explore", 2: "goal pending", 3: "exploit", 4: "either"}
+NODE_FILL = {0: "#ffffff", DISCOVERED: "#F0E442", ACHIEVED: "#56B4E9"}
+FORMATS = (".png", ".svg", ".pdf")
+WIDTH_INCHES = 10   # laptop width at 100 dpi; a paper scales it down
+
+
+def _figure_one(results: Results, args: dict[str, Any]) -> Figure:
+    fig1 = results.figure_one(args["seed"])
+    figure, axes = plt.subplots(1, 2, figsize=(WIDTH_INCHES, 4.2), sharey=True, layout="constrained")
+    for ax, which, fit, name in ((axes[0], "explore", fig1.explore_fit, "exploration"),
+                                 (axes[1], "exploit", fig1.exploit_fit, "exploitation")):
+        for i, point in enumerate(fig1.points):
+            error: Estimate = getattr(point, which)
+            if error.value is None or point.success.value is None:
+                continue
+            colour = PALETTE[i % len(PALETTE)]
+            x = max(error.value, LOG_FLOOR)
+            ax.errorbar([x], [point.success.value],
+                        xerr=[[x - max(error.low, LOG_FLOOR)], [max(error.high, LOG_FLOOR) - x]],
+                        yerr=[[point.success.value - point.success.low], [point.success.high - point.success.value]],
+                        fmt="o", ms=8, color=colour, mfc=colour if error.value >= LOG_FLOOR else "white",
+                        mew=2, capsize=3, label=point.model)
+        _draw_fit(ax, fit)
+        ax.set_xscale("log")
+        ax.set_xlim(LOG_FLOOR / 2, 1.5)
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_xlabel(f"mean {name} error (log scale)")
+        ax.grid(True, which="major", color="#e4e4e4")
+        ax.set_title(f"Success against {name} error")
+    axes[0].set_ylabel("success rate")
+    figure.supxlabel(f"Whiskers: 95% bootstrap intervals. Hollow: error 0, drawn at {LOG_FLOOR:g} and left out "
+                             "of the least-squares line (success rate against log10 error).", fontsize=8, color="#444")
+    handles, labels = axes[0].get_legend_handles_labels()
+    if handles:
+        figure.legend(handles, labels, loc="outside right center", title="model", frameon=False)
+    return figure
+
+
+def _draw_fit(ax: Any, fit: Fit | None) -> None:
+    if fit is None:
+        ax.text(0.98, 0.97, "no line: fewer than 3 models with error > 0", transform=ax.transAxes, ha="right", va="top")
+        return
+    xs = np.linspace(np.log10(LOG_FLOOR), 0, 50)
+    ax.plot(10 ** xs, fit.slope * xs + fit.intercept, "--", color="black", lw=1.5)
+    r2 = "undefined" if fit.r2 is None else f"{fit.r2:.2f}"
+    ax.text(0.03, 0.04, f"y = {fit.slope:.2f} log10(x) + {fit.intercept:.2f}\nR² = {r2} (n = {fit.n})",
+            transform=ax.transAxes, ha="left", va="bottom", fontweight="bold",
+            bbox={"facecolor": "white", "edgecolor": "#999", "alpha": 0.9})
+
+
+def _prompts(results: Results, args: dict[str, Any]) -> Figure:
+    groups = results.prompt_groups(args["seed"])
+    model = args.get("model") or results.prompt_model()
+    rows = [g for g in groups if g[0] == model]
+    metrics = results.metrics
+    figure, axes = plt.subplots(1, len(metrics), figsize=(WIDTH_INCHES, 3.8), layout="constrained", squeeze=False)
+    for ax, metric in zip(axes[0], metrics, strict=True):
+        for i, (_, prompt, n, est) in enumerate(rows):
+            e = est[metric.column]
+            if e.value is None:
+                continue
+            ax.bar([i], [e.value], color=PALETTE[i % len(PALETTE)], label=f"{prompt} (n={n})",
+                   yerr=[[e.value - e.low], [e.high - e.value]], capsize=4)
+        ax.set_xticks(range(len(rows)), [r[1] for r in rows], rotation=30, ha="right")
+        ax.set_title(metric.label)
+        ax.set_xlabel("prompt")
+        ax.grid(True, axis="y", color="#e4e4e4")
+    axes[0][0].set_ylabel("mean over episodes (95% bootstrap interval)")
+    figure.suptitle(f"Prompts compared for {model}")
+    return figure
+
+
+def _rooms_replay(doc: dict[str, Any], inst: dict[str, Any] | None, k: int) -> Figure:
+    """A rooms trajectory: rooms and doors, the path between rooms by episode; returns and gaps per episode."""
+    n = len(doc["x"])
+    figure = plt.figure(figsize=(WIDTH_INCHES, 5.2), layout="constrained")
+    grid = figure.add_gridspec(2, 2, width_ratios=[1.1, 1])
+    ax = figure.add_subplot(grid[:, 0])
+    if inst is not None:
+        at = {r["id"]: (r["x"], r["y"]) for r in inst["rooms"]}
+        for door in inst["doors"]:
+            (x1, y1), (x2, y2) = (at[r] for r in door["between"])
+            ax.plot([x1, x2], [y1, y2], color="#8a8a8a", lw=3, zorder=1)
+        for room, (x, y) in at.items():
+            ax.add_patch(plt.Rectangle((x - 0.3, y - 0.3), 0.6, 0.6, facecolor="white", edgecolor="black",
+                                       lw=3 if room == inst["start"] else 1, zorder=2))
+            ax.text(x, y - 0.2, room, ha="center", va="center", fontsize=7, zorder=3)
+            balls = [b for b in inst["balls"] if b["room"] == room]
+            for j, _ in enumerate(balls):
+                ax.scatter([x - 0.2 + 0.1 * (j % 4)], [y + 0.05 + 0.1 * (j // 4)], s=20, c="#E69F00",
+                           edgecolors="black", zorder=3)
+        here, last = inst["start"], -1
+        for t in range(k):
+            episode = doc["episode"][t]
+            if episode != last:
+                here, last = inst["start"], episode
+            (x1, y1), (x2, y2) = at[here], at[doc["room"][t]]
+            off = (episode % 5 - 2) * 0.03
+            ax.plot([x1 + off, x2 + off], [y1 + off, y2 + off], color=PALETTE[episode % len(PALETTE)], lw=2.5,
+                    solid_capstyle="round", zorder=4)
+            here = doc["room"][t]
+        ax.plot(*at[here], "o", color="black", ms=8, zorder=5)
+        ax.invert_yaxis()
+        for e in sorted(set(doc["episode"][:k])):
+            ax.plot([], [], color=PALETTE[e % len(PALETTE)], lw=2.5, label=f"episode {e + 1}")
+        if k:
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=5, fontsize=8, frameon=False)
+    else:
+        ax.text(0.5, 0.5, "pass --bench to draw the rooms", ha="center", transform=ax.transAxes)
+    ax.set_aspect("equal")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_title(f"{doc['id']}\nstep {k} of {n}", fontsize=9)
+    episodes = np.arange(1, len(doc["episodes"]) + 1)
+    col = lambda c: np.array([np.nan if e.get(c) is None else e[c] for e in doc["episodes"]])  # noqa: E731
+    returns = figure.add_subplot(grid[0, 1])
+    returns.plot(episodes, col("agent_return"), "o-", color=PALETTE[0], label="agent")
+    returns.plot(episodes, col("exploit_return"), "o--", color=PALETTE[1], label="optimal exploitation")
+    returns.plot(episodes, col("max_return"), ":", color="black", label="R_max")
+    returns.set_ylabel("return")
+    returns.legend(fontsize=8, frameon=False)
+    gaps = figure.add_subplot(grid[1, 1], sharex=returns)
+    for name, colour, style in (("total_gap", "black", "o-"), ("explore_gap", PALETTE[0], "o--"),
+                                ("exploit_gap", PALETTE[1], "o:")):
+        gaps.plot(episodes, col(name), style, color=colour, label=name.replace("_", " "))
+    gaps.set_ylabel("gap (normalised by R_max)")
+    gaps.set_xlabel("episode")
+    gaps.legend(fontsize=8, frameon=False)
+    gaps.xaxis.get_major_locator().set_params(integer=True)
+    if k:
+        for chart in (returns, gaps):
+            chart.axvline(doc["episode"][k - 1] + 1, color="black", ls=":", lw=1)
+    return figure
+
+
+def _replay(results: Results, args: dict[str, Any]) -> Figure:
+    maps = Maps(args.get("bench"), results)
+    doc = next(replay_documents(results, maps))
+    n = len(doc["x"])
+    k = n if args.get("step") is None else min(args["step"], n)
+    if doc.get("env") == "rooms":
+        return _rooms_replay(doc, maps.docs.get(doc["inst"]) if doc["inst"] else None, k)
+    figure = plt.figure(figsize=(WIDTH_INCHES, 5.2), layout="constrained")
+    grid = figure.add_gridspec(3, 2, width_ratios=[1.1, 1])
+    ax = figure.add_subplot(grid[:, 0])
+    inst = maps.docs.get(doc["inst"]) if doc["inst"] else None
+    xs = [doc["start"][0], *doc["x"]]
+    ys = [doc["start"][1], *doc["y"]]
+    if inst is not None:
+        walls = np.array([[ch != "." for ch in row] for row in inst["map"]], dtype=float)
+        ax.imshow(walls, cmap="Greys", vmin=0, vmax=1.4, extent=(-0.5, inst["w"] - 0.5, inst["h"] - 0.5, -0.5))
+        status: dict[int, int] = {}
+        for t, node, st in doc["nodes"]:
+            if t < k:
+                status[node] = st
+        for j, node in enumerate(inst["nodes"]):
+            ax.scatter([node["x"]], [node["y"]], s=420 if node["goal"] else 300, marker="*" if node["goal"] else "s",
+                       c=NODE_FILL[status.get(j, 0)], edgecolors="black", zorder=3)
+            if not node["goal"]:
+                ax.text(node["x"], node["y"], node["id"][:2], ha="center", va="center", fontsize=7, zorder=4)
+    else:
+        ax.set_xlim(min(xs) - 0.5, max(xs) + 0.5)
+        ax.set_ylim(max(ys) + 0.5, min(ys) - 0.5)
+    ax.add_patch(plt.Rectangle((doc["start"][0] - 0.45, doc["start"][1] - 0.45), 0.9, 0.9, fill=False, lw=2))
+    for t in range(k):
+        c = int(doc["case"][t])
+        ax.plot([xs[t], xs[t + 1]], [ys[t], ys[t + 1]], color=CASE_COLOURS[c], lw=3, solid_capstyle="round", zorder=2)
+        if doc["err"][t] == "1":
+            ax.plot([xs[t + 1]], [ys[t + 1]], "x", color="black", ms=7, mew=2, zorder=5)
+    ax.plot([xs[k]], [ys[k]], "o", color="black", ms=8, zorder=6)
+    for c, colour in CASE_COLOURS.items():
+        ax.plot([], [], color=colour, lw=3, label=f"case {c}: {CASE_NAMES[c]}")
+    ax.plot([], [], "x", color="black", mew=2, label="error")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=3, fontsize=8, frameon=False)
+    ax.set_aspect("equal")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_title(f"{doc['id']}\nstep {k} of {n}", fontsize=9)
+    steps = np.arange(1, n + 1)
+    stale = figure.add_subplot(grid[0, 1])
+    stale.plot(steps, doc["stale"], color="black")
+    stale.set_ylabel("stale score S(t)")
+    errs = figure.add_subplot(grid[1, 1], sharex=stale)
+    errs.plot(steps, np.cumsum([ch == "1" for ch in doc["xe"]]), color=PALETTE[0], label="exploration")
+    errs.plot(steps, np.cumsum([ch == "1" for ch in doc["ye"]]), "--", color=PALETTE[1], label="exploitation")
+    errs.set_ylabel("cumulative errors")
+    errs.legend(fontsize=8, frameon=False)
+    case = figure.add_subplot(grid[2, 1], sharex=stale)
+    case.bar(steps, np.ones(n), width=1.0, color=[CASE_COLOURS[int(c)] for c in doc["case"]])
+    case.set_yticks([])
+    case.set_ylabel("case")
+    case.set_xlabel("step")
+    for chart in (stale, errs, case):
+        chart.axvline(k, color="black", ls=":", lw=1)
+    return figure
+
+
+def _rooms_gaps(results: Results, args: dict[str, Any]) -> Figure:
+    rows = results.gaps_by_episode(args["seed"])
+    if not rows:
+        raise InputError.at(str(results.db), "has no episodes of rooms worlds to draw (table episodes is missing "
+                                             "or holds none of the selected trajectories)")
+    models = sorted({r["model"] for r in rows})
+    figure, axes = plt.subplots(1, 3, figsize=(WIDTH_INCHES, 3.8), layout="constrained")
+    panels = (("agent_return", "Agent return", "return per episode"),
+              ("explore_gap", "Exploration gap (lower is better)", "(R_max - R_exploit) / R_max"),
+              ("coverage", "Coverage", "rooms known / all rooms"))
+    for ax, (column, title, ylabel) in zip(axes, panels, strict=True):
+        for i, model in enumerate(models):
+            mine = [r for r in rows if r["model"] == model and r[column].value is not None]
+            xs = np.array([r["episode"] + 1 for r in mine]) + (i - (len(models) - 1) / 2) * 0.06
+            values = np.array([r[column].value for r in mine])
+            ax.errorbar(xs, values, yerr=[values - [r[column].low for r in mine], [r[column].high for r in mine] - values],
+                        fmt="o-", color=PALETTE[i % len(PALETTE)], capsize=3, label=model)
+        ax.set_title(title)
+        ax.set_xlabel("episode")
+        ax.set_ylabel(ylabel)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.grid(True, color="#e4e4e4")
+    handles, labels = axes[0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="outside right center", title="model", frameon=False)
+    figure.supxlabel("Means over each model's trajectories, 95% bootstrap intervals (Grams et al., Figure 2)",
+                     fontsize=8, color="#444")
+    return figure
+
+
+KINDS: dict[str, Callable[[Results, dict[str, Any]], Figure]] = {
+    "figure1": _figure_one,
+    "prompts": _prompts,
+    "replay": _replay,
+    "rooms-gaps": _rooms_gaps,
+}
+assert KINDS.keys() == FIGURE_KINDS.keys(), "every figure kind is described in kinds.py"
+
+
+def draw(kind: str, db: Path | str, out: Path | str, *, where: str | None = None, trajectory: str | None = None,
+         step: int | None = None, bench: Path | None = None, seed: int = 0, model: str | None = None) -> Path:
+    """Draw figure KIND of the selected trajectories into `out` (format from its suffix)."""
+    if kind not in KINDS:
+        raise InputError(f"unknown figure {kind!r}{did_you_mean(kind, KINDS)}; expected {one_of(KINDS)}")
+    out = Path(out)
+    if out.suffix.lower() not in FORMATS:
+        raise InputError.at(str(out), f"expected a file ending in {one_of(FORMATS)}, found {out.suffix or 'no suffix'!r}")
+    if kind == "replay" and trajectory is not None:
+        quoted = "'" + trajectory.replace("'", "''") + "'"
+        where = f"trajectory_id = {quoted}" + (f" AND ({where})" if where else "")
+    results = load_results(db, where)
+    if not len(results):
+        raise InputError.at(str(db), "no trajectory matches" + (f" --where {where!r}" if where else "")
+                            + (f" (trajectory {trajectory!r})" if trajectory else ""))
+    figure = KINDS[kind](results, {"seed": seed, "step": step, "bench": bench, "model": model})
+    from eebench.documents import atomic_file
+    try:
+        with atomic_file(out, "wb") as handle:
+            figure.savefig(handle, format=out.suffix.lower()[1:], dpi=100)
+    finally:
+        plt.close(figure)
+    return out

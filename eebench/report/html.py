@@ -1,0 +1,131 @@
+"""`eebench report`: one self-contained HTML file (inline script, style and data; no network) from a results file.
+
+The page's data is one JSON block read at load (tables and figures). Each trajectory's replay is its own
+deflated, base64 JSON string, decoded only when the trajectory is opened, so the page paints before any replay
+is parsed and a large run stays small on disk.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import orjson
+
+from eebench import __version__
+from eebench.documents import atomic_file
+from eebench.report.data import LOG_FLOOR, METRICS, Results, encode_block, load_results
+from eebench.report.replay import Maps, replay_documents
+from eebench.report.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE, Estimate, Fit
+
+REPORT_KIND = "report/1"   # the embedded data's layout; tests and tools reading the HTML check it
+
+
+class Written(NamedTuple):
+    path: Path
+    trajectories: int
+    bytes: int
+    seconds: float
+
+
+def _estimate(e: Estimate) -> list[float | None] | None:
+    return None if e.value is None else [e.value, e.low, e.high, e.n]
+
+
+def _fit(f: Fit | None) -> dict[str, Any] | None:
+    return None if f is None else {"slope": f.slope, "intercept": f.intercept, "r2": f.r2, "n": f.n}
+
+
+def page_data(results: Results, seed: int, maps: Maps) -> dict[str, Any]:
+    """Everything the page shows except the replays, as one JSON-ready document."""
+    rows = results.trajectories
+    fig1 = results.figure_one(seed)
+    summaries = results.summaries(seed)
+    return {
+        "eebench": REPORT_KIND,
+        "db": str(results.db), "where": results.where, "meta": results.meta, "notes": results.notes,
+        "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), "version": __version__,
+        "bootstrap": {"resamples": BOOTSTRAP_RESAMPLES, "confidence": CONFIDENCE, "seed": seed},
+        "metrics": [{"column": m.column, "label": m.label, "better": m.better.value, "view": m.view_column}
+                    for m in results.metrics],
+        "summary": [{"labels": s.labels, "episodes": s.episodes, "steps_success": s.mean_steps_success,
+                     "est": {k: _estimate(v) for k, v in s.estimates.items()}} for s in summaries],
+        "figure1": {"floor": LOG_FLOOR, "explore_fit": _fit(fig1.explore_fit), "exploit_fit": _fit(fig1.exploit_fit),
+                    "points": [{"model": p.model, "episodes": p.episodes, "success": _estimate(p.success),
+                                "explore": _estimate(p.explore), "exploit": _estimate(p.exploit)}
+                               for p in fig1.points]},
+        "prompts": [{"model": model, "prompt": prompt, "episodes": n, "est": {k: _estimate(v) for k, v in est.items()}}
+                    for model, prompt, n, est in results.prompt_groups(seed)],
+        "gaps_by_episode": [{**{k: v for k, v in g.items() if not isinstance(v, Estimate)},
+                             **{k: _estimate(v) for k, v in g.items() if isinstance(v, Estimate)}}
+                            for g in results.gaps_by_episode(seed)],
+        "prompt_model": results.prompt_model(),
+        "instances": maps.docs,
+        # the trajectory list: columns, then one array per trajectory (its position is its replay's)
+        "columns": ["id", "agent", "model", "prompt", "instance", "success", "steps", "explore", "exploit", "end"],
+        "trajectories": [
+            [tid, agent, model, prompt, inst, None if ok != ok else bool(ok == 1), int(n), _num(xe), _num(ye), end]
+            for tid, agent, model, prompt, inst, ok, n, xe, ye, end in zip(
+                rows["trajectory_id"], rows["agent_name"], rows["model"], rows["prompt"], rows["instance_id"],
+                rows["success"], rows["n_steps"], _col(results, "explore_error"), _col(results, "exploit_error"),
+                rows["end_reason"], strict=True)],
+    }
+
+
+def _col(results: Results, name: str) -> Any:
+    rows = results.trajectories
+    return rows[name] if name in rows else [None] * len(results)
+
+
+def _num(value: Any) -> float | None:
+    return None if value is None or value != value else float(value)
+
+
+def _json_for_script(doc: Any) -> str:
+    """JSON safe inside <script>: '</' and HTML comment openers cannot end the block early."""
+    return orjson.dumps(doc).decode().replace("</", "<\\/").replace("<!--", "<\\!--")
+
+
+def render(results: Results, seed: int, maps: Maps) -> str:
+    """The whole page as text."""
+    assets = resources.files("eebench.report") / "assets"
+    style = (assets / "report.css").read_text("utf-8")
+    script = (assets / "report.js").read_text("utf-8")
+    blocks = [encode_block(doc) for doc in replay_documents(results, maps)]
+    data = page_data(results, seed, maps)   # after the replays: reading the logs' text may add notes
+    title = f"eebench report: {results.db.name}"
+    return "".join([
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">",
+        f"<title>{_escape(title)}</title><style>{style}</style></head><body>",
+        f"<header><h1>{_escape(title)}</h1><p id=\"subtitle\"></p><ul id=\"notes\"></ul></header>",
+        "<main id=\"app\"><p class=\"loading\">Loading the report...</p></main>",
+        f"<script type=\"application/json\" id=\"eeb-data\">{_json_for_script(data)}</script>",
+        f"<script>{script}</script>",
+        # last, after the script that paints the page: parsed only when a replay is opened
+        f"<script type=\"application/json\" id=\"eeb-replays\">{_json_for_script(blocks)}</script>",
+        "</body></html>\n",
+    ])
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
+def write_report(db: Path | str, out: Path | str, *, where: str | None = None, bench: Path | None = None,
+                 seed: int = 0) -> Written:
+    """Write the report of the selected trajectories of a results file; the file appears whole or not at all."""
+    started = time.perf_counter()
+    results = load_results(db, where)
+    maps = Maps(bench, results)
+    page = render(results, seed, maps)
+    out = Path(out)
+    with atomic_file(out) as handle:
+        handle.write(page)
+    return Written(out, len(results), out.stat().st_size, time.perf_counter() - started)
+
+
+__all__ = ["METRICS", "REPORT_KIND", "Written", "page_data", "render", "write_report"]

@@ -1,0 +1,146 @@
+"""The report in a real browser (headless Chromium): no console errors, the table, Figure 1, the replay's slider."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from eebench.report import write_report
+from tests.report.conftest import Run
+
+TRAJECTORY = "model-d/default/seed-0/park2026-main/high-large/seed-0"
+
+
+@pytest.fixture(scope="module")
+def opened(graded: Run, browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    out = tmp_path_factory.mktemp("browser") / "report.html"
+    write_report(graded.db, out, bench=graded.bench)
+    browser.get(out.as_uri())
+    browser.get_log("browser")   # start the console log afresh for this page
+    return browser
+
+
+def _sql(db: Path, sql: str) -> list[tuple]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def _open_replay(driver: Any, trajectory_id: str) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.find_element(By.ID, "traj-filter").send_keys(trajectory_id)
+    driver.find_element(By.CSS_SELECTOR, "#traj-table tbody tr").click()
+    WebDriverWait(driver, 10).until(
+        lambda d: trajectory_id in d.find_element(By.ID, "replay-title").text)
+
+
+def _set_slider(driver: Any, k: int) -> None:
+    driver.execute_script("const s = document.getElementById('slider'); s.value = arguments[0]; "
+                          "s.dispatchEvent(new Event('input', {bubbles: true}));", k)
+
+
+def _segments(driver: Any) -> int:
+    return driver.execute_script("return document.querySelectorAll('#path line.seg').length")
+
+
+def test_summary_table_has_a_row_per_group_of_the_view(graded: Run, opened: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    rows = opened.find_elements(By.CSS_SELECTOR, "#summary-table tbody tr")
+    view = _sql(graded.db, "SELECT agent_name, model, coalesce(prompt, '\u2013'), episodes FROM agent_summary")
+    shown = [tuple(td.text for td in r.find_elements(By.CSS_SELECTOR, "td")[:5]) for r in rows]
+    assert [(s[0], s[1], s[2], int(s[4])) for s in shown] == view
+    # the numbers shown are the view's, to the digits shown
+    rates = _sql(graded.db, "SELECT success_rate, mean_explore_error FROM agent_summary")
+    for row, (success, explore) in zip(rows, rates, strict=True):
+        cell = row.find_element(By.CSS_SELECTOR, 'td[data-key="success"]').text.splitlines()[0]
+        assert cell == f"{success:.3f}"
+        cell = row.find_element(By.CSS_SELECTOR, 'td[data-key="explore_error"]').text.splitlines()[0]
+        assert cell == f"{explore:.3f}"
+
+
+def test_sorting_by_a_column(opened: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    header = opened.find_element(By.CSS_SELECTOR, '#summary-table th[data-key="explore_error"]')
+    header.click()
+    values = [float(td.get_attribute("data-value")) for td in
+              opened.find_elements(By.CSS_SELECTOR, '#summary-table td[data-key="explore_error"]')]
+    assert values == sorted(values) and header.get_attribute("aria-sort") == "ascending"
+    header.click()
+    values = [float(td.get_attribute("data-value")) for td in
+              opened.find_elements(By.CSS_SELECTOR, '#summary-table td[data-key="explore_error"]')]
+    assert values == sorted(values, reverse=True)
+
+
+def test_figure_one_has_one_point_per_model(graded: Run, opened: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    models = [m for (m,) in _sql(graded.db, "SELECT DISTINCT coalesce(model, agent_name) FROM trajectories ORDER BY 1")]
+    for panel in ("fig1-explore", "fig1-exploit"):
+        points = opened.find_elements(By.CSS_SELECTOR, f"#{panel} circle.point")
+        assert sorted(p.get_attribute("data-model") for p in points) == models
+        assert "R\u00b2 = " in opened.find_element(By.CSS_SELECTOR, f"#{panel} text.fit-label").text
+
+
+def test_slider_draws_k_segments_and_shows_step_k_case(graded: Run, opened: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    _open_replay(opened, TRAJECTORY)
+    steps = _sql(graded.db, f"SELECT case_id, error FROM steps WHERE trajectory_id = '{TRAJECTORY}' ORDER BY t")
+    n = len(steps)
+    assert _segments(opened) == n   # opened at its last step
+    for k in (0, 1, 7, n // 2, n - 1, n):
+        _set_slider(opened, k)
+        assert _segments(opened) == k
+        case = opened.find_element(By.ID, "step-case")
+        if k == 0:
+            assert "step 0 of" in opened.find_element(By.ID, "step-label").text
+            continue
+        case_id, error = steps[k - 1]
+        assert case.get_attribute("data-case") == str(case_id)
+        assert case.text.startswith(f"case {case_id} ")
+        assert opened.find_element(By.ID, "step-error").text.startswith("\u00d7 error" if error else "no error")
+    # the error marks drawn up to step k are the errors of steps 1..k
+    k = n // 2
+    _set_slider(opened, k)
+    marks = opened.execute_script("return document.querySelectorAll('#marks path.err-mark').length")
+    assert marks == sum(e for _, e in steps[:k])
+
+
+def test_arrow_keys_and_buttons_step(opened: Any) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    _set_slider(opened, 5)
+    opened.find_element(By.TAG_NAME, "h1").click()   # focus out of the filter box
+    ActionChains(opened).send_keys(Keys.ARROW_RIGHT).send_keys(Keys.ARROW_RIGHT).perform()
+    assert _segments(opened) == 7
+    ActionChains(opened).send_keys(Keys.ARROW_LEFT).perform()
+    assert _segments(opened) == 6
+    opened.find_element(By.ID, "prev").click()
+    assert _segments(opened) == 5
+    opened.find_element(By.ID, "first").click()
+    assert _segments(opened) == 0
+
+
+def test_replay_shows_the_logs_text(opened: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    _set_slider(opened, 3)
+    raw = opened.find_element(By.CSS_SELECTOR, "#step-text pre.text-raw").text
+    assert raw.startswith("I will move ")
+    assert opened.find_element(By.CSS_SELECTOR, "#step-text pre.text-observation").text == "t=3"
+
+
+def test_no_console_errors(opened: Any) -> None:
+    problems = [e for e in opened.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
+    assert problems == []

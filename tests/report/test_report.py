@@ -1,0 +1,243 @@
+"""`eebench report` and `eebench plot`: the numbers equal the SQL views, replays equal the steps, bad input, files."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+
+from eebench.errors import InputError
+from eebench.evaluator import Bench, grade_files
+from eebench.instances import write_instances
+from eebench.report import load_results, write_report
+from eebench.report.data import decode_block
+from eebench.report.replay import ACHIEVED, DISCOVERED, node_events
+from eebench.world.grid_dag import GridDagWorld
+from tests.conftest import make_instance, write_jsonl
+from tests.report.conftest import Run, embedded
+
+
+def _sql(db: Path, sql: str) -> list[tuple]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def page(graded: Run, tmp_path_factory: pytest.TempPathFactory) -> str:
+    out = tmp_path_factory.mktemp("page") / "report.html"
+    write_report(graded.db, out, bench=graded.bench)
+    return out.read_text("utf-8")
+
+
+def test_the_table_equals_the_view_agent_summary(graded: Run, page: str) -> None:
+    data = embedded(page, "eeb-data")
+    view = _sql(graded.db, "SELECT agent_name, model, prompt, harness, metric_version, episodes, success_rate, "
+                           "mean_explore_error, mean_exploit_error, mean_steps_success FROM agent_summary")
+    assert len(data["summary"]) == len(view) == 11   # 5 models x 2 prompts, and random
+    for row, (agent, model, prompt, harness, version, episodes, success, explore, exploit, steps) in zip(
+            data["summary"], view, strict=True):
+        assert row["labels"] == {"agent_name": agent, "model": model, "prompt": prompt, "harness": harness,
+                                 "metric_version": version}
+        assert row["episodes"] == episodes
+        for column, expected in (("success", success), ("explore_error", explore), ("exploit_error", exploit)):
+            value, low, high, _ = row["est"][column]
+            assert value == pytest.approx(expected, rel=1e-12, abs=1e-15)
+            assert low <= value <= high
+        assert row["steps_success"] == (pytest.approx(steps, rel=1e-12) if steps is not None else None)
+
+
+def test_figure_one_has_one_point_per_model_equal_to_sql(graded: Run, page: str) -> None:
+    data = embedded(page, "eeb-data")
+    expected = _sql(graded.db, "SELECT coalesce(model, agent_name) AS m, count(*), avg(success::INTEGER), "
+                               "avg(explore_error), avg(exploit_error) FROM trajectories GROUP BY m ORDER BY m")
+    points = data["figure1"]["points"]
+    assert [p["model"] for p in points] == [m for m, *_ in expected]
+    for p, (_, n, success, explore, exploit) in zip(points, expected, strict=True):
+        assert p["episodes"] == n
+        assert p["success"][0] == pytest.approx(success, rel=1e-12, abs=1e-15)
+        assert p["explore"][0] == pytest.approx(explore, rel=1e-12, abs=1e-15)
+        assert p["exploit"][0] == pytest.approx(exploit, rel=1e-12, abs=1e-15)
+
+
+def test_figure_one_line_is_least_squares_over_models_with_errors(graded: Run) -> None:
+    results = load_results(graded.db)
+    fig = results.figure_one(0)
+    xs, ys = zip(*[(np.log10(p.explore.value), p.success.value) for p in fig.points if p.explore.value > 0],
+                 strict=True)
+    slope, intercept = np.polyfit(xs, ys, 1)
+    assert fig.explore_fit is not None and fig.explore_fit.n == len(xs)
+    assert (fig.explore_fit.slope, fig.explore_fit.intercept) == pytest.approx((slope, intercept))
+
+
+def test_prompt_bars_equal_sql(graded: Run, page: str) -> None:
+    data = embedded(page, "eeb-data")
+    expected = _sql(graded.db, "SELECT coalesce(model, agent_name) AS m, coalesce(prompt, '(none)') AS p, count(*), "
+                               "avg(success::INTEGER), avg(exploit_error) FROM trajectories GROUP BY ALL ORDER BY m, p")
+    got = [(r["model"], r["prompt"], r["episodes"], r["est"]["success"][0], r["est"]["exploit_error"][0])
+           for r in data["prompts"]]
+    assert [g[:3] for g in got] == [e[:3] for e in expected]
+    assert [g[3:] for g in got] == [pytest.approx(e[3:], rel=1e-12, abs=1e-15) for e in expected]
+    assert data["prompt_model"] == "model-a"   # five models with two prompts each: the first by name
+
+
+def test_every_replay_equals_the_steps_table(graded: Run, page: str) -> None:
+    data = embedded(page, "eeb-data")
+    blocks = embedded(page, "eeb-replays")
+    assert len(blocks) == len(data["trajectories"])
+    steps = _sql(graded.db, "SELECT trajectory_id, list(to_x ORDER BY t), list(to_y ORDER BY t), "
+                            "string_agg(case_id::VARCHAR, '' ORDER BY t), string_agg(error::VARCHAR, '' ORDER BY t), "
+                            "list(stale ORDER BY t), string_agg(explore_error::VARCHAR, '' ORDER BY t) "
+                            "FROM steps GROUP BY ALL")
+    by_id = {row[0]: row[1:] for row in steps}
+    for row, block in zip(data["trajectories"], blocks, strict=True):
+        doc = decode_block(block)
+        assert doc["id"] == row[0]
+        xs, ys, cases, errors, stale, explore = by_id[row[0]]
+        assert (doc["x"], doc["y"], doc["case"], doc["err"], doc["stale"], doc["xe"]) == (
+            xs, ys, cases, errors, stale, explore)
+        assert len(doc["x"]) == row[6]   # the list's step count
+
+
+def test_replays_carry_the_logs_text(graded: Run, page: str) -> None:
+    data = embedded(page, "eeb-data")
+    blocks = embedded(page, "eeb-replays")
+    docs = {r[0]: decode_block(b) for r, b in zip(data["trajectories"], blocks, strict=True)}
+    noisy = docs["model-c/default/seed-0/park2026-main/low-small/seed-0"]
+    assert noisy["text"]["raw"][0].startswith("I will move ") and noisy["text"]["observation"][0] == "t=1"
+    assert len(noisy["text"]["reasoning"]) == len(noisy["x"])
+    assert "text" not in docs["random/seed-0/park2026-main/low-small/seed-0"]   # played without text
+
+
+def test_node_events_worked_by_hand() -> None:
+    # x: 0 1 2 3 -- B needs A; the agent starts at 3, visits B (too early), A, then B again
+    world = GridDagWorld(make_instance(["...."], [3, 0], [("A", [0, 0], []), ("B", [1, 0], [["A"]])], "B"))
+    xs = np.array([2, 1, 0, 1])
+    ys = np.zeros(4, dtype=int)
+    events = node_events(world, xs, ys, np.ones(4, dtype=bool))
+    assert events == [[1, 1, DISCOVERED], [2, 0, DISCOVERED], [2, 0, ACHIEVED], [3, 1, ACHIEVED]]
+    # an inadmissible move stays in place: it discovers nothing
+    assert node_events(world, np.array([3]), np.zeros(1, dtype=int), np.zeros(1, dtype=bool)) == []
+
+
+def test_where_selects_and_bad_where_is_one_line(graded: Run, tmp_path: Path) -> None:
+    written = write_report(graded.db, tmp_path / "a.html", where="model = 'model-b'")
+    assert written.trajectories == 18
+    data = embedded((tmp_path / "a.html").read_text(), "eeb-data")
+    assert {r[2] for r in data["trajectories"]} == {"model-b"}
+    with pytest.raises(InputError, match=r"^--where 'modle = 1': Binder Error: Referenced column \"modle\" not found"):
+        write_report(graded.db, tmp_path / "b.html", where="modle = 1")
+    assert not (tmp_path / "b.html").exists()
+
+
+def test_interval_of_a_group_does_not_depend_on_the_others(graded: Run) -> None:
+    alone = load_results(graded.db, "model = 'model-d'").summaries(0)
+    together = [s for s in load_results(graded.db).summaries(0) if s.labels["model"] == "model-d"]
+    assert alone == together
+
+
+def test_an_older_results_file_without_error_columns(graded: Run, tmp_path: Path) -> None:
+    old = tmp_path / "old.duckdb"
+    shutil.copy(graded.db, old)
+    con = duckdb.connect(str(old))
+    con.execute("DROP VIEW agent_summary; DROP VIEW preset_summary")
+    con.execute("ALTER TABLE trajectories DROP COLUMN explore_error; ALTER TABLE trajectories DROP COLUMN exploit_error")
+    con.execute("DROP TABLE meta")
+    con.close()
+    write_report(old, tmp_path / "old.html")
+    data = embedded((tmp_path / "old.html").read_text(), "eeb-data")
+    assert [m["column"] for m in data["metrics"]] == ["success"]
+    assert data["meta"] == {}
+
+
+def test_a_newer_results_file_shows_its_new_metrics(graded: Run, tmp_path: Path) -> None:
+    new = tmp_path / "new.duckdb"
+    shutil.copy(graded.db, new)
+    con = duckdb.connect(str(new))
+    con.execute("ALTER TABLE trajectories ADD COLUMN ecc DOUBLE")
+    con.execute("ALTER TABLE trajectories ADD COLUMN exploration_degree DOUBLE")   # NULL everywhere: left out
+    con.execute("UPDATE trajectories SET ecc = cells_observed / free_cells")
+    con.close()
+    data = embedded(write_report(new, tmp_path / "n.html").path.read_text(), "eeb-data")
+    assert [m["column"] for m in data["metrics"]] == ["success", "explore_error", "exploit_error", "ecc"]
+    expected = _sql(new, "SELECT avg(ecc) FROM trajectories WHERE model = 'model-a' AND prompt = 'default'")
+    row = next(r for r in data["summary"] if r["labels"]["model"] == "model-a" and r["labels"]["prompt"] == "default")
+    assert row["est"]["ecc"][0] == pytest.approx(expected[0][0], rel=1e-12)
+
+
+def test_missing_and_foreign_files_are_bad_input(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"nope.duckdb: no such database"):
+        load_results(tmp_path / "nope.duckdb")
+    other = tmp_path / "other.duckdb"
+    duckdb.connect(str(other)).execute("CREATE TABLE t (x INT)").close()
+    with pytest.raises(InputError, match=r"other.duckdb: is not an eebench results file: no table trajectories or steps"):
+        load_results(other)
+    text = tmp_path / "text.duckdb"
+    text.write_text("not a database")
+    with pytest.raises(InputError, match=r"text.duckdb: cannot open as a DuckDB database"):
+        load_results(text)
+
+
+def test_text_in_a_log_cannot_break_out_of_its_script_block(tmp_path: Path) -> None:
+    bench = tmp_path / "bench"
+    write_instances([make_instance(["..."], [0, 0], [("G", [2, 0], [])], "G", instance_id="t/x")], bench, {})
+    runs = write_jsonl(tmp_path / "r.jsonl", [{
+        "eebench": "trajectory/1", "id": "</script><script>alert(1)</script>", "instance": "t/x",
+        "agent": {"name": "<b>x</b>", "model": "</script>"},
+        "steps": [{"action": "right", "raw": "</script><!-- x"}, {"action": "right"}]}])
+    grade_files([runs], Bench(bench), tmp_path / "r.duckdb")
+    page = write_report(tmp_path / "r.duckdb", tmp_path / "r.html", bench=bench).path.read_text()
+    assert page.count("</script>") == 3   # the three blocks' own ends, nothing from the data
+    data = embedded(page, "eeb-data")
+    assert data["trajectories"][0][0] == "</script><script>alert(1)</script>"
+    assert decode_block(embedded(page, "eeb-replays")[0])["text"]["raw"] == ["</script><!-- x", None]
+
+
+# -- the commands ----------------------------------------------------------------------------------------
+
+def test_report_command(cli, graded: Run, tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    result = cli("report", "--db", graded.db, "--out", out, "--bench", graded.bench)
+    assert result.stdout.startswith(f"wrote {out} (99 trajectories, ")
+    assert out.read_text().startswith("<!DOCTYPE html>")
+    bad = cli("report", "--db", graded.db, "--out", tmp_path / "x.html", "--where", "nope = 1", code=2)
+    assert bad.stderr.count("\n") == 1 and bad.stderr.startswith("error: --where 'nope = 1': Binder Error")
+    assert not (tmp_path / "x.html").exists()
+
+
+def test_report_is_self_contained(page: str) -> None:
+    for needle in ("http://", "https://", "<link", "src=", "@import", "url(http"):
+        assert needle not in page.replace('xmlns="http://www.w3.org/2000/svg"', "").replace(
+            '"http://www.w3.org/2000/svg"', ""), needle
+
+
+@pytest.mark.parametrize(("kind", "suffix", "magic"), [
+    ("figure1", ".png", b"\x89PNG"), ("figure1", ".svg", b"<?xml"), ("prompts", ".pdf", b"%PDF"),
+    ("replay", ".png", b"\x89PNG")])
+def test_plot_writes_each_kind(cli, graded: Run, tmp_path: Path, kind: str, suffix: str, magic: bytes) -> None:
+    out = tmp_path / f"fig{suffix}"
+    cli("plot", kind, "--db", graded.db, "--out", out, "--bench", graded.bench,
+        "--trajectory", "model-d/default/seed-0/park2026-main/high-large/seed-0", "--step", "5")
+    assert out.read_bytes().startswith(magic)
+
+
+def test_plot_bad_input(cli, graded: Run, tmp_path: Path) -> None:
+    r = cli("plot", "figure", "--db", graded.db, "--out", tmp_path / "a.png", code=2)
+    assert r.stderr == "error: unknown figure 'figure' (did you mean 'figure1'?); expected figure1, prompts, replay or rooms-gaps\n"
+    r = cli("plot", "figure1", "--db", graded.db, "--out", tmp_path / "a.gif", code=2)
+    assert r.stderr == f"error: {tmp_path / 'a.gif'}: expected a file ending in .pdf, .png or .svg, found '.gif'\n"
+    r = cli("plot", "replay", "--db", graded.db, "--out", tmp_path / "a.png", "--trajectory", "nope", code=2)
+    assert r.stderr == f"error: {graded.db}: no trajectory matches --where \"trajectory_id = 'nope'\" (trajectory 'nope')\n"
+    assert not list(tmp_path.iterdir())
+
+
+def test_plot_help_lists_the_kinds(cli) -> None:
+    text = cli("plot", "--help").stdout
+    for kind in ("figure1", "prompts", "replay"):
+        assert re.search(rf"\n +{kind} +\S", text), kind
