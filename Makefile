@@ -33,11 +33,19 @@ demo: $(VENV)/.installed
 	$(BIN)/eebench play $(DEMO)/park2026-main-1.0.0 --agent random   --seed 0 --out $(DEMO)/runs/random.jsonl
 	$(BIN)/eebench play $(DEMO)/park2026-main-1.0.0 --agent frontier --seed 0 --out $(DEMO)/runs/frontier.jsonl
 	$(BIN)/eebench play $(DEMO)/park2026-main-1.0.0 --agent oracle   --seed 0 --out $(DEMO)/runs/oracle.jsonl
+	$(BIN)/eebench publish grams2025-rooms --version 1.0.0 --out $(DEMO)/grams2025-rooms-1.0.0
+	$(BIN)/eebench play $(DEMO)/grams2025-rooms-1.0.0 --agent random   --seed 0 --out $(DEMO)/rooms-runs/random.jsonl
+	$(BIN)/eebench play $(DEMO)/grams2025-rooms-1.0.0 --agent explorer --seed 0 --out $(DEMO)/rooms-runs/explorer.jsonl
+	$(BIN)/eebench play $(DEMO)/grams2025-rooms-1.0.0 --agent oracle   --seed 0 --out $(DEMO)/rooms-runs/oracle.jsonl
 	rm -f $(DEMO)/results.duckdb
 	$(BIN)/eebench grade $(DEMO)/runs/*.jsonl --bench $(DEMO)/park2026-main-1.0.0 --db $(DEMO)/results.duckdb
+	$(BIN)/eebench grade $(DEMO)/rooms-runs/*.jsonl --bench $(DEMO)/grams2025-rooms-1.0.0 --db $(DEMO)/results.duckdb
 	$(BIN)/eebench query --db $(DEMO)/results.duckdb "SELECT agent_name, episodes, success_rate, \
 	    mean_explore_error, mean_exploit_error, mean_steps_success FROM agent_summary"
-	$(BIN)/eebench report --db $(DEMO)/results.duckdb --bench $(DEMO)/park2026-main-1.0.0 --out $(DEMO)/report.html
+	$(BIN)/eebench query --db $(DEMO)/results.duckdb "SELECT agent_name, trajectories, episodes, \
+	    explore_gap_last, exploit_gap_last, coverage, redundancy, sample_efficiency FROM gaps_summary"
+	$(BIN)/eebench report --db $(DEMO)/results.duckdb --bench $(DEMO)/park2026-main-1.0.0 \
+	    --bench $(DEMO)/grams2025-rooms-1.0.0 --out $(DEMO)/report.html
 	@echo "report: $(abspath $(DEMO)/report.html)"
 
 # Debian's Chromium and its driver for the browser tests (tests/report/), installed when missing and root;

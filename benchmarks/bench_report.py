@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 
 from benchmarks import Result, timed
-from benchmarks.bench_grade import _write_trajectories
+from benchmarks.bench_grade import _write_runs
 from eebench.evaluator import Bench, grade_files
 from eebench.instances import InstanceLibrary, write_instances
 from eebench.report import write_report
@@ -66,7 +66,7 @@ def run() -> list[Result]:
         write_instances(suite.instances(), tmp / "bench", suite.source())
         library = InstanceLibrary(tmp / "bench")
         instances = [library.get(i).instance for i in library.ids()]
-        _write_trajectories(tmp / "runs.jsonl", instances, TRAJECTORIES, STEPS_EACH)
+        _write_runs(tmp / "runs.jsonl", instances, TRAJECTORIES * STEPS_EACH, STEPS_EACH)
         db = tmp / "results.duckdb"
         grade_files([tmp / "runs.jsonl"], Bench(tmp / "bench"), db)
         seconds, written = timed(lambda: write_report(db, tmp / "report.html", bench=tmp / "bench"))

@@ -584,20 +584,20 @@ _WHERE_HELP = ("Only the trajectories matching this SQL condition on the table t
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="HTML file to write (replaced only when the whole report is made).")
 @click.option("--where", help=_WHERE_HELP)
-@click.option("--bench", type=click.Path(exists=True, path_type=Path),
-              help="The instances that were graded (folder or bundle), to draw their maps in the replays; without "
-                   "it the replays show only the cells the agents visited.")
+@click.option("--bench", type=click.Path(exists=True, path_type=Path), multiple=True,
+              help="The instances that were graded (folder or bundle; repeat it for several), to draw their maps "
+                   "in the replays; without it the replays show only the cells the agents visited.")
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0),
               help="Seed of the bootstrap resamples behind the 95% intervals.")
-def report(db: Path, out: Path, where: str | None, bench: Path | None, seed: int) -> None:
+def report(db: Path, out: Path, where: str | None, bench: tuple[Path, ...], seed: int) -> None:
     """Write one self-contained HTML report: the per agent/model/prompt table with bootstrap intervals, the papers'
     figures, and a step-by-step replay of every trajectory. It opens from disk, with no network."""
     from eebench.bundles import open_bench
     from eebench.report import write_report
 
     with contextlib.ExitStack() as stack:
-        root = stack.enter_context(open_bench(bench)).root if bench is not None else None
-        written = write_report(db, out, where=where, bench=root, seed=seed)
+        roots = [stack.enter_context(open_bench(b)).root for b in bench]
+        written = write_report(db, out, where=where, bench=roots, seed=seed)
     click.echo(f"wrote {written.path} ({written.trajectories} trajectories, {written.bytes / 1e6:.1f} MB) "
                f"in {written.seconds:.2f} s")
 

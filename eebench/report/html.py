@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -115,7 +116,8 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
-def write_report(db: Path | str, out: Path | str, *, where: str | None = None, bench: Path | None = None,
+def write_report(db: Path | str, out: Path | str, *, where: str | None = None,
+                 bench: Path | Sequence[Path] | None = None,
                  seed: int = 0) -> Written:
     """Write the report of the selected trajectories of a results file; the file appears whole or not at all."""
     started = time.perf_counter()

@@ -7,7 +7,7 @@ is still there and still holds that trajectory at that line.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from enum import IntEnum
 from pathlib import Path
 from typing import Any
@@ -65,19 +65,22 @@ def rooms_map(instance: Any) -> dict[str, Any]:
 
 
 class Maps:
-    """Instances by id from a --bench folder, each kept only if it is the instance that was graded."""
+    """Instances by id from the --bench folders, each kept only if it is the instance that was graded."""
 
-    def __init__(self, bench: Path | None, results: Results):
+    def __init__(self, bench: Path | Sequence[Path] | None, results: Results):
         self.docs: dict[str, dict[str, Any]] = {}
         self.worlds: dict[str, GridDagWorld] = {}
-        if bench is None:
+        benches = [] if bench is None else [bench] if isinstance(bench, (str, Path)) else list(bench)
+        if not benches:
             results.notes.append("maps show only the cells the agents visited: pass --bench to draw the instances")
             return
-        library = InstanceLibrary(bench)
+        libraries = [InstanceLibrary(b) for b in benches]
+        where = ", ".join(map(str, benches))
         graded = dict(zip(results.trajectories["instance_id"], results.trajectories["instance_sha256"], strict=True))
         missing, changed, unreadable = [], [], []
         for instance_id, sha in sorted(graded.items()):
-            if library.path_for(instance_id) is None:
+            library = next((lib for lib in libraries if lib.path_for(instance_id) is not None), None)
+            if library is None:
                 missing.append(instance_id)
                 continue
             try:
@@ -92,11 +95,11 @@ class Maps:
             if isinstance(loaded.instance, GridDagInstance):
                 self.worlds[instance_id] = GridDagWorld(loaded.instance)
         if missing:
-            results.notes.append(f"{len(missing)} instance(s) not found in {bench}, e.g. {missing[0]}")
+            results.notes.append(f"{len(missing)} instance(s) not found in {where}, e.g. {missing[0]}")
         if unreadable:
             results.notes.append(f"{len(unreadable)} instance(s) could not be read, e.g. {unreadable[0]}")
         if changed:
-            results.notes.append(f"{len(changed)} instance(s) in {bench} differ from the ones graded (sha256), "
+            results.notes.append(f"{len(changed)} instance(s) in {where} differ from the ones graded (sha256), "
                                  f"e.g. {changed[0]}: their maps are left out")
 
 
