@@ -16,13 +16,14 @@ _LAZY = {
     "load": "eebench.api", "grade": "eebench.api", "grade_files": "eebench.api", "query": "eebench.api",
     "query_arrow": "eebench.api", "Instances": "eebench.api", "Results": "eebench.api",
     "Scorer": "eebench.scorer", "StepRecord": "eebench.scorer", "EndReason": "eebench.scorer",
+    "RoomsStepRecord": "eebench.scorer", "EpisodeRecord": "eebench.scorer",
     "EebenchError": "eebench.errors", "InputError": "eebench.errors",
 }
 
 if TYPE_CHECKING:
     from eebench.api import Instances, Results, grade, grade_files, load, query, query_arrow
     from eebench.errors import EebenchError, InputError
-    from eebench.scorer import EndReason, Scorer, StepRecord
+    from eebench.scorer import EndReason, EpisodeRecord, RoomsStepRecord, Scorer, StepRecord
 
 __all__ = sorted(_LAZY)
 

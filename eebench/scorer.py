@@ -1,10 +1,10 @@
 """Dense per-step rewards: the graded step record of each action as it is played, one episode at a time or in batch.
 
 `Scorer(instance)` keeps the replay's state between actions, so a trainer can turn any field of the record
-(`-error`, `progress`, ...) into a reward without writing a trajectory. The per-instance tables are the grader's
-own (`evaluator.park.ParkTables`); `Scorer.batch` runs the grader's replay over many trajectories of the
+(`-error`, `progress`, ...) into a reward without writing a trajectory. grid_dag: the per-instance tables are the
+grader's own (`evaluator.park.ParkTables`); `Scorer.batch` runs the grader's replay over many trajectories of the
 instance at once (compiled, as the grader runs it, for large batches), and `Scorer.step` follows the same rules one
-action at a time (tests hold the three equal).
+action at a time (tests hold the three equal). rooms: steps by the world's rules, episode rows by the gaps family.
 """
 
 from __future__ import annotations
