@@ -136,18 +136,21 @@ class DepthGauge:
 
 
 def too_deep(data: bytes) -> bool:
-    """Whether complete JSON text nests deeper than MAX_DEPTH, judged without parsing it.
+    """Whether complete JSON text nests deeper than MAX_DEPTH, judged without parsing it, as DepthGauge judges it.
 
-    The common case in C: keep the brackets and quotes alone and drop adjacent pairs of quotes. When no quote is
-    left, no string held a bracket (removing from the left pairs each opening quote with its own closing one),
-    so the brackets left are exact. Otherwise (brackets in strings, escaped quotes) DepthGauge decides."""
+    In C, then numpy over the few bytes left: escaped quotes go first (pairs of backslashes dropped from the start
+    of each run, leaving its parity, then a backslash with the quote it escapes: tool-call arguments are JSON in
+    strings, full of them); then only brackets and quotes are kept, and a bracket after an odd number of quotes
+    is inside a string."""
     if data.count(b"[") + data.count(b"{") <= MAX_DEPTH:
         return False
-    brackets = data.translate(None, _NOT_STRUCTURE).replace(b'""', b"")
-    if b'"' in brackets or b'\\"' in data:
-        return not DepthGauge().feed(data)
-    return bool(brackets) and int(np.cumsum(_STEP[np.frombuffer(brackets, dtype=np.uint8)], dtype=np.int64).max()) \
-        > MAX_DEPTH
+    unescaped = data.replace(b"\\\\", b"").replace(b'\\"', b"") if b"\\" in data else data
+    kept = unescaped.translate(None, _NOT_STRUCTURE).replace(b'""', b"")
+    skeleton = np.frombuffer(kept, dtype=np.uint8)
+    steps = _STEP[skeleton]
+    if b'"' in kept:
+        steps = np.where(np.cumsum(skeleton == _QUOTE) % 2 == 0, steps, 0)
+    return bool(steps.size) and int(np.cumsum(steps, dtype=np.int64).max()) > MAX_DEPTH
 
 
 def _too_deep() -> str:
