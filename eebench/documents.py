@@ -135,16 +135,19 @@ class DepthGauge:
         return (run + np.where(at_start, self.backslashes, 0)) % 2 == 0
 
 
+# left to right, a backslash with the backslash or quote after it: what is left of a run of backslashes is its parity
+_ESCAPED_QUOTE = re.compile(rb'\\[\\"]')
+
+
 def too_deep(data: bytes) -> bool:
     """Whether complete JSON text nests deeper than MAX_DEPTH, judged without parsing it, as DepthGauge judges it.
 
-    In C, then numpy over the few bytes left: escaped quotes go first (pairs of backslashes dropped from the start
-    of each run, leaving its parity, then a backslash with the quote it escapes: tool-call arguments are JSON in
-    strings, full of them); then only brackets and quotes are kept, and a bracket after an odd number of quotes
-    is inside a string."""
+    In C, then numpy over the few bytes left: escaped quotes go first (tool-call arguments are JSON in strings, full
+    of them); then only brackets and quotes are kept, and a bracket after an odd number of quotes is inside a
+    string."""
     if data.count(b"[") + data.count(b"{") <= MAX_DEPTH:
         return False
-    unescaped = data.replace(b"\\\\", b"").replace(b'\\"', b"") if b"\\" in data else data
+    unescaped = _ESCAPED_QUOTE.sub(b"", data) if b"\\" in data else data
     kept = unescaped.translate(None, _NOT_STRUCTURE).replace(b'""', b"")
     skeleton = np.frombuffer(kept, dtype=np.uint8)
     steps = _STEP[skeleton]
