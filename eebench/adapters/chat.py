@@ -71,23 +71,28 @@ def chat_turns(messages: Iterable[Any]) -> list[tuple[Mapping[str, Any], list[Lo
     by_call: dict[str, LoggedStep] = {}
     waiting: list[LoggedStep] = []   # steps of the last assistant message that have no observation yet
     for message in messages:
-        if not isinstance(message, dict):
+        if type(message) is not dict and not isinstance(message, dict):
             continue
         role = message.get("role")
         if role == "assistant":
             waiting = _assistant_steps(message, by_call)
             turns.append((message, waiting))
+        elif role == "user":
+            if waiting:
+                # one waiting step (a text answer, a single call) is the common case, decided at once
+                if (waiting[0].observation is None if len(waiting) == 1
+                        else all(s.observation is None for s in waiting)):
+                    content = message.get("content")
+                    waiting[-1].observation = content if type(content) is str else text_of(content)
+                waiting = []
         elif role == "tool" or role == "function":
             content = message.get("content")
             text = content if type(content) is str else text_of(content)
-            step = by_call.get(str(message.get("tool_call_id"))) or (waiting[0] if len(waiting) == 1 else None)
+            call_id = message.get("tool_call_id")
+            step = by_call.get(call_id if type(call_id) is str else str(call_id)) or (
+                waiting[0] if len(waiting) == 1 else None)
             if step is not None and text is not None:
                 step.observation = text if step.observation is None else f"{step.observation}\n{text}"
-        elif role == "user" and waiting:
-            if all(s.observation is None for s in waiting):
-                content = message.get("content")
-                waiting[-1].observation = content if type(content) is str else text_of(content)
-            waiting = []
     return turns
 
 
@@ -97,15 +102,18 @@ def _assistant_steps(message: Mapping[str, Any], by_call: dict[str, LoggedStep])
         text, reasoning = content, None   # the common case, decided at once
     else:
         text, reasoning = visible_text(content), reasoning_of(message)
-    tokens_in, tokens_out = usage_of(message) if "usage" in message else (None, None)
+    usage = message.get("usage")
+    tokens_in, tokens_out = usage_of(message) if usage is not None else (None, None)
     calls = message.get("tool_calls")
-    calls = [c for c in calls if isinstance(c, dict)] if type(calls) is list else None
+    if not calls or type(calls) is not list:
+        return [LoggedStep(text=text, reasoning=reasoning, tokens_in=tokens_in, tokens_out=tokens_out)]
+    calls = [c for c in calls if isinstance(c, dict)]
     if not calls:
         return [LoggedStep(text=text, reasoning=reasoning, tokens_in=tokens_in, tokens_out=tokens_out)]
     steps = []
+    thought = "\n".join(t for t in (reasoning, text) if t) or None
     for i, call in enumerate(calls):
         name, arguments, call_id = call_parts(call)
-        thought = "\n".join(t for t in (reasoning, text) if t) or None
         step = LoggedStep(call=(name, arguments), reasoning=thought if i == 0 else None,
                           tokens_in=tokens_in if i == 0 else None, tokens_out=tokens_out if i == 0 else None)
         if call_id is not None:
