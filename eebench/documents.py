@@ -180,6 +180,12 @@ _DIGIT_MAP = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))  # every dig
 _NINETEEN_DIGITS = b"0" * 19
 
 
+def orjson_reads_exactly(data: bytes) -> bool:
+    """Whether orjson reads this JSON as the standard library would: it has no run of 19 digits (orjson reads
+    integers beyond 64 bits as floats, losing digits). A scan in C."""
+    return data.translate(_DIGIT_MAP).find(_NINETEEN_DIGITS) == -1
+
+
 def loads_json(data: bytes | str) -> Any:
     """Parse JSON text the one way every document is parsed: UTF-8, nested at most MAX_DEPTH levels, finite
     numbers, integers of at most MAX_INT_DIGITS digits, valid Unicode (no lone surrogates).
@@ -192,7 +198,7 @@ def loads_json(data: bytes | str) -> Any:
     Raises json.JSONDecodeError (JsonLimitError for the limits), or UnicodeDecodeError for bytes that are not
     UTF-8 (decoded here, so a line of NUL bytes is not taken for UTF-16).
     """
-    if isinstance(data, bytes) and data.translate(_DIGIT_MAP).find(_NINETEEN_DIGITS) == -1:  # C-speed scans
+    if isinstance(data, bytes) and orjson_reads_exactly(data):
         if too_deep(data):
             raise JsonLimitError(_too_deep())
         try:
