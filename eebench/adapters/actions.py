@@ -164,9 +164,12 @@ def _candidates(text: str, open_vocabulary: bool) -> Iterator[list[str]]:
         yield [a for a in (_from_mapping(o) for o in _json_objects(text) if isinstance(o, dict)) if a is not None]
     if "<" in text:
         yield [m.group(2) for m in _TAG.finditer(text)] + [m.group(1) for m in _BALROG_TAG.finditer(text)]
-    yield [m.group(1) for m in _ACTION_LINE.finditer(text)]
+    labelled = ":" in text or "=" in text   # both label patterns need one: prose without either skips them
+    if labelled:
+        yield [m.group(1) for m in _ACTION_LINE.finditer(text)]
     if not open_vocabulary:
-        yield [m.group(1) for m in _ACTION_INLINE.finditer(text)]  # `I think up is bad. Action: left`
+        if labelled:
+            yield [m.group(1) for m in _ACTION_INLINE.finditer(text)]  # `I think up is bad. Action: left`
         if "(" in text:
             yield [_call_phrase(m.group(1), _text_call_arguments(m.group(2))) for m in _CALL.finditer(text)]
         if "<" in text:
