@@ -7,6 +7,7 @@ MAX_DOCUMENT_BYTES). Errors are located: `file:line` for a line, `record N` for 
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from collections.abc import Callable, Hashable, Iterator
@@ -72,7 +73,9 @@ def head_value(head: bytes) -> str:
 def binary_lines(path: Path, limit: int = MAX_LINE_BYTES) -> Iterator[tuple[int, bytes]]:
     """The file's lines (1-based number, bytes with their line end), one at a time; a line above `limit` bytes
     is refused, not loaded."""
-    with open_input(path) as handle:
+    with open_input(path) as opened:
+        # a 1 MiB buffer: lines of agent logs run to tens of KB, which the default 8 KiB one reads in pieces (4x slower)
+        handle = io.BufferedReader(opened.raw, buffer_size=1 << 20) if isinstance(opened, io.BufferedReader) else opened
         for number, raw in enumerate(iter(lambda: handle.readline(limit + 1), b""), start=1):
             if len(raw) > limit:
                 size = f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit:,} bytes"
