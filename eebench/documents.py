@@ -180,10 +180,14 @@ _DIGIT_MAP = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))  # every dig
 _NINETEEN_DIGITS = b"0" * 19
 
 
+_LONG_INTEGER = re.compile(rb"(?<![.\d])\d{19}")   # 19 digits not after a decimal point
+
+
 def orjson_reads_exactly(data: bytes) -> bool:
-    """Whether orjson reads this JSON as the standard library would: it has no run of 19 digits (orjson reads
-    integers beyond 64 bits as floats, losing digits). A scan in C."""
-    return data.translate(_DIGIT_MAP).find(_NINETEEN_DIGITS) == -1
+    """Whether orjson reads this JSON as the standard library would: it has no integer of 19 digits or more (orjson
+    reads integers beyond 64 bits as floats, losing digits). A scan in C; a long run of digits after a decimal point
+    (`0.0035475000000000003`, common in logged costs) is a float both ways, correctly rounded."""
+    return data.translate(_DIGIT_MAP).find(_NINETEEN_DIGITS) == -1 or _LONG_INTEGER.search(data) is None
 
 
 def loads_json(data: bytes | str) -> Any:

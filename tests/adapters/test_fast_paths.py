@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
 import tempfile
 from pathlib import Path
 
+import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,7 +15,7 @@ from eebench.adapters.chat import chat_steps, typed_chat_steps
 from eebench.adapters.convert import ConvertOptions, KnownInstances, _items, to_trajectory
 from eebench.adapters.formats.openai_chat import OpenAIChatAdapter, read_fast
 from eebench.adapters.records import dumps_line
-from eebench.documents import MAX_DEPTH, DepthGauge, too_deep
+from eebench.documents import MAX_DEPTH, DepthGauge, orjson_reads_exactly, too_deep
 from eebench.errors import InputError
 
 # text around the depth limit made of what the depth rule looks at: brackets, quotes, runs of backslashes
@@ -164,3 +166,20 @@ def test_the_fast_path_takes_the_common_shape_and_leaves_the_rest() -> None:
     assert [s.observation for s in typed_chat_steps(read[1])] == ["seen", None]
     assert read_fast(b'{"messages": [], "big": 12345678901234567890}') is None   # orjson would lose digits
     assert read_fast(b'{"messages": [], "x": "\\ud800"}') is None                # the door refuses it
+
+
+@settings(max_examples=300)
+@given(st.integers(-10**30, 10**30), st.text(alphabet="0123456789", min_size=1, max_size=40),
+       st.sampled_from(["", "e5", "E-7", "e+300", "e-320"]), st.sampled_from(['"x"', '"1234567890123456789"']))
+def test_orjson_reads_numbers_exactly_where_the_door_lets_it(whole: int, fraction: str, exponent: str,
+                                                             string: str) -> None:
+    data = f"[{whole}.{fraction}{exponent}, {whole}, {string}]".encode()
+    # integers of 19 digits or more (strings too, to be safe) go to the standard library; long fractions need not
+    assert orjson_reads_exactly(data) == (len(str(abs(whole))) < 19 and string == '"x"')
+    if orjson_reads_exactly(data):
+        try:
+            fast = orjson.loads(data)
+        except orjson.JSONDecodeError:   # beyond a 64-bit float: refused, as the door refuses it
+            assert math.isinf(json.loads(data)[0])
+        else:
+            assert fast == json.loads(data)
