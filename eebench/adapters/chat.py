@@ -169,12 +169,8 @@ def typed_chat_steps(messages: list[ChatMessage]) -> list[LoggedStep]:
         if role == "assistant":
             text, usage, calls = message.content, message.usage, message.tool_calls
             tokens_in = tokens_out = None
-            if usage is not None:   # as_int of an integer or null: itself unless negative
-                tokens_in, tokens_out = usage.prompt_tokens, usage.completion_tokens
-                if tokens_in is not None and tokens_in < 0:
-                    tokens_in = None
-                if tokens_out is not None and tokens_out < 0:
-                    tokens_out = None
+            if usage is not None:
+                tokens_in, tokens_out = as_int(usage.prompt_tokens), as_int(usage.completion_tokens)
             if not calls:
                 step = LoggedStep(text=text, tokens_in=tokens_in, tokens_out=tokens_out)
                 waiting = [step]
