@@ -4,6 +4,8 @@ embeds such messages (openai-chat, and the chat parts of other logs).
 Each assistant message is one step, or one step per tool call when it makes calls. What the assistant wrote
 beside its calls is the step's reasoning; the observation is the `tool` message answering the call (by
 `tool_call_id`), or, for harnesses that send the environment's answer as the next `user` message, that message.
+`chat_turns` reads messages of any shape; `typed_chat_steps` is its fast path for messages of the common shape,
+typed by msgspec (openai-chat's JSON Lines), held to the same output by a property test.
 """
 
 from __future__ import annotations
