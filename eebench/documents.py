@@ -135,19 +135,25 @@ class DepthGauge:
         return (run + np.where(at_start, self.backslashes, 0)) % 2 == 0
 
 
-def too_deep(data: bytes) -> bool:
-    """Whether complete JSON text nests deeper than MAX_DEPTH, judged without parsing it.
+# left to right, a backslash with the backslash or quote after it: what is left of a run of backslashes is its parity
+_ESCAPED_QUOTE = re.compile(rb'\\[\\"]')
 
-    The common case in C: keep the brackets and quotes alone and drop adjacent pairs of quotes. When no quote is
-    left, no string held a bracket (removing from the left pairs each opening quote with its own closing one),
-    so the brackets left are exact. Otherwise (brackets in strings, escaped quotes) DepthGauge decides."""
+
+def too_deep(data: bytes) -> bool:
+    """Whether complete JSON text nests deeper than MAX_DEPTH, judged without parsing it, as DepthGauge judges it.
+
+    In C, then numpy over the few bytes left: escaped quotes go first (tool-call arguments are JSON in strings, full
+    of them); then only brackets and quotes are kept, and a bracket after an odd number of quotes is inside a
+    string."""
     if data.count(b"[") + data.count(b"{") <= MAX_DEPTH:
         return False
-    brackets = data.translate(None, _NOT_STRUCTURE).replace(b'""', b"")
-    if b'"' in brackets or b'\\"' in data:
-        return not DepthGauge().feed(data)
-    return bool(brackets) and int(np.cumsum(_STEP[np.frombuffer(brackets, dtype=np.uint8)], dtype=np.int64).max()) \
-        > MAX_DEPTH
+    unescaped = _ESCAPED_QUOTE.sub(b"", data) if b"\\" in data else data
+    kept = unescaped.translate(None, _NOT_STRUCTURE).replace(b'""', b"")
+    skeleton = np.frombuffer(kept, dtype=np.uint8)
+    steps = _STEP[skeleton]
+    if b'"' in kept:
+        steps = np.where(np.cumsum(skeleton == _QUOTE) % 2 == 0, steps, 0)
+    return bool(steps.size) and int(np.cumsum(steps, dtype=np.int64).max()) > MAX_DEPTH
 
 
 def _too_deep() -> str:
@@ -174,6 +180,16 @@ _DIGIT_MAP = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))  # every dig
 _NINETEEN_DIGITS = b"0" * 19
 
 
+_LONG_INTEGER = re.compile(rb"(?<![.\d])\d{19}")   # 19 digits not after a decimal point
+
+
+def orjson_reads_exactly(data: bytes) -> bool:
+    """Whether orjson reads this JSON as the standard library would: it has no integer of 19 digits or more (orjson
+    reads integers beyond 64 bits as floats, losing digits). A scan in C; a long run of digits after a decimal point
+    (`0.0035475000000000003`, common in logged costs) is a float both ways, correctly rounded."""
+    return data.translate(_DIGIT_MAP).find(_NINETEEN_DIGITS) == -1 or _LONG_INTEGER.search(data) is None
+
+
 def loads_json(data: bytes | str) -> Any:
     """Parse JSON text the one way every document is parsed: UTF-8, nested at most MAX_DEPTH levels, finite
     numbers, integers of at most MAX_INT_DIGITS digits, valid Unicode (no lone surrogates).
@@ -186,7 +202,7 @@ def loads_json(data: bytes | str) -> Any:
     Raises json.JSONDecodeError (JsonLimitError for the limits), or UnicodeDecodeError for bytes that are not
     UTF-8 (decoded here, so a line of NUL bytes is not taken for UTF-16).
     """
-    if isinstance(data, bytes) and data.translate(_DIGIT_MAP).find(_NINETEEN_DIGITS) == -1:  # C-speed scans
+    if isinstance(data, bytes) and orjson_reads_exactly(data):
         if too_deep(data):
             raise JsonLimitError(_too_deep())
         try:

@@ -16,11 +16,10 @@ built-in rules read what it does not.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from eebench.documents import loads_json
@@ -165,9 +164,12 @@ def _candidates(text: str, open_vocabulary: bool) -> Iterator[list[str]]:
         yield [a for a in (_from_mapping(o) for o in _json_objects(text) if isinstance(o, dict)) if a is not None]
     if "<" in text:
         yield [m.group(2) for m in _TAG.finditer(text)] + [m.group(1) for m in _BALROG_TAG.finditer(text)]
-    yield [m.group(1) for m in _ACTION_LINE.finditer(text)]
+    labelled = ":" in text or "=" in text   # both label patterns need one: prose without either skips them
+    if labelled:
+        yield [m.group(1) for m in _ACTION_LINE.finditer(text)]
     if not open_vocabulary:
-        yield [m.group(1) for m in _ACTION_INLINE.finditer(text)]  # `I think up is bad. Action: left`
+        if labelled:
+            yield [m.group(1) for m in _ACTION_INLINE.finditer(text)]  # `I think up is bad. Action: left`
         if "(" in text:
             yield [_call_phrase(m.group(1), _text_call_arguments(m.group(2))) for m in _CALL.finditer(text)]
         if "<" in text:
@@ -190,6 +192,9 @@ class ActionReader:
 
     vocabulary: str = "grid"
     pattern: re.Pattern[str] | None = None
+    # what short outputs and calls read as: harnesses repeat them (`<action>Down</action>`) all the time; a dict
+    # of its own, so a look-up hashes the text alone (an lru_cache keyed by the reader hashed it every call)
+    _known: dict[Any, str | None] = field(default_factory=dict, init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         if self.vocabulary not in VOCABULARIES:
@@ -203,9 +208,18 @@ class ActionReader:
         """The action a model's text output names, or None when it names none (or several, ambiguously)."""
         if not text:
             return None
-        if len(text) <= _CACHED_TEXT:  # harnesses repeat short outputs (`<action>Down</action>`) all the time
-            return _read_short_text(self, text)
-        return self._read(text)
+        if len(text) > _CACHED_TEXT:
+            return self._read(text)
+        known = self._known
+        if text in known:
+            return known[text]
+        return self._remember(text, self._read(text))
+
+    def _remember(self, key: Any, action: str | None) -> str | None:
+        if len(self._known) >= _CACHED_ENTRIES:  # bounded: a log of ever new outputs starts the memory afresh
+            self._known.clear()
+        self._known[key] = action
+        return action
 
     def _read(self, text: str) -> str | None:
         if not text.strip():
@@ -228,7 +242,11 @@ class ActionReader:
     def from_call(self, name: str, arguments: Mapping[str, Any] | str | None) -> str | None:
         """The action of a structured tool call (`move` with `{"direction": "up"}`), or None."""
         if type(arguments) is str and len(arguments) <= _CACHED_TEXT:  # `{"direction": "up"}` over and over
-            return _read_short_call(self, name, arguments)
+            key = (name, arguments)
+            known = self._known
+            if key in known:
+                return known[key]
+            return self._remember(key, self._read_call(name, arguments))
         return self._read_call(name, arguments)
 
     def _read_call(self, name: str, arguments: Mapping[str, Any] | str | None) -> str | None:
@@ -252,16 +270,7 @@ class ActionReader:
 
 
 _CACHED_TEXT = 200
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _read_short_text(reader: ActionReader, text: str) -> str | None:
-    return reader._read(text)
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _read_short_call(reader: ActionReader, name: str, arguments: str) -> str | None:
-    return reader._read_call(name, arguments)
+_CACHED_ENTRIES = 1 << 16
 
 
 def _decoded(arguments: Mapping[str, Any] | str | None) -> Mapping[str, Any] | str | None:

@@ -4,6 +4,8 @@ embeds such messages (openai-chat, and the chat parts of other logs).
 Each assistant message is one step, or one step per tool call when it makes calls. What the assistant wrote
 beside its calls is the step's reasoning; the observation is the `tool` message answering the call (by
 `tool_call_id`), or, for harnesses that send the environment's answer as the next `user` message, that message.
+`chat_turns` reads messages of any shape; `typed_chat_steps` is its fast path for messages of the common shape,
+typed by msgspec (openai-chat's JSON Lines), held to the same output by a property test.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from eebench.adapters.base import LoggedStep, as_int, text_of
 
@@ -71,23 +75,28 @@ def chat_turns(messages: Iterable[Any]) -> list[tuple[Mapping[str, Any], list[Lo
     by_call: dict[str, LoggedStep] = {}
     waiting: list[LoggedStep] = []   # steps of the last assistant message that have no observation yet
     for message in messages:
-        if not isinstance(message, dict):
+        if type(message) is not dict and not isinstance(message, dict):
             continue
         role = message.get("role")
         if role == "assistant":
             waiting = _assistant_steps(message, by_call)
             turns.append((message, waiting))
+        elif role == "user":
+            if waiting:
+                # one waiting step (a text answer, a single call) is the common case, decided at once
+                if (waiting[0].observation is None if len(waiting) == 1
+                        else all(s.observation is None for s in waiting)):
+                    content = message.get("content")
+                    waiting[-1].observation = content if type(content) is str else text_of(content)
+                waiting = []
         elif role == "tool" or role == "function":
             content = message.get("content")
             text = content if type(content) is str else text_of(content)
-            step = by_call.get(str(message.get("tool_call_id"))) or (waiting[0] if len(waiting) == 1 else None)
+            call_id = message.get("tool_call_id")
+            step = by_call.get(call_id if type(call_id) is str else str(call_id)) or (
+                waiting[0] if len(waiting) == 1 else None)
             if step is not None and text is not None:
                 step.observation = text if step.observation is None else f"{step.observation}\n{text}"
-        elif role == "user" and waiting:
-            if all(s.observation is None for s in waiting):
-                content = message.get("content")
-                waiting[-1].observation = content if type(content) is str else text_of(content)
-            waiting = []
     return turns
 
 
@@ -97,20 +106,98 @@ def _assistant_steps(message: Mapping[str, Any], by_call: dict[str, LoggedStep])
         text, reasoning = content, None   # the common case, decided at once
     else:
         text, reasoning = visible_text(content), reasoning_of(message)
-    tokens_in, tokens_out = usage_of(message) if "usage" in message else (None, None)
+    usage = message.get("usage")
+    tokens_in, tokens_out = usage_of(message) if usage is not None else (None, None)
     calls = message.get("tool_calls")
-    calls = [c for c in calls if isinstance(c, dict)] if type(calls) is list else None
+    if not calls or type(calls) is not list:
+        return [LoggedStep(text=text, reasoning=reasoning, tokens_in=tokens_in, tokens_out=tokens_out)]
+    calls = [c for c in calls if isinstance(c, dict)]
     if not calls:
         return [LoggedStep(text=text, reasoning=reasoning, tokens_in=tokens_in, tokens_out=tokens_out)]
     steps = []
+    thought = "\n".join(t for t in (reasoning, text) if t) or None
     for i, call in enumerate(calls):
         name, arguments, call_id = call_parts(call)
-        thought = "\n".join(t for t in (reasoning, text) if t) or None
         step = LoggedStep(call=(name, arguments), reasoning=thought if i == 0 else None,
                           tokens_in=tokens_in if i == 0 else None, tokens_out=tokens_out if i == 0 else None)
         if call_id is not None:
             by_call[str(call_id)] = step
         steps.append(step)
+    return steps
+
+
+# -- the fast path: messages of the common shape, typed by msgspec ------------------------------------------------
+# A message that fits these types exactly (unknown fields refused) needs none of the checks chat_turns makes on a
+# message of any shape: content is text or null, no reasoning fields, calls in the chat-completions shape with
+# JSON-string arguments, integer token counts. Anything else fails to decode, and its record takes the exact path.
+# The types nest six levels at most, so a record of such messages and scalars is never too deep.
+
+class ChatFunction(msgspec.Struct, forbid_unknown_fields=True):
+    name: str
+    arguments: str
+
+
+class ChatCall(msgspec.Struct, forbid_unknown_fields=True):
+    function: ChatFunction
+    id: str | None = None
+    type: str | None = None
+
+
+class ChatUsage(msgspec.Struct, forbid_unknown_fields=True):
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+
+
+class ChatMessage(msgspec.Struct, forbid_unknown_fields=True):
+    role: str
+    content: str | None = None
+    tool_calls: list[ChatCall] | None = None
+    tool_call_id: str | None = None
+    usage: ChatUsage | None = None
+    model: str | None = None
+    name: str | None = None
+    refusal: str | None = None
+
+
+def typed_chat_steps(messages: list[ChatMessage]) -> list[LoggedStep]:
+    """chat_steps for messages of the common shape: the same steps, without the checks their types make
+    unnecessary (a property test holds the two to the same output)."""
+    steps: list[LoggedStep] = []
+    by_call: dict[str, LoggedStep] = {}
+    waiting: list[LoggedStep] = []
+    for message in messages:
+        role = message.role
+        if role == "assistant":
+            text, usage, calls = message.content, message.usage, message.tool_calls
+            tokens_in = tokens_out = None
+            if usage is not None:
+                tokens_in, tokens_out = as_int(usage.prompt_tokens), as_int(usage.completion_tokens)
+            if not calls:
+                step = LoggedStep(text=text, tokens_in=tokens_in, tokens_out=tokens_out)
+                waiting = [step]
+                steps.append(step)
+            else:
+                waiting = []
+                for i, call in enumerate(calls):
+                    step = (LoggedStep(call=(call.function.name, call.function.arguments), reasoning=text or None,
+                                       tokens_in=tokens_in, tokens_out=tokens_out) if i == 0
+                            else LoggedStep(call=(call.function.name, call.function.arguments)))
+                    if call.id is not None:
+                        by_call[call.id] = step
+                    waiting.append(step)
+                steps.extend(waiting)
+        elif role == "user":
+            if waiting:
+                if (waiting[0].observation is None if len(waiting) == 1
+                        else all(s.observation is None for s in waiting)):
+                    waiting[-1].observation = message.content
+                waiting = []
+        elif role == "tool" or role == "function":
+            text = message.content
+            step = by_call.get(str(message.tool_call_id)) or (waiting[0] if len(waiting) == 1 else None)
+            if step is not None and text is not None:
+                step.observation = text if step.observation is None else f"{step.observation}\n{text}"
     return steps
 
 

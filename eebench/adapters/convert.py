@@ -454,18 +454,24 @@ def to_trajectory(episode: Episode, adapter: Adapter, path: Path, options: Conve
     reader = readers[placed.env == LOGGED]
     steps = []
     unreadable = 0
+    from_call, from_text = reader.from_call, reader.from_text
     for logged in episode.steps:
-        if logged.call is not None:
-            action = reader.from_call(*logged.call)
-            raw = logged.raw if logged.raw is not None else render_call(*logged.call, verbatim=True)
+        call, raw = logged.call, logged.raw
+        if call is not None:
+            action = from_call(*call)
+            if raw is None:
+                raw = render_call(*call, verbatim=True)
         elif logged.action is not None:
             action = reader.normalize(logged.action)
             # the log's own word is kept when the vocabulary changed it (`North` read as `up`)
-            raw = logged.raw if logged.raw is not None else (logged.action if action != logged.action else None)
+            if raw is None and action != logged.action:
+                raw = logged.action
         else:
-            action = reader.from_text(logged.text)
-            raw = logged.raw if logged.raw is not None else logged.text
-        unreadable += action is None
+            action = from_text(logged.text)
+            if raw is None:
+                raw = logged.text
+        if action is None:
+            unreadable += 1
         step: dict[str, Any] = {"action": action}
         if raw is not None:
             step["raw"] = raw

@@ -7,6 +7,7 @@ MAX_DOCUMENT_BYTES). Errors are located: `file:line` for a line, `record N` for 
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from collections.abc import Callable, Hashable, Iterator
@@ -55,6 +56,12 @@ class JsonRecord(NamedTuple):
     index: int
     value: Any
     in_array: bool = False   # an item of a top-level JSON array
+    typed: Any = None        # what an adapter's fast reader made of the line beside its value (see json_lines)
+
+
+# An adapter's fast reader of one JSON line: (the value, what it typed of it), or None to leave the line to the
+# exact door. It may answer only where `loads` would give that very value.
+FastReader = Callable[[bytes], tuple[Any, Any] | None]
 
 
 def head_value(head: bytes) -> str:
@@ -66,7 +73,9 @@ def head_value(head: bytes) -> str:
 def binary_lines(path: Path, limit: int = MAX_LINE_BYTES) -> Iterator[tuple[int, bytes]]:
     """The file's lines (1-based number, bytes with their line end), one at a time; a line above `limit` bytes
     is refused, not loaded."""
-    with open_input(path) as handle:
+    with open_input(path) as opened:
+        # a 1 MiB buffer: lines of agent logs run to tens of KB, which the default 8 KiB one reads in pieces (4x slower)
+        handle = io.BufferedReader(opened.raw, buffer_size=1 << 20) if isinstance(opened, io.BufferedReader) else opened
         for number, raw in enumerate(iter(lambda: handle.readline(limit + 1), b""), start=1):
             if len(raw) > limit:
                 size = f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit:,} bytes"
@@ -74,11 +83,17 @@ def binary_lines(path: Path, limit: int = MAX_LINE_BYTES) -> Iterator[tuple[int,
             yield number, raw
 
 
-def json_lines(path: Path) -> Iterator[JsonRecord | InputError]:
-    """One value per non-blank line; a line that is not UTF-8 JSON is yielded as its located InputError."""
+def json_lines(path: Path, fast: FastReader | None = None) -> Iterator[JsonRecord | InputError]:
+    """One value per non-blank line; a line that is not UTF-8 JSON is yielded as its located InputError. A `fast`
+    reader is asked first; a line it leaves goes through the one door."""
     index = 0
     for number, raw in binary_lines(path):
         if not raw.strip():
+            continue
+        read = fast(raw) if fast is not None else None
+        if read is not None:
+            yield JsonRecord(number, index, read[0], typed=read[1])
+            index += 1
             continue
         try:
             value = loads(raw)
@@ -168,7 +183,7 @@ class DepthBoundedReader:
         return data
 
 
-def json_records(path: Path) -> Iterator[JsonRecord | InputError]:
+def json_records(path: Path, fast: FastReader | None = None) -> Iterator[JsonRecord | InputError]:
     """The records of a JSON log however it is laid out: JSON Lines, a JSON array (streamed), or one document.
 
     A .jsonl file is JSON Lines; so is a file whose first line is a complete JSON value with more lines after it
@@ -176,13 +191,13 @@ def json_records(path: Path) -> Iterator[JsonRecord | InputError]:
     starts streaming at once.
     """
     if path.suffix.lower() in (".jsonl", ".ndjson"):
-        yield from json_lines(path)
+        yield from json_lines(path, fast)
         return
     with open_input(path) as handle:
         head = handle.read(HEAD_BYTES).removeprefix(BOM).lstrip()
     first, newline, rest = head.partition(b"\n")
     if newline and rest.strip() and _is_json(first):
-        yield from json_lines(path)
+        yield from json_lines(path, fast)
     elif head_value(head) == "[":
         yield from json_array_items(path)
     else:

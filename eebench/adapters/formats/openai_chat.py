@@ -10,10 +10,13 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import msgspec
+import orjson
+
 from eebench.adapters.base import Adapter, Episode, bad_record
-from eebench.adapters.chat import chat_steps
-from eebench.adapters.records import JsonRecord, json_records
-from eebench.documents import json_type
+from eebench.adapters.chat import ChatMessage, chat_steps, typed_chat_steps
+from eebench.adapters.records import FastReader, JsonRecord, json_records
+from eebench.documents import json_type, orjson_reads_exactly, too_deep
 from eebench.errors import InputError
 
 MESSAGE_KEYS = ("messages", "traj", "conversation")
@@ -24,6 +27,37 @@ OTHER_FORMATS = (b'"responses_create_params"', b'"trajectory_format"', b'"schema
                  b'"output_text"')   # Responses-API objects
 
 
+# per messages key, a decoder that reads the record's messages in their common shape and skips every other field
+_TYPED = {key: msgspec.json.Decoder(msgspec.defstruct(f"ChatRecord_{key}", [(key, list[ChatMessage])]))
+          for key in MESSAGE_KEYS}
+
+
+def read_fast(raw: bytes) -> tuple[dict[str, Any], list[ChatMessage]] | None:
+    """A JSON line that is a record of messages in the common shape: its value (what `loads` gives, orjson
+    refusing what the door refuses) and its messages typed; None leaves the line to the exact path.
+
+    Its depth needs no count when the other fields are scalars: the messages' types nest six levels at most.
+    """
+    if not orjson_reads_exactly(raw):
+        return None
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if type(value) is not dict:
+        return None
+    key = next((k for k in MESSAGE_KEYS if type(value.get(k)) is list), None)
+    if key is None:
+        return None
+    if any(type(v) is dict or type(v) is list for k, v in value.items() if k != key) and too_deep(raw):
+        return None
+    try:
+        typed = _TYPED[key].decode(raw)
+    except (msgspec.DecodeError, UnicodeDecodeError):   # ValidationError is a DecodeError
+        return None
+    return value, getattr(typed, key)
+
+
 class OpenAIChatAdapter(Adapter):
     name = "openai-chat"
     summary = ("OpenAI chat-completions transcripts: a JSON list of messages, objects with `messages`/`traj` "
@@ -31,13 +65,15 @@ class OpenAIChatAdapter(Adapter):
     example = "eebench convert episodes.jsonl --from openai-chat --instance-field task_id --out runs.jsonl"
     suffixes = (".json", ".jsonl")
     never_carries = frozenset({"latency_ms", "timestamp"})
+    # JSON Lines records of the common shape are read by the fast path; None reads every record the exact way
+    fast_reader: FastReader | None = staticmethod(read_fast)
 
     def handles(self, path: Path, head: bytes) -> bool:
         return (path.suffix.lower() in self.suffixes and b'"role"' in head and b'"assistant"' in head
                 and not any(marker in head for marker in OTHER_FORMATS))
 
     def episodes(self, path: Path) -> Iterator[Episode | InputError]:
-        records = json_records(path)
+        records = json_records(path, fast=self.fast_reader)
         for item in records:
             if isinstance(item, InputError):
                 yield item
@@ -64,7 +100,9 @@ class OpenAIChatAdapter(Adapter):
         else:
             return bad_record(path, f"expected a list of chat messages or an object holding one, found "
                                     f"{json_type(value)}", line=item.line, record=item.index)
-        bad = next((i for i, m in enumerate(messages) if not isinstance(m, dict) or "role" not in m), None)
+        typed: list[ChatMessage] | None = item.typed   # every message has a role: its type says so
+        bad = None if typed is not None else next(
+            (i for i, m in enumerate(messages) if not isinstance(m, dict) or "role" not in m), None)
         if bad is not None:
             return bad_record(path, "expected a chat message with a `role`", line=item.line, record=item.index,
                               field=f"messages[{bad}]")
@@ -77,10 +115,11 @@ class OpenAIChatAdapter(Adapter):
             record_id = str(fields["id"])
         model = fields.get("model") or next((m.get("model") for m in messages if m.get("role") == "assistant"
                                              and isinstance(m.get("model"), str)), None)
+        steps = chat_steps(messages) if typed is None else typed_chat_steps(typed)
         meta = {k: v for k, v in fields.items()
                 if k not in MESSAGE_KEYS and (v is None or isinstance(v, (str, int, float, bool)))}
         return Episode(id=f"{path.stem}/{record_id}", record=record_id,
-                       line=item.line, steps=chat_steps(messages), task=task, fields=fields,
+                       line=item.line, steps=steps, task=task, fields=fields,
                        agent={"model": model if isinstance(model, str) else None}, meta=meta)
 
 

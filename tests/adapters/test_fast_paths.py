@@ -1,0 +1,185 @@
+"""The fast paths of `convert` against the exact ones they stand in for: the same verdicts, the same bytes."""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+from pathlib import Path
+
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from eebench.adapters.chat import chat_steps, typed_chat_steps
+from eebench.adapters.convert import ConvertOptions, KnownInstances, _items, to_trajectory
+from eebench.adapters.formats.openai_chat import OpenAIChatAdapter, read_fast
+from eebench.adapters.records import dumps_line
+from eebench.documents import MAX_DEPTH, DepthGauge, orjson_reads_exactly, too_deep
+from eebench.errors import InputError
+
+# text around the depth limit made of what the depth rule looks at: brackets, quotes, runs of backslashes
+_noise = st.text(alphabet='[]{}"\\\\a', max_size=40)
+
+
+@settings(max_examples=400)
+@given(st.integers(MAX_DEPTH - 3, MAX_DEPTH + 3), _noise, _noise, st.sampled_from("[{"), st.booleans())
+def test_too_deep_judges_as_the_depth_gauge_on_any_bytes(opened: int, before: str, inside: str, bracket: str,
+                                                         in_string: bool) -> None:
+    middle = f'"{inside}"' if in_string else inside
+    data = (before + bracket * opened + middle + "]" * opened).encode()
+    assert too_deep(data) == (not DepthGauge().feed(data))
+
+
+def test_too_deep_reads_escaped_quotes_and_brackets_in_strings() -> None:
+    deep = "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1)
+    assert too_deep(deep.encode())
+    assert not too_deep(f'["{deep}"]'.encode())                       # all inside a string
+    assert not too_deep(f'["\\"{deep}\\""]'.encode())                 # escaped quotes keep it inside
+    assert too_deep(f'["\\\\", {deep}]'.encode())                      # an escaped backslash ends the string
+    assert not too_deep(("[" * MAX_DEPTH + '"\\"[x"' + "]" * MAX_DEPTH).encode())
+
+
+# -- openai-chat: the fast path against the exact one ---------------------------------------------------------------
+
+_text = st.lists(st.sampled_from(list("ab up left :<>{}\"\\\n") + ["Action: down", "<action>Up</action>", "é",
+                                                                   "\u2028", "\x00", "😀"]), max_size=12).map("".join)
+_count = st.one_of(st.none(), st.integers(-3, 2**63 - 1))                       # what the fast path types
+_token = st.one_of(_count, st.floats(0, 1e3, allow_nan=False), st.booleans(), st.just(10**20))
+_call_id = st.one_of(st.sampled_from(["c0", "c1", "None"]), st.none())
+_arguments = st.one_of(st.sampled_from(['{"direction": "up"}', '{"direction": "left"}', "", "up", "{bad"]), _text)
+
+
+@st.composite
+def _messages(draw, common: bool) -> dict:
+    """A chat message; `common`: of the shape the fast path types, else of any shape."""
+    roles = ["assistant", "assistant", "user", "tool", "function", "system", "developer"]
+    role = draw(st.sampled_from(roles if common else [*roles, 7]))
+    message: dict = {"role": role}
+    if draw(st.integers(0, 4)):
+        contents = st.one_of(_text, st.none())
+        message["content"] = draw(contents if common else st.one_of(contents, st.integers(0, 3), st.lists(
+            st.fixed_dictionaries({"type": st.just("text"), "text": _text}), max_size=2)))
+    if role == "assistant" and draw(st.booleans()):
+        arguments = _arguments if common else st.one_of(_arguments, st.fixed_dictionaries(
+            {"direction": st.sampled_from(["up", "east", "x"])}))
+        calls = draw(st.lists(st.fixed_dictionaries(
+            {"function": st.fixed_dictionaries({"name": st.sampled_from(["move", "", "look"]),
+                                                "arguments": arguments})},
+            optional={"id": _call_id if common else st.one_of(_call_id, st.integers(0, 2)),
+                      "type": st.just("function")}), max_size=3))
+        message["tool_calls"] = draw(st.one_of(st.just(calls), st.just(None)) if common else st.just([1]))
+    if role in ("tool", "function") and draw(st.booleans()):
+        message["tool_call_id"] = draw(_call_id if common else st.integers(0, 2))
+    if role == "assistant" and draw(st.booleans()):
+        counts = {"prompt_tokens": _count, "completion_tokens": _count, "total_tokens": _count}
+        if not common:
+            counts = {"prompt_tokens": _token, "completion_tokens": _token, "input_tokens": _token}
+        message["usage"] = draw(st.one_of(st.none(), st.fixed_dictionaries({}, optional=counts)))
+    if draw(st.integers(0, 5)) == 0:
+        extra = ["model", "name", "refusal"] if common else ["reasoning_content", "reasoning", "extra"]
+        message[draw(st.sampled_from(extra))] = draw(_text)
+    return message
+
+
+@st.composite
+def _chat_lines(draw) -> bytes:
+    """JSON Lines of chat records, most of the shape the fast path types, some damaged (cut, bytes changed, limits
+    of the door crossed)."""
+    lines = []
+    for _ in range(draw(st.integers(1, 3))):
+        common = draw(st.integers(0, 3)) > 0
+        key = draw(st.sampled_from(["messages", "messages", "traj", "conversation", "turns"]))
+        record: dict = {key: [draw(_messages(common or draw(st.booleans())))
+                              for _ in range(draw(st.integers(0, 8)))]}
+        for field in draw(st.lists(st.sampled_from(["task_id", "model", "id", "trial", "reward", "info"]), max_size=3)):
+            record[field] = draw(st.one_of(_text, st.integers(-5, 10**25), st.floats(allow_nan=False), st.none(),
+                                           st.booleans(), st.just({"task": {"id": "t"}}), st.just([1, [2]])))
+        line = json.dumps(record, ensure_ascii=draw(st.booleans()))
+        damage = draw(st.sampled_from(["none"] * 8 + ["cut", "flip", "nan", "surrogate", "deep", "bad utf-8"]))
+        if damage == "cut":
+            line = line[:draw(st.integers(0, len(line)))]
+        elif damage == "flip":
+            at = draw(st.integers(0, len(line) - 1))
+            line = line[:at] + draw(st.sampled_from(list('{}[]",:\\ 0a'))) + line[at + 1:]
+        elif damage == "nan":
+            line = line.replace('"role"', '"x": NaN, "role"', 1)
+        elif damage == "surrogate":
+            line = line.replace('"role"', '"x": "\\ud800", "role"', 1)
+        elif damage == "deep":
+            depth = draw(st.integers(MAX_DEPTH - 8, MAX_DEPTH + 2))
+            line = line.replace('"role"', '"x": ' + "[" * depth + "]" * depth + ', "role"', 1)
+        data = line.encode()
+        if damage == "bad utf-8":
+            data = data.replace(b'"role"', b'"\xff": 1, "role"', 1)
+        lines.append(data)
+    return b"\n".join(lines) + b"\n"
+
+
+def _converted(adapter: OpenAIChatAdapter, path: Path) -> list[bytes | str]:
+    """What convert makes of each record: the trajectory's bytes, or the one-line error."""
+    options = ConvertOptions(instance_field="task_id", known=KnownInstances())
+    readers = options.readers()
+    made: list[bytes | str] = []
+    for item in _items(path, adapter):
+        try:
+            if isinstance(item, InputError):
+                raise item
+            made.append(dumps_line(to_trajectory(item, adapter, path, options, readers)))
+        except InputError as exc:
+            made.append(str(exc))
+    return made
+
+
+@settings(max_examples=300, deadline=None)
+@given(_chat_lines())
+def test_the_fast_and_the_exact_path_convert_chat_logs_alike(data: bytes) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "chat.jsonl"
+        path.write_bytes(data)
+        exact = OpenAIChatAdapter()
+        exact.fast_reader = None
+        assert _converted(OpenAIChatAdapter(), path) == _converted(exact, path)
+
+
+def test_the_fast_path_takes_the_common_shape_and_leaves_the_rest() -> None:
+    plain = {"task_id": "t", "messages": [
+        {"role": "user", "content": "start"},
+        {"role": "assistant", "content": "go", "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+         "tool_calls": [{"id": "c0", "type": "function", "function": {"name": "move", "arguments": "{\"d\": 1}"}}]},
+        {"role": "tool", "tool_call_id": "c0", "content": "moved"}]}
+    read = read_fast(json.dumps(plain).encode())
+    assert read is not None and read[0] == plain
+    [step] = typed_chat_steps(read[1])
+    assert (step.call, step.reasoning, step.tokens_in, step.observation) == (("move", '{"d": 1}'), "go", 3, "moved")
+    for other in ({"reasoning_content": "hm"}, {"content": [{"type": "text", "text": "x"}]},
+                  {"usage": {"prompt_tokens": 1.0}}, {"tool_calls": [{"function": {"name": "f", "arguments": {}}}]}):
+        shaped = {"task_id": "t", "messages": [{"role": "assistant", "content": "x", **other}]}
+        assert read_fast(json.dumps(shaped).encode()) is None, other
+    # a tool message without tool_call_id answers a call whose id is the text "None", as chat_turns has it
+    odd = {"messages": [{"role": "assistant", "tool_calls": [
+        {"id": "None", "function": {"name": "move", "arguments": "up"}},
+        {"id": "c1", "function": {"name": "move", "arguments": "down"}}]}, {"role": "tool", "content": "seen"}]}
+    read = read_fast(json.dumps(odd).encode())
+    assert read is not None
+    assert [s.observation for s in typed_chat_steps(read[1])] == [s.observation for s in chat_steps(odd["messages"])]
+    assert [s.observation for s in typed_chat_steps(read[1])] == ["seen", None]
+    assert read_fast(b'{"messages": [], "big": 12345678901234567890}') is None   # orjson would lose digits
+    assert read_fast(b'{"messages": [], "x": "\\ud800"}') is None                # the door refuses it
+
+
+@settings(max_examples=300)
+@given(st.integers(-10**30, 10**30), st.text(alphabet="0123456789", min_size=1, max_size=40),
+       st.sampled_from(["", "e5", "E-7", "e+300", "e-320"]), st.sampled_from(['"x"', '"1234567890123456789"']))
+def test_orjson_reads_numbers_exactly_where_the_door_lets_it(whole: int, fraction: str, exponent: str,
+                                                             string: str) -> None:
+    data = f"[{whole}.{fraction}{exponent}, {whole}, {string}]".encode()
+    # integers of 19 digits or more (strings too, to be safe) go to the standard library; long fractions need not
+    assert orjson_reads_exactly(data) == (len(str(abs(whole))) < 19 and string == '"x"')
+    if orjson_reads_exactly(data):
+        try:
+            fast = orjson.loads(data)
+        except orjson.JSONDecodeError:   # beyond a 64-bit float: refused, as the door refuses it
+            assert math.isinf(json.loads(data)[0])
+        else:
+            assert fast == json.loads(data)
