@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -19,7 +20,12 @@ def _python_blocks(section: str) -> list[str]:
 
 def test_from_python_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     blocks = _python_blocks("From Python")
-    assert blocks, "the section has a python example"
-    exec(compile(blocks[0], "README.md (From Python)", "exec"), {})
-    out = capsys.readouterr().out
-    assert "Admissible moves" in out and "errors in 6 steps" in out
+    assert len(blocks) == 2, "the section has the example and the RewardWrapper"
+    namespace: dict = {}
+    for i, block in enumerate(blocks):  # one namespace, as cells of one notebook
+        exec(compile(block, f"README.md (From Python, block {i + 1})", "exec"), namespace)
+    out = capsys.readouterr().out.splitlines()
+    assert "Admissible moves: up, down, left, right." in out and "0 errors in 6 steps" in out
+    rewards = ast.literal_eval(out[-1])  # the wrapper's rewards, printed last
+    scorer = namespace["eebench"].Scorer(namespace["instance"])
+    assert rewards == [r.progress - r.error for r in scorer.play(["left", "left", "right", "up"])]
