@@ -129,7 +129,6 @@ def _grid_dag() -> WorldKind:
 def _rooms() -> WorldKind:
     import operator
 
-
     from eebench.generator import rooms as generator
     from eebench.world import rooms
 
