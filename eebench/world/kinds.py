@@ -129,8 +129,6 @@ def _grid_dag() -> WorldKind:
 def _rooms() -> WorldKind:
     import operator
 
-    import numpy as np
-
     from eebench.generator import rooms as generator
     from eebench.world import rooms
 
@@ -141,16 +139,11 @@ def _rooms() -> WorldKind:
         return agents.make_agent(name, instance, seed)
 
     def best_return(instance: rooms.RoomsInstance) -> int:
-        """R_max of a rooms instance: the exact orienteering optimum over its balls on the full map (one episode)."""
-        from eebench.evaluator.orienteering import OrienteeringProblem, Status, solve
+        """R_max of a rooms instance, as the gaps family defines and solves it (one place for the problem)."""
+        from eebench.evaluator.gaps import GapsTables
+        from eebench.evaluator.orienteering import Status
 
-        index = {room: i for i, room in enumerate(instance.rooms)}
-        rooms_at = [index[instance.start], *(index[ball.room] for ball in instance.balls)]
-        dist = rooms.door_distances(instance).astype(np.float64)
-        dist[dist == rooms.UNREACHABLE] = np.inf
-        problem = OrienteeringProblem(dist[np.ix_(rooms_at, rooms_at)], (0, *(b.reward for b in instance.balls)),
-                                      instance.door_budget, max_visits=instance.ball_limit)
-        solution = solve(problem)
+        solution = GapsTables(instance).max_solution
         if solution.status is not Status.OPTIMAL:  # a bundle's statistics are measurements, never bounds
             raise InputError(f"{instance.id}: the best return was not proven within the solver's time limit")
         return int(solution.value)
