@@ -346,6 +346,10 @@ def prompt(instance: str, bench: Path | None, step: int, trajectory: Path | None
             loaded = InstanceLibrary(opened.root, label=opened.label).get(instance)
         else:
             loaded = load_instance(instance)
+    if loaded.kind.env != "grid_dag":  # the templates are Park et al.'s; no other world has a published prompt
+        raise InputError.at(loaded.file, f"prompt templates exist for grid_dag instances (Park et al., Appendix "
+                                         f"C.3), not for {loaded.kind.env}; `eebench play --observations` records "
+                                         "the text a world shows", field="env")
     actions = _trajectory_actions(trajectory, loaded.instance.id, trajectory_id) if trajectory else []
     shown = shown_at(loaded.instance, actions, step, variant=variant, memory=memory)
     if fmt == "json":
@@ -656,13 +660,15 @@ def plot(kind: str, db: Path, out: Path, where: str | None, trajectory: str | No
               "instance: the group 'instance', or all groups joined by '/', e.g. "
               "'__(park2026-main)__(.+)__(seed-\\d+)$'; "
               "groups named model, name, prompt or harness set those labels.")
-@click.option("--env", type=click.Choice(["grid_dag", "logged"]),
-              help="grid_dag: eebench's grid world, graded by replay. logged: another environment, kept as text. "
+@click.option("--env", type=click.Choice(["grid_dag", "rooms", "logged"]),
+              help="grid_dag or rooms: a world of eebench's, graded by replay (actions read in its words). logged: "
+                   "another environment, kept as text. "
                    "Default: graded when the instance is named or known (in --bench, else a shipped suite), "
                    "else logged.")
 @click.option("--actions", "vocabulary", type=click.Choice(["grid", "rooms", "text"]),
               help="How actions read: grid moves (North, 'move up', UP -> up), room-world objects ('<red ball>'), "
-                   "or text as written. Default: grid for graded trajectories, text for logged.")
+                   "or text as written. Default: the words of the instance's world kind (grid when unknown), text for "
+                   "logged.")
 @click.option("--action-regex", metavar="REGEX",
               help="For unusual harnesses: tried before the built-in rules, the action is this pattern's group "
                    "'action' (or group 1) in the model's text, last match wins, e.g. 'MOVE=(\\w+)'.")

@@ -319,9 +319,13 @@ def test_rooms_through_the_cli_generate_show_validate_grade(cli: Any, tmp_path: 
      "doors[0].between: joins room 'A' to itself; a door joins two distinct rooms"),
     ({"doors": [{"name": "red", "between": ["A", "B"]}]},
      "rooms[2]: room 'C' cannot be reached from the start 'A' through the doors"),
+    # a self-door that is a room's only door: the door is the problem named, not the room it leaves unreachable
+    ({"doors": [{"name": "red", "between": ["A", "B"]}, {"name": "blue", "between": ["C", "C"]}]},
+     "doors[1].between: joins room 'C' to itself; a door joins two distinct rooms"),
     ({"balls": [{"name": "khaki", "room": "D", "reward": 7}]},
      "balls[0].room: names unknown room 'D'"),
     ({"env": "room"}, "env: expected one of grid_dag or rooms, found 'room' (did you mean 'rooms'?)"),
+    ({"episodes": 40_000}, "episodes: expected a number <= 32767, found 40000"),  # an episode index is a SMALLINT
 ])
 def test_bad_rooms_instances_are_one_clear_line(cli: Any, tmp_path: Path, changes: dict[str, Any], line: str) -> None:
     file = write_json(tmp_path / "row.json", rooms_doc(**changes))
@@ -389,3 +393,25 @@ def test_show_and_play_take_spec_files_as_generate_does(cli: Any, tmp_path: Path
     assert_errors(cli("show", runs, code=None),
                   f"{runs}: eebench: expected an instance, suite or generator document (or a folder or bundle of "
                   "instances), found trajectory/1")
+
+
+def test_convert_reads_actions_in_the_words_of_the_instances_kind(cli: Any, tmp_path: Path) -> None:
+    bench = tmp_path / "bench"
+    cli("generate", "grams2025-rooms", "--out", bench)
+    log = tmp_path / "a.txt"
+    log.write_text("<copper ball>\n>slate_gray ball\ngo up\n", "utf-8")
+    for extra in ([], ["--bench", bench]):  # known from the shipped suites, or from the bench
+        out = tmp_path / "c.jsonl"
+        cli("convert", log, "--from", "actions", "--instance", "grams2025-rooms/4x4/seed-0", "--out", out, *extra)
+        steps = json.loads(out.read_text("utf-8"))["steps"]
+        assert [step["action"] for step in steps] == ["copper ball", "slate_gray ball", None]
+    assert_errors(cli("convert", log, "--from", "actions", "--env", "rooms", "--actions", "grid", "--out",
+                      tmp_path / "x.jsonl", code=None),
+                  "--actions grid does not fit --env rooms, whose actions are --actions rooms")
+
+
+def test_prompt_of_a_rooms_instance_is_refused_in_one_line(cli: Any, tmp_path: Path) -> None:
+    file = write_json(tmp_path / "row.json", rooms_doc())
+    assert_errors(cli("prompt", file, code=None),
+                  f"{file}: env: prompt templates exist for grid_dag instances (Park et al., Appendix C.3), not for "
+                  "rooms; `eebench play --observations` records the text a world shows")

@@ -37,7 +37,7 @@ from eebench.trajectories import AGENT_LABELS
 if TYPE_CHECKING:
     from eebench.evaluator.grade import Bench
 
-ENVS = ("grid_dag", "logged")
+ENVS = ("grid_dag", "rooms", "logged")
 LOGGED = "logged"
 STDIN = "-"                      # the input (and output) name of the standard streams
 SHOWN_LOCATIONS = 5              # unreadable actions listed by place in the summary, the rest counted
@@ -63,14 +63,34 @@ class KnownInstances:
         return self.bench.where if self.bench is not None else "the shipped suites"
 
     @functools.cached_property
-    def _shipped(self) -> frozenset[str]:
-        from eebench.suites import load_suite, shipped_suites
-        return frozenset(i for path in shipped_suites().values() for i in load_suite(path).instance_ids())
+    def _shipped(self) -> dict[str, str]:
+        """The shipped suites' instance ids and their world kinds (from the presets, not by generating)."""
+        from eebench.documents import load_document
+        from eebench.suites import PresetMember, Suite, load_suite, shipped_suites
+        from eebench.world.kinds import kind_of
+
+        envs: dict[str, str] = {}
+        for path in shipped_suites().values():
+            suite = load_suite(path)
+            for member in suite.members:
+                one = Suite(suite.name, (member,), suite.presets)
+                env = (kind_of(suite.presets[member.presets[0]]).env if isinstance(member, PresetMember)
+                       else load_document(member.path).get("env", "grid_dag"))
+                envs.update(dict.fromkeys(one.instance_ids(), env))
+        return envs
 
     def knows(self, instance_id: str) -> bool:
         if self._library is None:
             return instance_id in self._shipped
         return self._library.path_for(instance_id) is not None
+
+    def env(self, instance_id: str) -> str | None:
+        """The world kind of a known instance (its actions read in that world's vocabulary); None if unknown."""
+        if self._library is None:
+            return self._shipped.get(instance_id)
+        if self._library.path_for(instance_id) is None:
+            return None
+        return self._library.get(instance_id).kind.env
 
     def sha256(self, instance_id: str) -> str | None:
         """The sha256 of a bench's instance (the manifest's for a bundle); None without a bench."""
@@ -114,14 +134,17 @@ class ConvertOptions:
                              "by '/' such as '__(park2026-main)__(.+)__(seed-\\d+)$'")
         return pattern
 
-    def readers(self) -> tuple[ActionReader, ActionReader]:
-        """The action readers for graded and for logged trajectories; InputError for options that do not fit."""
+    def readers(self) -> dict[str, ActionReader]:
+        """The action reader of each vocabulary (all --actions when given); InputError for options that do not
+        fit."""
         if self.env is not None and self.env not in ENVS:
             raise InputError(f"--env: expected {one_of(ENVS)}, found {self.env!r}")
         if self.vocabulary is not None and self.vocabulary not in VOCABULARIES:
             raise InputError(f"--actions: expected {one_of(VOCABULARIES)}, found {self.vocabulary!r}")
-        if self.env == "grid_dag" and self.vocabulary not in (None, "grid"):
-            raise InputError(f"--actions {self.vocabulary} does not fit --env grid_dag, whose actions are grid moves")
+        fits = _VOCABULARY_OF.get(self.env or "", self.vocabulary)
+        if self.env not in (None, LOGGED) and self.vocabulary not in (None, fits):
+            raise InputError(f"--actions {self.vocabulary} does not fit --env {self.env}, whose actions are "
+                             f"--actions {fits}")
         named = [n for n, v in (("--instance", self.instance), ("--instance-field", self.instance_field),
                                 ("--instance-from-name", self.instance_from_name)) if v]
         if len(named) > 1:
@@ -134,7 +157,7 @@ class ConvertOptions:
                 pattern = re.compile(self.action_regex, re.S)
             except re.error as exc:
                 raise InputError(f"--action-regex: not a regular expression: {exc}") from None
-        return (ActionReader(self.vocabulary or "grid", pattern), ActionReader(self.vocabulary or "text", pattern))
+        return {vocabulary: ActionReader(self.vocabulary or vocabulary, pattern) for vocabulary in VOCABULARIES}
 
 
 @dataclass
@@ -393,12 +416,16 @@ def from_name(pattern: re.Pattern[str], name: str) -> dict[str, str] | None:
 
 class Placed(NamedTuple):
     """Where a trajectory was played: its instance, its env when it has to say (logged), the sha256 a bench
-    promises, and labels read from the file's name."""
+    promises, labels read from the file's name, and the world kind whose vocabulary its actions read in."""
 
     instance: str
     env: str | None
     sha256: str | None
     labels: dict[str, str]
+    kind: str | None = None
+
+
+_VOCABULARY_OF = {LOGGED: "text", "grid_dag": "grid", "rooms": "rooms"}  # a world kind's action words
 
 
 def place(episode: Episode, path: Path, name: str, options: ConvertOptions) -> Placed:
@@ -435,23 +462,23 @@ def place(episode: Episode, path: Path, name: str, options: ConvertOptions) -> P
     if env == LOGGED:
         if not instance:
             raise bad_record(name, "no instance: the log names no task; give --instance ID", **where)
-        return Placed(instance, LOGGED, None, labels)
+        return Placed(instance, LOGGED, None, labels, LOGGED)
     if known.bench is None:
-        return Placed(instance, env, None, labels)
+        return Placed(instance, env, None, labels, env or known.env(instance))
     if not known.knows(instance):
         raise bad_record(name, f"instance {instance!r} is not in {known.where}{known.close_to(instance)}; name it "
                                "with --instance ID, --instance-field PATH or --instance-from-name REGEX", **where)
-    return Placed(instance, env, known.sha256(instance), labels)
+    return Placed(instance, env, known.sha256(instance), labels, known.env(instance))
 
 
 def to_trajectory(episode: Episode, adapter: Adapter, path: Path, options: ConvertOptions,
-                  readers: tuple[ActionReader, ActionReader], name: str | None = None) -> dict[str, Any]:
+                  readers: dict[str, ActionReader], name: str | None = None) -> dict[str, Any]:
     """The canonical trajectory/1 document of one episode."""
     name = name or str(path)
     if episode.document is not None:
         return _relabel(episode.document, episode, path, name, options)
     placed = place(episode, path, name, options)
-    reader = readers[placed.env == LOGGED]
+    reader = readers[_VOCABULARY_OF.get(placed.kind, "grid")]
     steps = []
     unreadable = 0
     from_call, from_text = reader.from_call, reader.from_text

@@ -151,7 +151,7 @@ EPISODE_COLUMNS = (
     Column("exploit_return", "DOUBLE NOT NULL",
            "R_exploit(i): the best return of one episode using the knowledge K(i) after it."),
     Column("max_return", "DOUBLE NOT NULL", "R_max: the best return of one episode on the full instance."),
-    Column("total_gap", "DOUBLE", "(R_max - R_agent(i)) / R_max; NULL when R_max = 0."),
+    Column("total_gap", "DOUBLE", "(R_max - R_agent(i)) / R_max, stored as explore_gap + exploit_gap so that the identity holds exactly (it may differ from the quotient in the last bit of a double); NULL when R_max = 0."),
     Column("explore_gap", "DOUBLE", "(R_max - R_exploit(i)) / R_max; NULL when R_max = 0."),
     Column("exploit_gap", "DOUBLE", "(R_exploit(i) - R_agent(i)) / R_max; NULL when R_max = 0. "
                                     "total_gap = explore_gap + exploit_gap."),

@@ -171,7 +171,8 @@ def semantic_problems(doc: dict[str, Any]) -> list[tuple[str, str]]:
         if missing:
             more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
             problems.append(("layout", f"has no position for room {missing[0]!r}{more}; give every room one"))
-    if doc["start"] in rooms:
+    door_problems = any(where.startswith("doors[") for where, _ in problems)
+    if doc["start"] in rooms and not door_problems:  # a broken door is the problem to fix, not what it cuts off
         reached = nx.node_connected_component(graph, doc["start"])
         cut_off = [r for r in rooms if r not in reached]
         if cut_off:
