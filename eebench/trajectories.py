@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import sys
 from collections.abc import Iterator
 from operator import itemgetter
@@ -27,6 +28,7 @@ from eebench.documents import (
 from eebench.errors import InputError, Problem
 
 KIND = "trajectory/1"
+EMPTY_EXPECTED = "trajectory/1 records (`eebench convert` makes them from agents' logs)"
 AGENT_LABELS = ("name", "model", "prompt", "harness")
 _STEP_TYPES = frozenset({dict})
 _ACTION_TYPES = frozenset({str, type(None)})
@@ -162,3 +164,26 @@ def check_trajectory(record: Record) -> dict[str, Any]:
 def iter_trajectories(path: Path | str) -> Iterator[tuple[Record, dict[str, Any]]]:
     for record in read_records(path):
         yield record, check_trajectory(record)
+
+
+USAGE_FIELDS = ("tokens_in", "tokens_out", "latency_ms")
+_BIGINT_LIMIT = 1 << 63
+
+
+def usage_totals(steps: list[dict[str, Any]], file: str, line: int | None) -> dict[str, int | float | None]:
+    """Totals of the steps' token and latency fields; None where no step carries the field (not zero)."""
+    totals: dict[str, int | float | None] = dict.fromkeys(USAGE_FIELDS)
+    if {1}.issuperset(map(len, steps)):  # only actions, the common case: checked in one C-level pass
+        return totals
+    for step in steps:
+        if len(step) == 1:  # just the action: the common case, skipped fast
+            continue
+        for key in USAGE_FIELDS:
+            value = step.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                totals[key] = (totals[key] or 0) + value
+    for key, total in totals.items():  # the sums go to BIGINT and DOUBLE columns: refused here, not at insert
+        if total is not None and not (-_BIGINT_LIMIT <= total < _BIGINT_LIMIT and math.isfinite(total)):
+            raise InputError(Problem(file, line, f"steps[].{key}", f"the steps' {key} sum to more than the results "
+                                     "table holds (token counts below 2^63, a finite latency)"))
+    return totals

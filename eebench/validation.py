@@ -8,7 +8,7 @@ from eebench.documents import document_kind, load_document, parse_text, read_tex
 from eebench.errors import InputError, Problem
 from eebench.instances import check_instance_document
 from eebench.suites import load_presets, load_suite
-from eebench.trajectories import check_trajectory, read_records
+from eebench.trajectories import EMPTY_EXPECTED, check_trajectory, read_records, usage_totals
 from eebench.world.kinds import kind_of
 
 
@@ -86,6 +86,13 @@ def _validate_trajectories(path: Path, seen: dict[str, str]) -> str:
         count += 1
         problems.extend(_repeated(record.value["id"], record.file, record.line,
                                   f"[{record.index}]" if record.in_list else None, seen))
+        if not full:
+            try:  # the sums the results table must hold: grade's own check
+                usage_totals(record.value["steps"], record.file, record.line)
+            except InputError as exc:
+                problems.extend(p for p in exc.problems if isinstance(p, Problem))
     if problems:
         raise InputError(problems)
+    if not count:  # one rule with grade and convert: an input that holds nothing is a mistake
+        raise InputError.at(str(path), f"is empty; expected {EMPTY_EXPECTED}")
     return f"{count} trajectory/1 records"

@@ -54,3 +54,34 @@ def test_a_single_trajectory_document_counts_too(cli, tmp_path: Path) -> None:
     many = write_jsonl(tmp_path / "many.jsonl", [trajectory("a")])
     assert cli("validate", one, many, code=2).stderr == (
         f"error: {many}:1: id: trajectory id 'a' was already read at {one}; ids must be unique\n")
+
+
+def test_an_empty_input_is_refused_by_validate_grade_and_convert_alike(cli, tmp_path: Path) -> None:
+    # one rule: a file (or a run) that holds nothing is a mistake, never a success with nothing in it
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    says = "is empty; expected trajectory/1 records (`eebench convert` makes them from agents' logs)"
+    assert cli("validate", empty, code=2).stderr == f"error: {empty}: {says}\n"
+    listed = write_json(tmp_path / "none.json", [])
+    assert cli("validate", listed, code=2).stderr == f"error: {listed}: {says}\n"
+    # every record skipped: grade and convert refuse the run and write nothing
+    bad = write_jsonl(tmp_path / "bad.jsonl", [trajectory("a", 5)])
+    result = cli("convert", bad, "--from", "eebench", "--skip-invalid", "--out", tmp_path / "c.jsonl", code=2)
+    assert result.stderr.splitlines()[-1] == ("error: nothing was converted: every episode was skipped (listed "
+                                              "above); nothing was written")
+    unknown = write_jsonl(tmp_path / "unknown.jsonl", [{**trajectory("b"), "instance": "nope/x"}])
+    bench = tmp_path / "bench"
+    cli("generate", "park2026-main", "--out", bench)
+    result = cli("grade", unknown, "--bench", bench, "--db", tmp_path / "r.duckdb", "--skip-invalid", code=2)
+    assert result.stderr.splitlines()[-1] == ("error: nothing was graded: every trajectory was skipped (listed "
+                                              "above); nothing was written")
+    assert not (tmp_path / "c.jsonl").exists() and not (tmp_path / "r.duckdb").exists()
+
+
+def test_validate_refuses_token_sums_the_results_cannot_hold(cli, tmp_path: Path) -> None:
+    # each step's count is schema-valid (< 2^53), their sum is not a BIGINT: validate says so, as grade would
+    file = write_jsonl(tmp_path / "tok.jsonl", [{**trajectory("a"), "steps": [{"action": "up",
+                                                                              "tokens_in": 2 ** 53 - 1}] * 1100}])
+    assert cli("validate", file, code=2).stderr == (
+        f"error: {file}:1: steps[].tokens_in: the steps' tokens_in sum to more than the results table holds (token "
+        "counts below 2^63, a finite latency)\n")

@@ -206,6 +206,9 @@ def convert_files(inputs: Sequence[Path], fmt: str, out: Path, options: ConvertO
                     _count(report, trajectory, item, name)
                 if progress:
                     progress(path.stat().st_size)
+            if not report.trajectories:  # one rule with grade: a run that converted nothing is a mistake
+                raise InputError([*report.skipped, "nothing was converted: every episode was skipped (listed "
+                                                   "above); nothing was written"])
     return report
 
 

@@ -8,7 +8,6 @@ metric family of its trajectories' world kind and the results are written in ord
 from __future__ import annotations
 
 import datetime as dt
-import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
@@ -23,9 +22,9 @@ from eebench.errors import InputError, Problem, quote
 from eebench.evaluator.families import MetricFamily, Trajectory, families_for, metric_version
 from eebench.evaluator.store import TRAJECTORY_COLUMNS, Batch, Replaced, ResultStore
 from eebench.instances import InstanceLibrary, LoadedInstance, check_trajectory_env
-from eebench.trajectories import AGENT_LABELS, Record, check_trajectory, parse_record, read_raw_records
+from eebench.trajectories import (AGENT_LABELS, EMPTY_EXPECTED, Record, check_trajectory, parse_record,
+                                  read_raw_records, usage_totals)
 
-EMPTY_EXPECTED = "trajectory/1 records (`eebench convert` makes them from agents' logs)"
 CHUNK_RECORDS = 4096     # at most this many records graded together ...
 CHUNK_BYTES = 1 << 20    # ... or of this much JSON (about 50k steps), so memory follows steps, not records
 FLUSH_STEPS = 50_000     # steps gathered before a write to DuckDB
@@ -167,7 +166,7 @@ class Grader:
             **{("agent_name" if k == "name" else k): agent.get(k) for k in AGENT_LABELS},
             "metric_version": metric_version(families), "graded_at": self.graded_at,
             "preset": meta.get("preset") if isinstance(meta.get("preset"), str) else None,
-            **_usage(steps, file, line),
+            **usage_totals(steps, file, line),
             "source_file": file, "source_line": line,
             "bench_name": self.bench.name, "bench_version": self.bench.version,
             "bench_digest": self.bench.digest, "eebench_version": __version__,
@@ -176,29 +175,6 @@ class Grader:
 
 
 _EMPTY_ROW = dict.fromkeys(c.name for c in TRAJECTORY_COLUMNS)  # a column no family fills is NULL
-
-
-USAGE_FIELDS = ("tokens_in", "tokens_out", "latency_ms")
-_BIGINT_LIMIT = 1 << 63
-
-
-def _usage(steps: list[dict[str, Any]], file: str, line: int | None) -> dict[str, int | float | None]:
-    """Totals of the steps' token and latency fields; None where no step carries the field (not zero)."""
-    totals: dict[str, int | float | None] = dict.fromkeys(USAGE_FIELDS)
-    if {1}.issuperset(map(len, steps)):  # only actions, the common case: checked in one C-level pass
-        return totals
-    for step in steps:
-        if len(step) == 1:  # just the action: the common case, skipped fast
-            continue
-        for key in USAGE_FIELDS:
-            value = step.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                totals[key] = (totals[key] or 0) + value
-    for key, total in totals.items():  # the sums go to BIGINT and DOUBLE columns: refused here, not at insert
-        if total is not None and not (-_BIGINT_LIMIT <= total < _BIGINT_LIMIT and math.isfinite(total)):
-            raise InputError(Problem(file, line, f"steps[].{key}", f"the steps' {key} sum to more than the results "
-                                     "table holds (token counts below 2^63, a finite latency)"))
-    return totals
 
 
 def _chunks(files: Sequence[Path]) -> Iterator[list[Record]]:
@@ -271,6 +247,9 @@ def grade_files(files: Sequence[Path], bench: Bench, db: Path, *, skip_invalid: 
         store.write(pending)
         _check_unique(store, report, skip_invalid)
         report.trajectories, report.steps = store.staged_trajectories(), store.staged_steps()
+        if not report.trajectories:  # one rule with convert: a run that graded nothing is a mistake, not a success
+            raise InputError([*report.skipped, "nothing was graded: every trajectory was skipped (listed above); "
+                                               "nothing was written"])
         report.replaced = store.commit()
     except BaseException:
         store.abort()

@@ -8,7 +8,10 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from eebench.adapters import detect
+from eebench.errors import InputError
 from tests.adapters.conftest import assert_refused, convert, files_claimed
 from tests.conftest import write_json
 
@@ -118,7 +121,9 @@ def test_bad_samples_in_an_archive_are_located_and_skippable(agent_logs: Path, t
     broken = rewrite_eval(agent_logs / DEDUP, tmp_path / "broken.eval", {SAMPLE: b'{"id": "0", "messages": 7}'})
     assert_refused(broken, tmp_path / "out.jsonl",
                    r": record samples/0_epoch_1\.json: messages: expected a list of messages, found an integer")
-    assert convert(broken, tmp_path / "out.jsonl", skip_invalid=True) == []
+    with pytest.raises(InputError, match="nothing was converted: every episode was skipped"):  # nothing left
+        convert(broken, tmp_path / "out.jsonl", skip_invalid=True)
+    assert not (tmp_path / "out.jsonl").exists()
 
 
 def test_a_json_log_of_the_wrong_shape(tmp_path: Path) -> None:
