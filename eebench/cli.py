@@ -165,7 +165,7 @@ def validate(files: tuple[Path, ...]) -> None:
     """Check eebench documents: schema, version and meaning.
 
     Each FILE's kind comes from its `eebench` field (instance, trajectory, generator, suite, index, manifest,
-    registry); a .jsonl file is checked line by line. Every problem is printed, one line each; exit code 2 if any.
+    registry, checkpoints); a .jsonl file is checked line by line. Every problem is printed, one line each; exit code 2 if any.
     """
     from eebench.validation import validate_file
 
@@ -259,17 +259,22 @@ def play(target: str, agent: str, seeds: str | None, seed: int | None, instance_
 
 @main.command()
 @click.argument("files", metavar="TRAJ_FILE...", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--bench", required=True, type=click.Path(exists=True, path_type=Path),
+@click.option("--bench", type=click.Path(exists=True, path_type=Path),
               help="Folder of instance files (searched recursively), as written by `eebench generate`; or a "
-                   "bundle (folder, .tar.gz or .zip) from `eebench publish`, verified first and recorded in every row.")
+                   "bundle (folder, .tar.gz or .zip) from `eebench publish`, verified first and recorded in every row. "
+                   "Not needed when every trajectory is `env: logged`.")
+@click.option("--checkpoints", "checkpoint_files", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="A checkpoints/1 file for coverage (ECC); repeat for several. A trajectory takes every set of "
+                   "these files that matches its instance, or else the shipped sets that match.")
 @click.option("--db", default="eebench.duckdb", show_default=True, type=click.Path(dir_okay=False, path_type=Path),
               help="DuckDB file to write results into (created if missing).")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1),
               help="Grade in this many processes.")
 @click.option("--skip-invalid", is_flag=True,
               help="Grade the valid trajectories and list the invalid ones with the reason, instead of stopping.")
-def grade(files: tuple[Path, ...], bench: Path, db: Path, workers: int, skip_invalid: bool) -> None:
-    """Replay trajectories in their instances and store Park et al.'s per-step errors in DuckDB.
+def grade(files: tuple[Path, ...], bench: Path | None, checkpoint_files: tuple[Path, ...], db: Path, workers: int,
+          skip_invalid: bool) -> None:
+    """Replay trajectories in their instances and store every metric family's results in DuckDB.
 
     Each trajectory names its instance by id; the actions are replayed in the world's rules (positions a log
     claims are never trusted). Grading a trajectory id again replaces its rows. One call is one transaction:
@@ -278,13 +283,21 @@ def grade(files: tuple[Path, ...], bench: Path, db: Path, workers: int, skip_inv
     \b
       eebench query "SELECT * FROM agent_summary"
     """
+    import contextlib
+
     from eebench.bundles import open_bench
+    from eebench.checkpoints import library
     from eebench.evaluator import grade_files
 
+    checkpoints = library(checkpoint_files)  # checked before any grading
     total = sum(f.stat().st_size for f in files if f.is_file())
-    with open_bench(bench) as opened, _progress(total, "grading") as update:
-        report = grade_files(list(files), opened, db, workers=workers, skip_invalid=skip_invalid, progress=update)
+    with (open_bench(bench) if bench is not None else contextlib.nullcontext()) as opened, \
+            _progress(total, "grading") as update:
+        report = grade_files(list(files), opened, db, workers=workers, skip_invalid=skip_invalid, progress=update,
+                             checkpoints=checkpoints)
     _echo_problems("skipped", report.skipped)
+    for note in report.coverage_notes:
+        click.echo(f"coverage: {note}")
     rate = report.steps / report.seconds if report.seconds else 0.0
     click.echo(f"graded {report.trajectories} trajectories ({report.steps} steps) into {db} "
                f"in {report.seconds:.2f} s ({rate:,.0f} steps/s)"

@@ -32,6 +32,7 @@ class FamilyColumns(NamedTuple):
     trajectories: Mapping[str, Sequence[Any] | np.ndarray]
     steps: Mapping[str, np.ndarray] | None = None
     episodes: Mapping[str, np.ndarray] | None = None
+    checkpoints: Mapping[str, np.ndarray] | None = None
 
 
 class MetricFamily(Protocol):
@@ -54,6 +55,10 @@ class MetricFamily(Protocol):
         """Columns of many replays at once."""
         ...
 
+    # Optional: `configure(checkpoints)` returns the family as a grading run uses it (coverage: the run's
+    # checkpoint sets); `adds_to_others = True` says it grades alongside the world's own family and records its
+    # version in a column of its own, so a row's `metric_version` keeps naming the others.
+
 
 @functools.cache
 def registered() -> tuple[MetricFamily, ...]:
@@ -62,8 +67,9 @@ def registered() -> tuple[MetricFamily, ...]:
     from eebench.evaluator.park import FAMILY as PARK
 
     from eebench.evaluator.gaps import FAMILY as GAPS
+    from eebench.evaluator.coverage import FAMILY as COVERAGE
 
-    return (PARK, GAPS)
+    return (PARK, GAPS, COVERAGE)
 
 
 @functools.cache
@@ -74,5 +80,7 @@ def families_for(env: str) -> tuple[MetricFamily, ...]:
 
 @functools.cache
 def metric_version(families: tuple[MetricFamily, ...]) -> str:
-    """The versions of the families that graded a row, as one value (e.g. `park/1`, or `a/1+b/2`)."""
-    return "+".join(f.version for f in families)
+    """The versions of the families that graded a row, as one value (e.g. `park/1`, or `a/1+b/2`); a family that
+    adds to others is left out unless it graded the row alone."""
+    own = tuple(f for f in families if not getattr(f, "adds_to_others", False)) or families
+    return "+".join(f.version for f in own)

@@ -20,7 +20,9 @@ from typing import Any
 import numpy as np
 
 from eebench import __version__
+from eebench.checkpoints import CheckpointLibrary
 from eebench.errors import InputError, Problem
+from eebench.evaluator.coverage import LOGGED, LoggedInstance
 from eebench.evaluator.families import MetricFamily, Trajectory, families_for, metric_version
 from eebench.evaluator.store import TRAJECTORY_COLUMNS, Batch, ResultStore
 from eebench.instances import InstanceLibrary, LoadedInstance, check_trajectory_env
@@ -52,23 +54,36 @@ class GradeReport:
     steps: int = 0
     skipped: list[Problem] = field(default_factory=list)
     seconds: float = 0.0
+    coverage_notes: list[str] = field(default_factory=list)   # sets that matched nothing, checkpoints never hit
 
 
 class Grader:
     """Grades records of one run; holds the instance library and each family's per-instance tables (LRU-cached)."""
 
-    def __init__(self, bench: Bench, graded_at: dt.datetime, cache_size: int = 256):
+    def __init__(self, bench: Bench | None, graded_at: dt.datetime, cache_size: int = 256,
+                 checkpoints: CheckpointLibrary | None = None):
         self.bench = bench
-        self.library = InstanceLibrary(bench.root, cache_size=cache_size, label=bench.label)
+        self.library = None if bench is None else InstanceLibrary(bench.root, cache_size=cache_size, label=bench.label)
         self.graded_at = graded_at
+        self.checkpoints = checkpoints
+        self._families: dict[str, tuple[MetricFamily, ...]] = {}
         self._tables: OrderedDict[tuple[str, str], Any] = OrderedDict()
         self._cache_size = cache_size
 
-    def tables(self, family: MetricFamily, loaded: LoadedInstance) -> Any:
-        key = (family.name, loaded.instance.id)
+    def families(self, env: str) -> tuple[MetricFamily, ...]:
+        """The families grading `env`, as this run uses them (configured with its checkpoint sets)."""
+        found = self._families.get(env)
+        if found is None:
+            found = self._families[env] = tuple(
+                configure(self.checkpoints) if self.checkpoints is not None
+                and (configure := getattr(family, "configure", None)) else family for family in families_for(env))
+        return found
+
+    def tables(self, family: MetricFamily, instance: Any) -> Any:
+        key = (family.name, instance.id)
         tables = self._tables.get(key)
         if tables is None:
-            tables = family.tables(loaded.instance)
+            tables = family.tables(instance)
             self._tables[key] = tables
             if len(self._tables) > self._cache_size:
                 self._tables.popitem(last=False)
@@ -100,6 +115,7 @@ class Grader:
             where = np.asarray(positions, dtype=np.int32)
             steps: dict[str, np.ndarray] = {}
             episodes: dict[str, np.ndarray] = {}
+            checkpoints: dict[str, np.ndarray] = {}
             for k, family in enumerate(families):
                 columns = family.columns([graded[p][1][k] for p in positions])
                 names = tuple(columns.trajectories)
@@ -107,7 +123,8 @@ class Grader:
                     rows[position].update(zip(names, values))
                 steps.update(columns.steps or {})
                 episodes.update(columns.episodes or {})
-            for part, add in ((steps, batch.steps), (episodes, batch.episodes)):
+                checkpoints.update(columns.checkpoints or {})
+            for part, add in ((steps, batch.steps), (episodes, batch.episodes), (checkpoints, batch.checkpoints)):
                 if part:
                     if len(positions) != len(rows):  # positions in the group -> positions in the chunk
                         part["trajectory"] = where[part["trajectory"]]
@@ -118,7 +135,11 @@ class Grader:
         doc = check_trajectory(record)
         file, line = record.file, record.line
         instance_id = doc["instance"]
-        check_trajectory_env(doc.get("env"), None, file, line)  # `logged`: refused before any lookup
+        if doc.get("env") == LOGGED:  # no world: no bench needed, graded by the families of `logged`
+            return self._row(doc, file, line, LOGGED, LoggedInstance(instance_id), None)
+        if self.library is None:
+            raise InputError(Problem(file, line, "instance", f"grading instance {instance_id!r} needs --bench (only "
+                                                             "env logged trajectories grade without one)"))
         try:
             loaded = self.library.get(instance_id)
         except InputError as exc:
@@ -127,6 +148,7 @@ class Grader:
             raise
         env = check_trajectory_env(doc.get("env"), loaded, file, line).env  # the instance's kind decides
         instance, sha = loaded.instance, loaded.sha256
+        assert self.bench is not None
         expected = (self.bench.instances or {}).get(instance_id, sha)
         if sha != expected:  # the file read now is not the one the bundle's manifest promised (changed since verify)
             raise InputError.at(loaded.file, f"instance {instance_id!r} is {sha[:12]}..., but {self.bench.where} "
@@ -136,12 +158,18 @@ class Grader:
             raise InputError(Problem(file, line, "instance_sha256",
                                      f"the log was played in instance {claimed[:12]}..., but {instance_id!r} in "
                                      f"{self.bench.where} is {expected[:12]}...; grade against the same instance"))
-        families = families_for(env)
+        return self._row(doc, file, line, env, instance, sha)
+
+    def _row(self, doc: dict[str, Any], file: str, line: int | None, env: str, instance: Any,
+             sha: str | None) -> tuple[dict[str, Any], tuple[MetricFamily, ...], list[Any]]:
+        families = self.families(env)
         if not families:
             raise InputError(Problem(file, line, "env", f"no metric family grades {env!r} trajectories yet"))
         trajectory = Trajectory(doc, file, line)
-        replays = [family.replay(self.tables(family, loaded), instance, trajectory) for family in families]
+        replays = [family.replay(self.tables(family, instance), instance, trajectory) for family in families]
         steps = doc["steps"]
+        instance_id = doc["instance"]
+        bench = self.bench
         agent = doc.get("agent") or {}
         meta = instance.meta or {}
         row = {
@@ -152,8 +180,9 @@ class Grader:
             "preset": meta.get("preset") if isinstance(meta.get("preset"), str) else None,
             **_usage(steps),
             "source_file": file, "source_line": line,
-            "bench_name": self.bench.name, "bench_version": self.bench.version,
-            "bench_digest": self.bench.digest, "eebench_version": __version__,
+            "bench_name": None if bench is None else bench.name,
+            "bench_version": None if bench is None else bench.version,
+            "bench_digest": None if bench is None else bench.digest, "eebench_version": __version__,
         }
         return row, families, replays
 
@@ -199,9 +228,9 @@ def _record_size(record: Record) -> int:
 _worker: Grader | None = None
 
 
-def _init_worker(bench: Bench, graded_at: dt.datetime) -> None:
+def _init_worker(bench: Bench | None, graded_at: dt.datetime, checkpoints: CheckpointLibrary | None) -> None:
     global _worker
-    _worker = Grader(bench, graded_at)
+    _worker = Grader(bench, graded_at, checkpoints=checkpoints)
 
 
 def _work(records: list[Record], skip_invalid: bool) -> tuple[Batch | None, list[Problem], InputError | None]:
@@ -213,18 +242,19 @@ def _work(records: list[Record], skip_invalid: bool) -> tuple[Batch | None, list
         return None, [], exc
 
 
-def _graded_chunks(chunks: Iterator[list[Record]], bench: Bench, graded_at: dt.datetime, workers: int,
-                   skip_invalid: bool) -> Iterator[tuple[list[Record], Batch, list[Problem]]]:
+def _graded_chunks(chunks: Iterator[list[Record]], bench: Bench | None, graded_at: dt.datetime, workers: int,
+                   skip_invalid: bool, checkpoints: CheckpointLibrary | None
+                   ) -> Iterator[tuple[list[Record], Batch, list[Problem]]]:
     """Grade chunks in order, here or in a pool of worker processes with a bounded number in flight."""
     if workers <= 1:
-        grader = Grader(bench, graded_at)
+        grader = Grader(bench, graded_at, checkpoints=checkpoints)
         for chunk in chunks:
             batch, skipped = grader.grade_chunk(chunk, skip_invalid)
             yield chunk, batch, skipped
         return
     context = multiprocessing.get_context("spawn")  # no fork of a process holding a DuckDB connection
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
-                                                initargs=(bench, graded_at)) as pool:
+                                                initargs=(bench, graded_at, checkpoints)) as pool:
         pending: deque[tuple[list[Record], concurrent.futures.Future]] = deque()
         for chunk in chunks:
             pending.append((chunk, pool.submit(_work, chunk, skip_invalid)))
@@ -241,9 +271,15 @@ def _result(chunk: list[Record], future: concurrent.futures.Future) -> tuple[lis
     return chunk, batch, skipped
 
 
-def grade_files(files: Sequence[Path], bench: Bench, db: Path, *, workers: int = 1, skip_invalid: bool = False,
-                progress: Callable[[int], None] | None = None) -> GradeReport:
-    """Grade every trajectory of `files` into the DuckDB file `db`, in one transaction."""
+def grade_files(files: Sequence[Path], bench: Bench | None, db: Path, *, workers: int = 1, skip_invalid: bool = False,
+                progress: Callable[[int], None] | None = None,
+                checkpoints: CheckpointLibrary | None = None) -> GradeReport:
+    """Grade every trajectory of `files` into the DuckDB file `db`, in one transaction.
+
+    `bench` may be None when every trajectory is `env: logged`. `checkpoints`: the sets coverage applies (default:
+    the shipped ones); a given set that matches no graded trajectory, and every checkpoint no trajectory hit, are
+    listed in the report's `coverage_notes`.
+    """
     given: dict[Path, Path] = {}
     for path in files:
         if not Path(path).is_file():
@@ -254,12 +290,13 @@ def grade_files(files: Sequence[Path], bench: Bench, db: Path, *, workers: int =
         given[resolved] = Path(path)
     started = time.perf_counter()
     graded_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-    Grader(bench, graded_at)  # fail early on a bad bench folder, before the database is touched
+    Grader(bench, graded_at, checkpoints=checkpoints)  # fail early on a bad bench folder, before the database is touched
     report = GradeReport()
     store = ResultStore(db)
     try:
         pending = Batch()
-        for chunk, batch, skipped in _graded_chunks(_chunks(files), bench, graded_at, workers, skip_invalid):
+        for chunk, batch, skipped in _graded_chunks(_chunks(files), bench, graded_at, workers, skip_invalid,
+                                                    checkpoints):
             report.skipped.extend(skipped)
             pending.extend(batch)
             if pending.n_steps >= FLUSH_STEPS:
@@ -270,6 +307,7 @@ def grade_files(files: Sequence[Path], bench: Bench, db: Path, *, workers: int =
         store.write(pending)
         _check_unique(store, report, skip_invalid)
         report.trajectories, report.steps = store.staged_trajectories(), store.staged_steps()
+        report.coverage_notes = _coverage_notes(store, checkpoints)
         store.commit()
     except BaseException:
         store.abort()
@@ -289,3 +327,24 @@ def _check_unique(store: ResultStore, report: GradeReport, skip_invalid: bool) -
     if problems:
         report.skipped.extend(problems)
         store.drop_duplicates()
+
+
+NEVER_HIT_SHOWN = 8  # checkpoint ids named in the note; the query it prints lists them all
+
+
+def _coverage_notes(store: ResultStore, checkpoints: CheckpointLibrary | None) -> list[str]:
+    """What coverage must not leave silently at zero: given sets that matched no graded trajectory, and
+    checkpoints that no graded trajectory hit."""
+    notes = []
+    instances = store.staged_instance_ids()
+    for checkpoint_set in checkpoints.given if checkpoints is not None else ():
+        if not any(map(checkpoint_set.matches, instances)):
+            notes.append(f"{checkpoint_set.where} ({checkpoint_set.name}): matches no graded trajectory (instances "
+                         f"{', '.join(checkpoint_set.instances)})")
+    never = store.never_hit()
+    if never:
+        shown = ", ".join(never[:NEVER_HIT_SHOWN]) + (f" and {len(never) - NEVER_HIT_SHOWN} more"
+                                                       if len(never) > NEVER_HIT_SHOWN else "")
+        notes.append(f"{len(never)} checkpoints were hit by no graded trajectory: {shown} (all: SELECT checkpoint_id "
+                     "FROM checkpoints GROUP BY ALL HAVING count(hit_after_steps) = 0)")
+    return notes

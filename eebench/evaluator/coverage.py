@@ -1,0 +1,429 @@
+"""Exploration coverage and revisits for every world kind: ECC (Look Before You Leap, Section 3.2) and EAPO's
+visitation depth and exploration degree (Eq. 12, Appendix D.7.5).
+
+The state of a step is where it leaves the agent: grid_dag the cell (`x,y`), rooms the room, a logged trajectory
+the step's `state` field, else the first group (or the whole match) of its checkpoint set's state regex, else the
+previous step's state (none before the first). The initial state (grid_dag's start cell; the start room at the
+beginning of each rooms episode) is one visit before the first step; a logged trajectory has none.
+- visit_depth of a step: earlier visits of its state (0 on the first; a step that stays put is a visit too).
+- distinct_states: states visited, the initial one included; exploration_degree: states visited twice or more /
+  distinct_states.
+- A checkpoint is hit after k steps when its predicate first holds for step k (1-based), after 0 when it holds
+  in the initial state. ECC = checkpoints hit / checkpoints of the trajectory (NULL when none apply); the curve
+  is the ECC after each step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from itertools import chain, groupby
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from eebench.checkpoints import CheckpointLibrary, CheckpointSet, Field, Rule, StateReader, shipped_sets
+from eebench.errors import InputError, Problem
+from eebench.evaluator.families import FamilyColumns, Trajectory
+from eebench.world.grid_dag import ACTION_INDEX, GridDagInstance, GridDagWorld, parse_action
+
+METRIC_VERSION = "coverage/1"  # bump when any graded value for the same input would change
+LOGGED = "logged"
+
+
+class LoggedInstance(NamedTuple):
+    """What a logged trajectory is graded in: no world, only the id its checkpoints are matched against."""
+
+    id: str
+    meta: dict[str, Any] | None = None
+
+
+class Plan(NamedTuple):
+    """The checkpoints of one instance, compiled to lookups. A checkpoint defined by several matching sets (the
+    same id) is hit when the first of its definitions holds."""
+
+    ids: tuple[str, ...]
+    by_state: dict[Hashable, tuple[int, ...]]           # hit at the first visit of the state
+    state_regex: tuple[tuple[int, Any], ...]             # logged: searched in a state's text at its first visit
+    by_field: tuple[tuple[str, tuple[tuple[int, Any], ...]], ...]   # searched in a step's field
+    achieved: dict[int, tuple[int, ...]]                 # grid_dag node index -> its `achieved` checkpoints
+    balls: dict[str, tuple[int, ...]]                    # rooms ball name -> its `collected` checkpoints
+    alls: tuple[tuple[int, tuple[int, ...]], ...]        # members before the checkpoints that need them
+    reader: StateReader | None                           # logged: how a state is read from a step
+
+
+def _plan(sets: Sequence[CheckpointSet], states: dict[str, Hashable] | None,
+          rules: dict[Rule, list[tuple[str, str, Hashable]]]) -> Plan:
+    """Compile `sets` for one instance. `states`: the world's state texts -> state keys (None: logged, open);
+    `rules`: per rule, (checkpoint id, kind, key) with kind `state`, `achieved` or `ball`."""
+    index: dict[str, int] = {}
+    by_state: dict[Hashable, list[int]] = {}
+    state_regex: list[tuple[int, Any]] = []
+    by_field: dict[str, list[tuple[int, Any]]] = {}
+    achieved: dict[int, list[int]] = {}
+    balls: dict[str, list[int]] = {}
+    alls: list[tuple[int, tuple[int, ...]]] = []
+    reader = next((s.state for s in sets if s.state is not None), None)
+
+    def add(cid: str) -> int:
+        return index.setdefault(cid, len(index))
+
+    for checkpoint_set in sets:
+        for rule in checkpoint_set.rules:
+            for cid, kind, key in rules.get(rule, ()):
+                i = add(cid)
+                target = by_state if kind == "state" else achieved if kind == "achieved" else balls
+                target.setdefault(key, []).append(i)  # type: ignore[attr-defined]
+        for checkpoint in checkpoint_set.checkpoints:
+            i = add(checkpoint.id)
+            if checkpoint.all is not None:
+                alls.append((i, tuple(index[m] for m in checkpoint.all)))  # members come first in a set
+            elif checkpoint.state is not None:
+                if states is None:
+                    by_state.setdefault(checkpoint.state, []).append(i)
+                elif checkpoint.state in states:  # a state the world does not have is never hit
+                    by_state.setdefault(states[checkpoint.state], []).append(i)
+            elif checkpoint.field is Field.STATE:
+                if states is None:
+                    state_regex.append((i, checkpoint.regex))
+                else:  # a simulated world's states are finite: decided once per instance
+                    for text, key in states.items():
+                        if checkpoint.regex.search(text):  # type: ignore[union-attr]
+                            by_state.setdefault(key, []).append(i)
+            else:
+                by_field.setdefault(checkpoint.field.value, []).append((i, checkpoint.regex))  # type: ignore[union-attr]
+    return Plan(tuple(index), {k: tuple(v) for k, v in by_state.items()}, tuple(state_regex),
+                tuple((f, tuple(v)) for f, v in by_field.items()), {k: tuple(v) for k, v in achieved.items()},
+                {k: tuple(v) for k, v in balls.items()}, tuple(alls), reader)
+
+
+class GridTables(NamedTuple):
+    """grid_dag, per instance: the moves by slot (5 * cell + code; code 4 is any word that is not a move)."""
+
+    world: GridDagWorld
+    to: list[int]
+    plan: Plan
+
+
+def _grid_tables(instance: GridDagInstance, sets: Sequence[CheckpointSet]) -> GridTables:
+    world = GridDagWorld(instance)
+    width = world.width
+    to = [-1] * (5 * world.n_cells)
+    for cell in range(world.n_cells):
+        for code in range(4):
+            to[5 * cell + code] = world.step_to[4 * cell + code]
+    cells = [cell for cell in range(world.n_cells) if world.free[cell]]
+    states = {f"{cell % width},{cell // width}": cell for cell in cells}
+    rules: dict[Rule, list[tuple[str, str, Hashable]]] = {
+        Rule.CELL_OBSERVED: [(f"cell:{text}", "state", cell) for text, cell in states.items()],
+        Rule.NODE_DISCOVERED: [(f"node:{node}:discovered", "state", world.node_cell[i])
+                               for i, node in enumerate(world.node_ids)],
+        Rule.NODE_ACHIEVED: [(f"node:{node}:achieved", "achieved", i) for i, node in enumerate(world.node_ids)],
+    }
+    return GridTables(world, to, _plan(sets, states, rules))
+
+
+class RoomsTables(NamedTuple):
+    world: Any       # RoomsWorld
+    plan: Plan
+
+
+def _rooms_tables(instance: Any, sets: Sequence[CheckpointSet]) -> RoomsTables:
+    from eebench.world.rooms import RoomsWorld
+
+    rules: dict[Rule, list[tuple[str, str, Hashable]]] = {
+        Rule.ROOM_VISITED: [(f"room:{room}", "state", room) for room in instance.rooms],
+        Rule.BALL_COLLECTED: [(f"ball:{ball.name}", "ball", ball.name) for ball in instance.balls],
+    }
+    return RoomsTables(RoomsWorld(instance), _plan(sets, {room: room for room in instance.rooms}, rules))
+
+
+class Coverage(NamedTuple):
+    """One trajectory graded: per graded step its state's visit depth, phase and (logged) state; the hits."""
+
+    env: str
+    n_steps: int
+    depth: list[int | None]
+    phases: list[Any]
+    states: list[str | None] | None        # logged only: the state read for each step
+    steps: list[dict[str, Any]] | None      # logged only: the steps (for t and action)
+    ids: tuple[str, ...]
+    hits: list[int | None]                 # per checkpoint: hit after this many steps, or None
+    distinct: int | None
+    revisited: int                         # states visited two or more times
+
+
+def _visits(keys: Sequence[Hashable | None], starts: dict[int, int], initial: Hashable | None
+            ) -> tuple[list[int | None], list[tuple[Hashable, int]], dict[Hashable, int]]:
+    """Visit depth per step, first visits as (state, steps before it + 1, or 0 for the initial state), counts.
+
+    `starts`: step index -> how many visits of `initial` happen just before it (episode starts)."""
+    counts: dict[Hashable, int] = {}
+    first: list[tuple[Hashable, int]] = []
+    depth: list[int | None] = []
+    for k, key in enumerate(keys):
+        if k in starts:
+            if initial not in counts:
+                first.append((initial, k))
+                counts[initial] = 0
+            counts[initial] += starts[k]
+        if key is None:
+            depth.append(None)
+            continue
+        seen = counts.get(key, 0)
+        if not seen:
+            first.append((key, k + 1))
+        counts[key] = seen + 1
+        depth.append(seen)
+    return depth, first, counts
+
+
+def _hits(plan: Plan, first: Sequence[tuple[Hashable, int]], steps: Sequence[dict[str, Any]],
+          events: Sequence[tuple[dict[Any, tuple[int, ...]], Any, int]]) -> list[int | None]:
+    """When each checkpoint of `plan` is first hit (steps taken), or None."""
+    hits: list[int | None] = [None] * len(plan.ids)
+
+    def hit(i: int, k: int) -> None:
+        if hits[i] is None or k < hits[i]:  # type: ignore[operator]
+            hits[i] = k
+
+    by_state = plan.by_state
+    for key, k in first:
+        for i in by_state.get(key, ()):
+            hit(i, k)
+        for i, regex in plan.state_regex:
+            if hits[i] is None and isinstance(key, str) and regex.search(key):
+                hit(i, k)
+    for table, key, k in events:
+        for i in table.get(key, ()):
+            hit(i, k)
+    for field, checkpoints in plan.by_field:
+        waiting = list(checkpoints)
+        for k, step in enumerate(steps, start=1):
+            text = step.get(field)
+            if type(text) is not str:
+                continue
+            found = [item for item in waiting if item[1].search(text)]
+            for i, _ in found:
+                hit(i, k)
+            if found:
+                waiting = [item for item in waiting if item not in found]
+                if not waiting:
+                    break
+    for i, members in plan.alls:
+        when = [hits[m] for m in members]
+        if None not in when:
+            hit(i, max(when))  # type: ignore[type-var]
+    return hits
+
+
+def _phases(steps: Sequence[dict[str, Any]]) -> list[Any]:
+    return [step.get("phase") for step in steps]
+
+
+class CoverageFamily:
+    """Coverage and revisits on every world kind; a logged trajectory is graded by this family alone."""
+
+    name = "coverage"
+    version = METRIC_VERSION
+    envs = frozenset({"grid_dag", "rooms", LOGGED})
+    adds_to_others = True   # its version goes in `coverage_version`; a row's metric_version names the others
+    fills = {
+        "trajectories": ("checkpoints_total", "checkpoints_hit", "ecc", "distinct_states", "exploration_degree",
+                         "coverage_version"),
+        "steps": ("visit_depth", "ecc", "phase"),
+        "checkpoints": ("checkpoint_id", "hit_after_steps"),
+    }
+    logged_fills = {   # for logged trajectories, which no other family grades
+        "trajectories": ("end_reason", "n_steps", "ignored_actions"),
+        "steps": ("t", "action", "episode", "logged_state"),
+    }
+
+    def __init__(self, checkpoints: CheckpointLibrary | None = None):
+        self.checkpoints = checkpoints
+
+    def configure(self, checkpoints: CheckpointLibrary) -> CoverageFamily:
+        """The family as a grading run uses it: with the run's checkpoint sets."""
+        return CoverageFamily(checkpoints)
+
+    def _library(self) -> CheckpointLibrary:
+        return self.checkpoints if self.checkpoints is not None else CheckpointLibrary((), shipped_sets())
+
+    def tables(self, instance: Any) -> GridTables | RoomsTables | Plan:
+        sets = self._library().sets_for(instance.id)
+        if isinstance(instance, GridDagInstance):
+            return _grid_tables(instance, sets)
+        if isinstance(instance, LoggedInstance):
+            return _plan(sets, None, {})
+        return _rooms_tables(instance, sets)
+
+    def replay(self, tables: Any, instance: Any, trajectory: Trajectory) -> Coverage:
+        steps = trajectory.doc["steps"]
+        if isinstance(tables, GridTables):
+            return _grid(tables, steps)
+        if isinstance(tables, RoomsTables):
+            return _rooms(tables, trajectory)
+        return _logged(tables, steps)
+
+    def columns(self, replays: Sequence[Coverage]) -> FamilyColumns:
+        n_trajectories = len(replays)
+        lengths = [r.n_steps for r in replays]
+        n = sum(lengths)
+        trajectory = np.repeat(np.arange(n_trajectories, dtype=np.int32), lengths)
+        curves = []
+        totals, hit_counts, eccs = [], [], []
+        for r in replays:
+            total = len(r.ids)
+            hit_steps = [k for k in r.hits if k is not None]
+            totals.append(total)
+            hit_counts.append(len(hit_steps))
+            if total:
+                curve = np.bincount(np.asarray(hit_steps, dtype=np.int64), minlength=r.n_steps + 1)
+                curves.append(np.cumsum(curve)[1:r.n_steps + 1] / total)
+                eccs.append(len(hit_steps) / total)
+            else:
+                curves.append(np.full(r.n_steps, np.nan))
+                eccs.append(None)
+        depth_values = list(chain.from_iterable(r.depth for r in replays))
+        if None in depth_values:  # NaN reaches DuckDB as NULL
+            depth = np.array([np.nan if d is None else d for d in depth_values], dtype=np.float64)
+        else:
+            depth = np.fromiter(depth_values, dtype=np.int32, count=n)
+        steps: dict[str, np.ndarray] = {
+            "trajectory": trajectory,
+            "visit_depth": depth,
+            "ecc": np.concatenate(curves) if curves else np.zeros(0),
+        }
+        phases = list(chain.from_iterable(r.phases for r in replays))
+        if any(p is not None for p in phases):
+            steps["phase"] = np.fromiter(phases, dtype=object, count=n)
+        trajectories: dict[str, list[Any]] = {
+            "checkpoints_total": totals,
+            "checkpoints_hit": hit_counts,
+            "ecc": eccs,
+            "distinct_states": [r.distinct for r in replays],
+            "exploration_degree": [r.revisited / r.distinct if r.distinct else None for r in replays],
+            "coverage_version": [METRIC_VERSION] * n_trajectories,
+        }
+        if replays and replays[0].env == LOGGED:
+            trajectories.update({"end_reason": ["end_of_log"] * n_trajectories, "n_steps": lengths,
+                                 "ignored_actions": [0] * n_trajectories})
+            all_steps = list(chain.from_iterable(r.steps for r in replays))  # type: ignore[arg-type]
+            steps.update({
+                "t": np.fromiter(chain.from_iterable(range(k) for k in lengths), dtype=np.int32, count=n),
+                "action": np.fromiter((s["action"] for s in all_steps), dtype=object, count=n),
+                "episode": np.zeros(n, dtype=np.int16),
+                "logged_state": np.fromiter(chain.from_iterable(r.states for r in replays),  # type: ignore[arg-type]
+                                            dtype=object, count=n),
+            })
+        n_ids = [len(r.ids) for r in replays]
+        hit_after = list(chain.from_iterable(r.hits for r in replays))
+        checkpoints = {
+            "trajectory": np.repeat(np.arange(n_trajectories, dtype=np.int32), n_ids),
+            "checkpoint_id": np.fromiter(chain.from_iterable(r.ids for r in replays), dtype=object,
+                                         count=len(hit_after)),
+            "hit_after_steps": np.array([np.nan if k is None else k for k in hit_after], dtype=np.float64),
+        }
+        return FamilyColumns(trajectories, steps, checkpoints=checkpoints)
+
+
+def _grid(tables: GridTables, steps: list[dict[str, Any]]) -> Coverage:
+    """Replay the moves (up to the goal or the budget, as the Park family grades them) and count the visits."""
+    world, to, plan = tables.world, tables.to, tables.plan
+    node_at, goal, prerequisites_met = world.node_at, world.goal, world.prerequisites_met
+    actions = [step["action"] for step in steps[:world.budget]]
+    codes = list(map(ACTION_INDEX.get, actions))
+    if None in codes:
+        codes = [(4 if (parsed := parse_action(word)) is None else parsed) if code is None else code
+                 for code, word in zip(codes, actions)]
+    pos = world.start
+    counts = [0] * world.n_cells
+    counts[pos] = 1
+    first: list[tuple[Hashable, int]] = [(pos, 0)]
+    depth: list[int | None] = []
+    achieved = 0
+    events: list[tuple[dict[Any, tuple[int, ...]], Any, int]] = []
+    k = 0
+    for code in codes:
+        k += 1
+        target = to[5 * pos + code]
+        reached_goal = False
+        if target >= 0:
+            pos = target
+            node = node_at[pos]
+            if node >= 0 and not achieved >> node & 1 and prerequisites_met(node, achieved):
+                achieved |= 1 << node
+                events.append((plan.achieved, node, k))
+                reached_goal = node == goal
+        seen = counts[pos]
+        if not seen:
+            first.append((pos, k))
+        counts[pos] = seen + 1
+        depth.append(seen)
+        if reached_goal:
+            break
+    graded = steps[:len(depth)]
+    hits = _hits(plan, first, graded, events) if plan.ids else []
+    return Coverage("grid_dag", len(depth), depth, _phases(graded), None, None, plan.ids, hits, len(first),
+                    sum(c >= 2 for c in counts))
+
+
+def _rooms(tables: RoomsTables, trajectory: Trajectory) -> Coverage:
+    """Replay the rooms actions as the gaps family does; the start room is visited at each episode's start."""
+    from eebench.world.rooms import replay
+
+    steps = trajectory.doc["steps"]
+    actions = [step["action"] for step in steps]
+    logged = [step["episode"] for step in steps] if steps and all("episode" in s for s in steps) else None
+    try:
+        replayed = replay(tables.world, actions, logged)
+    except InputError as exc:  # the world names the step; the file and line are ours to add
+        raise InputError([Problem(trajectory.file, trajectory.line, p.field, p.message)
+                          if isinstance(p, Problem) else Problem(trajectory.file, trajectory.line, None, p)
+                          for p in exc.problems]) from None
+    if logged is None:
+        graded = steps[:len(replayed.steps)]
+    else:  # per logged episode, the steps after the world ended it are not graded
+        graded = list(chain.from_iterable(
+            [step for step, _ in group][:replayed.episode_steps[episode]]
+            for episode, group in groupby(zip(steps, logged), key=lambda pair: pair[1])))
+    start = tables.world.instance.start
+    starts: dict[int, int] = {}
+    episode = -1
+    for k, step in enumerate(replayed.steps):
+        if step.episode != episode:  # an episode begins (and any the log skipped, played with no step)
+            starts[k] = step.episode - episode
+            episode = step.episode
+    if not replayed.steps:
+        starts[0] = max(len(replayed.returns), 1)
+    keys = [step.room for step in replayed.steps]
+    depth, first, counts = _visits(keys, starts, start)
+    if not keys:  # no step: the initial visits only
+        first, counts = [(start, 0)], {start: starts[0]}
+    events: list[tuple[dict[Any, tuple[int, ...]], Any, int]] = [
+        (tables.plan.balls, step.name, k) for k, step in enumerate(replayed.steps, start=1)
+        if step.kind == "ball" and step.valid]
+    plan = tables.plan
+    hits = _hits(plan, first, graded, events) if plan.ids else []
+    return Coverage("rooms", len(keys), depth, _phases(graded), None, None, plan.ids, hits, len(counts),
+                    sum(c >= 2 for c in counts.values()))
+
+
+def _logged(plan: Plan, steps: list[dict[str, Any]]) -> Coverage:
+    """States read from the log; no initial state."""
+    reader = plan.reader
+    states: list[str | None] = []
+    state: str | None = None
+    for step in steps:
+        own = step.get("state")
+        if isinstance(own, str):
+            state = own
+        elif reader is not None and (read := reader.read(step)) is not None:
+            state = read
+        states.append(state)
+    depth, first, counts = _visits(states, {}, None)
+    hits = _hits(plan, first, steps, ()) if plan.ids else []
+    return Coverage(LOGGED, len(steps), depth, _phases(steps), states, steps, plan.ids, hits,
+                    len(counts) or None, sum(c >= 2 for c in counts.values()))
+
+
+FAMILY = CoverageFamily()
