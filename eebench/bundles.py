@@ -37,7 +37,7 @@ from eebench.documents import (
 )
 from eebench.errors import InputError, Problem, did_you_mean, one_of
 from eebench.evaluator.grade import Bench
-from eebench.instances import InstanceLibrary, LoadedInstance, instance_files, load_instance
+from eebench.instances import INDEX_FILE, InstanceLibrary, LoadedInstance, instance_files, load_instance
 from eebench.suites import Suite, load_suite, resolve_spec, shipped_suites, specs_root
 from eebench.world.kinds import WorldKind, kind_of
 
@@ -500,8 +500,15 @@ def open_bench(path: Path) -> Iterator[Bench]:
         yield Bench(path)
 
 
+class Instances(NamedTuple):
+    """What `open_instances` found: how many instances, and each loaded in turn (memory stays flat)."""
+
+    count: int
+    each: Iterator[LoadedInstance]
+
+
 @contextlib.contextmanager
-def open_instances(target: str, seeds: list[int] | None = None) -> Iterator[Iterator[LoadedInstance]]:
+def open_instances(target: str, seeds: list[int] | None = None) -> Iterator[Instances]:
     """The instances `show` and `play` act on, from whatever names them, in a stable order.
 
     `target` is an instance file; a folder of instances; a bundle (folder, manifest.json, .tar.gz or .zip),
@@ -509,19 +516,25 @@ def open_instances(target: str, seeds: list[int] | None = None) -> Iterator[Iter
     preset, generated as `eebench generate` would (presets at `seeds`, default [0]).
     """
     path = Path(target)
+    if path.is_file() and path.name == INDEX_FILE:  # the listing `eebench generate` writes: its folder
+        path = path.parent
     if not path.exists() and ("/" in target or os.sep in target or archive_suffix(path)
                               or path.suffix.lower() in (".json", ".yaml", ".yml")):  # meant as a path, not a name
         raise InputError.at(target, "no such file")
-    if not path.exists() or (path.is_file() and not archive_suffix(path) and path.name != MANIFEST_FILE
-                             and document_kind(load_document(path), target)[0] != "instance"):
+    document = path.is_file() and not archive_suffix(path) and path.name != MANIFEST_FILE
+    found = document_kind(load_document(path), target) if document else None
+    if found is not None and found[0] not in ("instance", "suite", "generator"):
+        raise InputError.at(target, "expected an instance, suite or generator document (or a folder or bundle of "
+                                    f"instances), found {found[0]}/{found[1]}", field="eebench")
+    if not path.exists() or (found is not None and found[0] != "instance"):
         suite = resolve_spec(target, seeds)   # a name, or a suite or generator file
-        yield (LoadedInstance(i, sha256_hex(i.to_document()), f"{target} ({i.id})", kind_of(i))
-               for i in suite.instances())
+        yield Instances(len(suite), (LoadedInstance(i, sha256_hex(i.to_document()), f"{target} ({i.id})", kind_of(i))
+                                     for i in suite.instances()))
         return
     if seeds:
         raise InputError(f"{target}: --seeds picks the seeds of presets; an instance, folder or bundle has its own")
-    if path.is_file() and not archive_suffix(path) and path.name != MANIFEST_FILE:
-        yield iter([load_instance(path)])
+    if document:
+        yield Instances(1, iter([load_instance(path)]))
         return
     with open_bench(path) as bench:
         library = InstanceLibrary(bench.root, label=bench.label)
@@ -530,7 +543,7 @@ def open_instances(target: str, seeds: list[int] | None = None) -> Iterator[Iter
             raise InputError(library.unreadable)
         if not ids:
             raise InputError.at(target, "holds no instance files")
-        yield (library.get(instance_id) for instance_id in ids)
+        yield Instances(len(ids), (library.get(instance_id) for instance_id in ids))
 
 
 def _enclosing_bundle(path: Path) -> Path | None:

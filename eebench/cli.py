@@ -186,8 +186,7 @@ def validate(files: tuple[Path, ...]) -> None:
                    "it as a file.")
 @click.option("--seeds", help="Seeds of a preset INSTANCE, e.g. '0-2' (default 0).")
 def show(target: str, bench: Path | None, seeds: str | None) -> None:
-    """Print instances as text, drawn by their world kind (grid_dag: S start, letters for nodes, G the goal, #
-    obstacles).
+    """Print instances as text, each drawn by its world kind.
 
     INSTANCE is an instance file, a folder or bundle of them, a suite or generator spec file, or the name of a
     shipped suite or preset (generated as `eebench generate` would); with --bench, an instance id.
@@ -201,12 +200,11 @@ def show(target: str, bench: Path | None, seeds: str | None) -> None:
             click.echo(loaded.kind.render_text(loaded.instance))
         return
     with open_instances(target, _parse_seeds(seeds)) as instances:
-        first = next(instances)
-        rest = list(instances)
-        if not rest:   # one instance: just its drawing
-            click.echo(first.kind.render_text(first.instance))
+        if instances.count == 1:   # one instance: just its drawing
+            loaded = next(instances.each)
+            click.echo(loaded.kind.render_text(loaded.instance))
             return
-        for loaded in (first, *rest):
+        for loaded in instances.each:
             click.echo(f"== {loaded.instance.id} ({loaded.kind.env})")
             click.echo(loaded.kind.render_text(loaded.instance))
             click.echo()
@@ -215,8 +213,7 @@ def show(target: str, bench: Path | None, seeds: str | None) -> None:
 @main.command()
 @click.argument("target", metavar="INSTANCE_OR_DIR")
 @click.option("--agent", required=True,
-              help="A baseline agent of the instances' world kind (`eebench list` shows each kind's): grid_dag has "
-                   "random, frontier and oracle; rooms has random, explorer and oracle.")
+              help="A baseline agent of the instances' world kind; `eebench list` shows each kind's agents.")
 @click.option("--seeds", help="Seeds of the agent's choices, e.g. '0-9' or '0,3' (default 0); each instance is "
                               "played once per seed.")
 @click.option("--seed", type=click.IntRange(min=0), help="One seed of the agent's choices (the same as --seeds N).")
@@ -242,8 +239,8 @@ def play(target: str, agent: str, seeds: str | None, seed: int | None, instance_
     agent_seeds = _parse_seeds(seeds) or [seed or 0]
     played = steps = 0
     with open_instances(target, _parse_seeds(instance_seeds)) as instances, atomic_file(out) as handle, \
-            _progress(0, f"playing {agent}") as update:
-        for loaded in instances:
+            _progress(instances.count, f"playing {agent}") as update:
+        for loaded in instances.each:
             for agent_seed in agent_seeds:
                 trajectory = play_episode(loaded.instance, agent, agent_seed, instance_sha256=loaded.sha256,
                                           observations=observations)

@@ -4,10 +4,13 @@ commands find a world by its documents' `env` (never by name)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from eebench.agents import play_episode
 from eebench.bundles import publish
@@ -23,8 +26,6 @@ KINDS = envs()
 
 
 def exactly(text: str) -> str:
-    import re
-
     return f"^{re.escape(text)}$"
 
 
@@ -50,6 +51,12 @@ def test_each_kind_is_complete(env: str) -> None:
     assert load_schema(world.generator_schema)["properties"]["env"] == {"const": env}
     assert world.agents and all(isinstance(help_, str) and help_ for help_ in world.agents.values())
     assert world.statistics and any(kind_of(p) is world for p in shipped_presets().values())
+
+
+@pytest.mark.parametrize("env", KINDS)
+def test_eebench_schema_prints_each_kinds_schemas(cli: Any, env: str) -> None:
+    for name in (f"instance.{env}", f"generator.{env}"):
+        assert json.loads(cli("schema", name).stdout) == load_schema(name)
 
 
 def test_the_trajectory_schema_knows_every_kind() -> None:
@@ -260,3 +267,124 @@ def test_every_kind_is_listed_with_its_agents(cli: Any) -> None:
     for i, world in enumerate(kinds()):
         assert out[start + 1 + 2 * i] == f"  {world.env:<18} {world.title}"
         assert out[start + 2 + 2 * i] == f"  {'':<18} agents: {', '.join(world.agents)}"
+
+
+# -- the rooms world end to end, and its bad input -----------------------------------------------------------
+
+def rooms_doc(**changes: Any) -> dict[str, Any]:
+    """Three rooms in a row, A - B - C, a ball in C."""
+    doc: dict[str, Any] = {
+        "eebench": "instance/1", "id": "hand/row", "env": "rooms", "rooms": ["A", "B", "C"], "start": "A",
+        "doors": [{"name": "red", "between": ["A", "B"]}, {"name": "blue", "between": ["B", "C"]}],
+        "balls": [{"name": "khaki", "room": "C", "reward": 7}], "episodes": 2, "door_budget": 2, "ball_limit": 1,
+    }
+    doc.update(changes)
+    return doc
+
+
+def test_a_rooms_instance_is_found_by_its_env(cli: Any, tmp_path: Path) -> None:
+    file = write_json(tmp_path / "row.json", rooms_doc())
+    loaded = load_instance(file)
+    assert loaded.kind is kind("rooms") and loaded.instance.doors[1].between == ("B", "C")
+    assert cli("validate", file).stdout == (f"ok {file}: instance/1 hand/row: 3 rooms, 2 doors, 1 balls, 2 episodes, "
+                                            "door budget 2, ball limit 1\n")
+    assert cli("show", file).stdout == kind("rooms").render_text(loaded.instance) + "\n"
+    assert kind("rooms").measures(loaded.instance)["max_return"] == 7   # A -red-> B -blue-> C: 2 doors, the budget
+
+
+def test_rooms_through_the_cli_generate_show_validate_grade(cli: Any, tmp_path: Path) -> None:
+    out = tmp_path / "g"
+    cli("generate", "grams2025-maze", "--out", out)
+    index = json.loads((out / "index.json").read_text("utf-8"))
+    assert [e["id"] for e in index["instances"]][:2] == ["grams2025-maze/maze-7x7/seed-0",
+                                                          "grams2025-maze/maze-7x7/seed-1"]
+    first = out / index["instances"][0]["path"]
+    assert cli("show", first).stdout.startswith("grams2025-maze/maze-7x7/seed-0: 49 rooms, 48 doors, ")
+    lines = cli("validate", *sorted(out.rglob("seed-*.json"))).stdout.splitlines()
+    assert len(lines) == 6 and all(" rooms, " in line for line in lines)
+    # a trajectory of the maze given as a grid_dag one is refused naming both kinds, nothing written
+    doc = {"eebench": "trajectory/1", "id": "x", "instance": "grams2025-maze/maze-7x7/seed-0", "env": "grid_dag",
+           "steps": [{"action": "red door"}]}
+    runs = write_jsonl(tmp_path / "r.jsonl", [doc])
+    assert_errors(cli("grade", runs, "--bench", out, "--db", tmp_path / "x.duckdb", code=None),
+                  f"{runs}:1: env: expected 'rooms' (the kind of instance 'grams2025-maze/maze-7x7/seed-0') or no "
+                  "env, found 'grid_dag'")
+    assert not (tmp_path / "x.duckdb").exists()
+
+
+@pytest.mark.parametrize("changes, line", [
+    ({"doors": [{"name": "red", "between": ["A", "A"]}, {"name": "blue", "between": ["B", "C"]},
+                {"name": "green", "between": ["A", "B"]}]},
+     "doors[0].between: joins room 'A' to itself; a door joins two distinct rooms"),
+    ({"doors": [{"name": "red", "between": ["A", "B"]}]},
+     "rooms[2]: room 'C' cannot be reached from the start 'A' through the doors"),
+    ({"balls": [{"name": "khaki", "room": "D", "reward": 7}]},
+     "balls[0].room: names unknown room 'D'"),
+    ({"env": "room"}, "env: expected one of grid_dag or rooms, found 'room' (did you mean 'rooms'?)"),
+])
+def test_bad_rooms_instances_are_one_clear_line(cli: Any, tmp_path: Path, changes: dict[str, Any], line: str) -> None:
+    file = write_json(tmp_path / "row.json", rooms_doc(**changes))
+    play = ["play", file, "--agent", "random", "--out", tmp_path / "r.jsonl"]
+    for args in (["validate", file], ["show", file], play):
+        assert_errors(cli(*args, code=None), f"{file}: {line}")
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+@pytest.mark.parametrize("agent", ["random", "explorer", "oracle"])
+def test_the_one_play_loop_plays_rooms_as_the_rooms_agents_module_does(agent: str) -> None:
+    from eebench.agents.rooms import play_steps
+
+    for instance in resolve_spec("4x4", [0, 1]).instances():
+        steps = play_episode(instance, agent, 3)["steps"]
+        assert steps == play_steps(instance, agent, 3)
+        assert [s["episode"] for s in steps] == sorted(s["episode"] for s in steps)
+        assert {s["episode"] for s in steps} == set(range(instance.episodes))
+
+
+def test_the_oracle_earns_r_max_in_every_episode() -> None:
+    from eebench.world.rooms import replay
+
+    world = kind("rooms")
+    for instance in resolve_spec("grams2025-maze").instances():
+        steps = play_episode(instance, "oracle", 0)["steps"]
+        replayed = replay(instance, [s["action"] for s in steps], [s["episode"] for s in steps])
+        assert replayed.returns == [world.measures(instance)["max_return"]] * instance.episodes
+
+
+# -- properties over every kind ------------------------------------------------------------------------------
+
+@settings(max_examples=12, deadline=None)
+@given(env=st.sampled_from(KINDS), seed=st.integers(0, 10_000), agent_seed=st.integers(0, 10_000))
+def test_any_seed_of_any_kind_round_trips_and_plays_valid_trajectories(env: str, seed: int, agent_seed: int) -> None:
+    world = kind(env)
+    (instance,) = resolve_spec(first_preset(env), [seed]).instances()
+    doc = instance.to_document()
+    # the file eebench writes is the canonical JSON, read back as the same instance of the same kind
+    assert check_instance_document(json.loads(canonical_json(doc)), "mem") == instance and kind_of(instance) is world
+    measures = world.measures(instance)
+    assert list(measures) == list(world.statistics)
+    for agent in world.agents:
+        trajectory = play_episode(instance, agent, agent_seed, instance_sha256=sha256_hex(doc))
+        assert check_trajectory(Record("mem", None, 0, trajectory)) is trajectory
+        assert trajectory["steps"] and all(isinstance(s["action"], str) for s in trajectory["steps"])
+        if world.episodes is not None:   # a world of several episodes numbers them 0, 1, ... without gaps
+            episodes = [s["episode"] for s in trajectory["steps"]]
+            assert sorted(set(episodes)) == list(range(world.episodes(instance))) and episodes == sorted(episodes)
+
+
+def test_show_and_play_take_spec_files_as_generate_does(cli: Any, tmp_path: Path) -> None:
+    spec = tmp_path / "gen.yaml"
+    spec.write_text("eebench: generator/1\nenv: rooms\npresets:\n  tiny: {graph: maze, size: [2, 2], start: corner, "
+                    "door_budget: 3, episodes: 2}\n", "utf-8")
+    (instance,) = resolve_spec(str(spec), [4]).instances()
+    assert instance.id == "tiny/seed-4" and len(instance.doors) == 3   # a 2x2 maze: a spanning tree of 4 rooms
+    assert cli("show", spec, "--seeds", "4").stdout == kind("rooms").render_text(instance) + "\n"
+    runs = tmp_path / "r.jsonl"
+    cli("play", spec, "--agent", "explorer", "--instance-seeds", "4", "--out", runs)
+    (record,) = [json.loads(line) for line in runs.read_text("utf-8").splitlines()]
+    assert record["instance"] == "tiny/seed-4" and {s["episode"] for s in record["steps"]} == {0, 1}
+    cli("generate", spec, "--seeds", "4", "--out", tmp_path / "g")   # index.json stands for its folder
+    assert cli("show", tmp_path / "g/index.json").stdout == kind("rooms").render_text(instance) + "\n"
+    assert_errors(cli("show", runs, code=None),
+                  f"{runs}: eebench: expected an instance, suite or generator document (or a folder or bundle of "
+                  "instances), found trajectory/1")

@@ -16,7 +16,6 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 
 
-
 class Trajectory(NamedTuple):
     """What a family reads of one trajectory: its checked document, and where it was read (for messages)."""
 
@@ -64,10 +63,9 @@ class MetricFamily(Protocol):
 def registered() -> tuple[MetricFamily, ...]:
     """Every metric family, in the order their columns are filled (imported on first use: families import this
     module for its types)."""
-    from eebench.evaluator.park import FAMILY as PARK
-
-    from eebench.evaluator.gaps import FAMILY as GAPS
     from eebench.evaluator.coverage import FAMILY as COVERAGE
+    from eebench.evaluator.gaps import FAMILY as GAPS
+    from eebench.evaluator.park import FAMILY as PARK
 
     return (PARK, GAPS, COVERAGE)
 

@@ -231,9 +231,11 @@ def _exhaustive(problem: OrienteeringProblem, plan: _Plan) -> Solution:
             if spent + to_end[j] > budget + slack:
                 continue
             state = (mask | 1 << j, j)
-            if seen.get(state, math.inf) <= spent:
+            # Float sums a few ulps apart may be in either order exactly: only a clearly cheaper visit dominates.
+            known = seen.get(state, math.inf)
+            if known <= spent - slack:
                 continue
-            seen[state] = spent
+            seen[state] = min(known, spent)
             dfs(j, spent, value + prize[j], mask | 1 << j, (*seq, j))
 
     if plan.feasible:

@@ -14,7 +14,7 @@ of the worlds, not a rule of one.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -126,8 +126,71 @@ def _grid_dag() -> WorldKind:
     )
 
 
+def _rooms() -> WorldKind:
+    import operator
+
+    import numpy as np
+
+    from eebench.agents import rooms as agents
+    from eebench.evaluator.orienteering import OrienteeringProblem, Status, solve
+    from eebench.generator import rooms as generator
+    from eebench.world import rooms
+
+    def best_return(instance: rooms.RoomsInstance) -> int:
+        """R_max of a rooms instance: the exact orienteering optimum over its balls on the full map (one episode)."""
+        index = {room: i for i, room in enumerate(instance.rooms)}
+        rooms_at = [index[instance.start], *(index[ball.room] for ball in instance.balls)]
+        dist = rooms.door_distances(instance).astype(np.float64)
+        dist[dist == rooms.UNREACHABLE] = np.inf
+        problem = OrienteeringProblem(dist[np.ix_(rooms_at, rooms_at)], (0, *(b.reward for b in instance.balls)),
+                                      instance.door_budget, max_visits=instance.ball_limit)
+        solution = solve(problem)
+        if solution.status is not Status.OPTIMAL:  # a bundle's statistics are measurements, never bounds
+            raise InputError(f"{instance.id}: the best return was not proven within the solver's time limit")
+        return int(solution.value)
+
+    def summary(instance: rooms.RoomsInstance) -> str:
+        return (f"{len(instance.rooms)} rooms, {len(instance.doors)} doors, {len(instance.balls)} balls, "
+                f"{instance.episodes} episodes, door budget {instance.door_budget}, ball limit {instance.ball_limit}")
+
+    def measures(instance: rooms.RoomsInstance) -> dict[str, int]:
+        return {
+            "rooms": len(instance.rooms), "doors": len(instance.doors), "balls": len(instance.balls),
+            "reward": sum(ball.reward for ball in instance.balls), "door_budget": instance.door_budget,
+            "ball_limit": instance.ball_limit, "episodes": instance.episodes, "max_return": best_return(instance),
+        }
+
+    return WorldKind(
+        env="rooms",
+        title="Grams et al. (2025): rooms joined by named doors, balls with rewards, several episodes",
+        instance_type=rooms.RoomsInstance, preset_type=generator.RoomsPreset,
+        from_document=rooms.RoomsInstance.from_document, semantic_problems=rooms.semantic_problems,
+        render_text=rooms.render_text, render_observation=rooms.render_observation, make_env=rooms.RoomsEnv,
+        parse_preset=generator.parse_preset, preset_problems=generator.preset_problems,
+        generate_instance=generator.generate_instance, describe_preset=generator.describe_preset,
+        summary=summary,
+        agents={"random": "uniform over the doors and balls it sees",
+                "explorer": "nearest unvisited room by known doors (systematic coverage), collecting what it passes",
+                "oracle": "every episode walks the optimal orienteering path of the full map"},
+        make_agent=agents.make_agent,
+        statistics={
+            "rooms": "rooms",
+            "doors": "doors",
+            "balls": "balls",
+            "reward": "reward of all balls",
+            "door_budget": "door budget (traversals per episode)",
+            "ball_limit": "ball limit (balls per episode)",
+            "episodes": "episodes",
+            "max_return": "best return of one episode, full knowledge (R_max)",
+        },
+        measures=measures,
+        episodes=operator.attrgetter("episodes"),
+    )
+
+
 _FACTORIES: dict[str, Callable[[], WorldKind]] = {
     "grid_dag": _grid_dag,
+    "rooms": _rooms,
 }
 
 
@@ -160,10 +223,9 @@ def kind_of(value: Any) -> WorldKind:
     raise TypeError(f"{type(value).__name__} is no instance or preset of a registered world kind")
 
 
-def check_env(env: Any, file: str, *, field: str = "env", line: int | None = None,
-              extra: Iterable[str] = ()) -> WorldKind:
+def check_env(env: Any, file: str, *, field: str = "env", line: int | None = None) -> WorldKind:
     """The kind a document's `env` names; InputError at file, line and field otherwise."""
-    known = [*_FACTORIES, *extra]
+    known = list(_FACTORIES)
     if env is None:
         raise InputError.at(file, f"missing required field (expected {one_of(known)})", field=field, line=line)
     if env not in _FACTORIES:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from eebench.errors import InputError
 from eebench.evaluator.families import FamilyColumns, Trajectory, families_for
 from eebench.evaluator.gaps import FAMILY, GapsTables
+from eebench.evaluator.orienteering import Method, Solution, Status
 from eebench.world.rooms import RoomsInstance, semantic_problems
 
 
@@ -239,3 +240,17 @@ def test_gaps_properties(world: tuple[dict[str, Any], list[str], list[int] | Non
         assert 0 <= row["redundancy"] < 1  # the first step never repeats
     if row["sample_efficiency"] is not None:
         assert 0 <= row["sample_efficiency"] <= row["n_steps"]
+
+
+def test_a_solve_stopped_by_the_time_limit_is_flagged_with_its_bound() -> None:
+    # A solve CP-SAT could not finish (rare on room worlds: the exhaustive search takes them) keeps its best value
+    # as R_exploit, and the row says so: status `bound` and the proven upper bound beside it.
+    instance = RoomsInstance.from_document(LINE)
+    tables = GapsTables(instance)
+    graded = FAMILY.replay(tables, instance, Trajectory({"steps": [{"action": "x ball"}]}, "f", 1))
+    stopped = Solution(2, (0, 1), Status.BOUND, Method.CP_SAT, 6)
+    columns = FAMILY.columns([graded._replace(exploit=[stopped])])
+    assert episode_rows(columns, "exploit_return", "solver", "solver_status", "exploit_bound", "max_bound") == [
+        (2, "cp-sat", "bound", 6, None)]
+    assert episode_rows(graded_columns := FAMILY.columns([graded]), "solver", "solver_status") == [
+        ("exhaustive", "optimal")] and graded_columns.trajectories["n_episodes"] == [1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import networkx as nx
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -21,6 +22,7 @@ from eebench.world.rooms import (
     RoomsStep,
     RoomsWorld,
     door_distances,
+    door_graph,
     parse_action,
     render_observation,
     render_text,
@@ -409,3 +411,18 @@ def test_logged_boundaries_keep_their_invariants(actions: list[Any], data: st.Da
         logged = episodes.count(e)
         assert r.episode_steps[e] <= logged
         assert r.episode_steps[e] == logged or r.steps[sum(r.episode_steps[:e + 1]) - 1].ends_episode
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10**6), data=st.data())
+def test_door_distances_agree_with_networkx_bfs(seed: int, data: st.DataObject) -> None:
+    from eebench.generator.rooms import Graph, RoomsPreset, generate_instance
+
+    instance = generate_instance(RoomsPreset("p", Graph.GRID, (4, 3), p_drop=0.2), seed, "t/p")
+    doors = data.draw(st.sets(st.sampled_from([d.name for d in instance.doors])))
+    rooms = data.draw(st.one_of(st.none(), st.sets(st.sampled_from(instance.rooms))))
+    graph = door_graph(instance, doors, rooms)
+    dist = door_distances(instance, doors, rooms)
+    for i, a in enumerate(instance.rooms):
+        lengths = nx.single_source_shortest_path_length(graph, a) if a in graph else {}
+        assert [lengths.get(b, UNREACHABLE) for b in instance.rooms] == dist[i].tolist()

@@ -1,0 +1,42 @@
+"""The metric-family seam: every family grades registered world kinds and fills only columns the store defines."""
+
+from __future__ import annotations
+
+import pytest
+
+from eebench.evaluator.families import Trajectory, families_for, metric_version, registered
+from eebench.evaluator.store import TABLES
+from eebench.world.rooms import RoomsInstance
+from tests.conftest import make_instance
+from tests.evaluator.test_gaps import LINE
+from tests.evaluator.test_grade import CORRIDOR, SOLVE
+
+INSTANCES = {"grid_dag": (make_instance(**CORRIDOR, instance_id="t/corridor"), SOLVE),
+             "rooms": (RoomsInstance.from_document(LINE), ["x ball", "d1 door", "y ball", "d1 door"])}
+
+
+def test_names_versions_and_kinds() -> None:
+    assert [(f.name, f.version, sorted(f.envs)) for f in registered()] == [
+        ("park", "park/1", ["grid_dag"]), ("gaps", "gaps/1", ["rooms"])]
+    assert families_for("logged") == ()
+    assert metric_version(families_for("rooms")) == "gaps/1"
+
+
+@pytest.mark.parametrize("family", registered(), ids=lambda f: f.name)
+def test_a_family_fills_exactly_the_columns_it_declares(family) -> None:
+    defined = {table: {c.name for c in columns} for table, columns in TABLES.items()}
+    for table, names in family.fills.items():
+        assert set(names) <= defined[table] - {"trajectory_id"}, table
+    [env] = family.envs
+    instance, actions = INSTANCES[env]
+    trajectory = Trajectory({"steps": [{"action": a} for a in actions]}, "f", 1)
+    columns = family.columns([family.replay(family.tables(instance), instance, trajectory)] * 2)
+    assert set(columns.trajectories) == set(family.fills["trajectories"])
+    assert all(len(values) == 2 for values in columns.trajectories.values())
+    for table, part in (("steps", columns.steps), ("episodes", columns.episodes)):
+        if table in family.fills:
+            assert part is not None and set(part) == {"trajectory", *family.fills[table]}
+            assert part["trajectory"].tolist() == sorted(part["trajectory"].tolist())  # in replay order
+            assert set(part["trajectory"].tolist()) == {0, 1}
+        else:
+            assert part is None
