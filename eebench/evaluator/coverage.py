@@ -293,9 +293,7 @@ class CoverageFamily:
             "visit_depth": depth,
             "ecc": np.concatenate(curves) if curves else np.zeros(0),
         }
-        phases = list(chain.from_iterable(r.phases for r in replays))
-        if any(p is not None for p in phases):
-            steps["phase"] = np.fromiter(phases, dtype=object, count=n)
+        steps["phase"] = np.fromiter(chain.from_iterable(r.phases for r in replays), dtype=object, count=n)
         trajectories: dict[str, list[Any]] = {
             "checkpoints_total": totals,
             "checkpoints_hit": hit_counts,
