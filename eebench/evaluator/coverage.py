@@ -97,11 +97,14 @@ def _plan(sets: Sequence[CheckpointSet], states: dict[str, Hashable] | None,
 
 
 class GridTables(NamedTuple):
-    """grid_dag, per instance: the moves by slot (5 * cell + code; code 4 is any word that is not a move)."""
+    """grid_dag, per instance: the moves by slot (5 * cell + code; code 4 is any word that is not a move), the
+    node cells, and the cells whose node is achieved on entry at the start (no prerequisites)."""
 
     world: GridDagWorld
     to: list[int]
     plan: Plan
+    node_cells: tuple[tuple[int, int], ...]
+    achievable: frozenset[int]
 
 
 def _grid_tables(instance: GridDagInstance, sets: Sequence[CheckpointSet]) -> GridTables:
@@ -119,7 +122,9 @@ def _grid_tables(instance: GridDagInstance, sets: Sequence[CheckpointSet]) -> Gr
                                for i, node in enumerate(world.node_ids)],
         Rule.NODE_ACHIEVED: [(f"node:{node}:achieved", "achieved", i) for i, node in enumerate(world.node_ids)],
     }
-    return GridTables(world, to, _plan(sets, states, rules))
+    node_cells = tuple((node, cell) for node, cell in enumerate(world.node_cell) if world.node_at[cell] == node)
+    achievable = frozenset(cell for node, cell in node_cells if world.prerequisites_met(node, 0))
+    return GridTables(world, to, _plan(sets, states, rules), node_cells, achievable)
 
 
 class RoomsTables(NamedTuple):
@@ -143,7 +148,7 @@ class Coverage(NamedTuple):
     env: str
     n_steps: int
     depth: list[int | None]
-    phases: list[Any]
+    phases: list[Any] | None               # None: no step has a phase
     states: list[str | None] | None        # logged only: the state read for each step
     steps: list[dict[str, Any]] | None      # logged only: the steps (for t and action)
     ids: tuple[str, ...]
@@ -216,8 +221,13 @@ def _hits(plan: Plan, first: Sequence[tuple[Hashable, int]], steps: Sequence[dic
     return hits
 
 
-def _phases(steps: Sequence[dict[str, Any]]) -> list[Any]:
-    return [step.get("phase") for step in steps]
+def _phases(steps: Sequence[dict[str, Any]]) -> list[Any] | None:
+    """Each step's phase; None when no step has one (the common case, seen in one C-level pass when every step
+    holds only its action)."""
+    if {1}.issuperset(map(len, steps)):
+        return None
+    phases = [step.get("phase") for step in steps]
+    return phases if any(p is not None for p in phases) else None
 
 
 class CoverageFamily:
@@ -265,69 +275,71 @@ class CoverageFamily:
         return _logged(tables, steps)
 
     def columns(self, replays: Sequence[Coverage]) -> FamilyColumns:
+        """Columns of a chunk at once: the curves of all its trajectories from one bincount and one cumsum."""
         n_trajectories = len(replays)
-        lengths = [r.n_steps for r in replays]
-        n = sum(lengths)
+        lengths = np.fromiter((r.n_steps for r in replays), dtype=np.int64, count=n_trajectories)
+        n = int(lengths.sum())
         trajectory = np.repeat(np.arange(n_trajectories, dtype=np.int32), lengths)
-        curves = []
-        totals, hit_counts, eccs = [], [], []
-        for r in replays:
-            total = len(r.ids)
-            hit_steps = [k for k in r.hits if k is not None]
-            totals.append(total)
-            hit_counts.append(len(hit_steps))
-            if total:
-                curve = np.bincount(np.asarray(hit_steps, dtype=np.int64), minlength=r.n_steps + 1)
-                curves.append(np.cumsum(curve)[1:r.n_steps + 1] / total)
-                eccs.append(len(hit_steps) / total)
-            else:
-                curves.append(np.full(r.n_steps, np.nan))
-                eccs.append(None)
-        depth_values = list(chain.from_iterable(r.depth for r in replays))
-        if None in depth_values:  # NaN reaches DuckDB as NULL
-            depth = np.array([np.nan if d is None else d for d in depth_values], dtype=np.float64)
+        n_ids = np.fromiter((len(r.ids) for r in replays), dtype=np.int64, count=n_trajectories)
+        owner = np.repeat(np.arange(n_trajectories, dtype=np.int64), n_ids)   # each checkpoint's trajectory
+        hit_after = np.fromiter((-1 if k is None else k for k in chain.from_iterable(r.hits for r in replays)),
+                                dtype=np.int64, count=int(n_ids.sum()))
+        hit = hit_after >= 0
+        hit_counts = np.bincount(owner[hit], minlength=n_trajectories)
+        # the curve: per trajectory a segment of n_steps + 1 counters (after 0 .. n steps), cumulated
+        segment = lengths + 1
+        segment_start = np.cumsum(segment) - segment
+        counters = np.bincount(segment_start[owner[hit]] + hit_after[hit], minlength=int(segment.sum()))
+        cumulated = np.cumsum(counters)
+        before = cumulated[segment_start] - counters[segment_start]   # hits of the trajectories before
+        step_of = np.arange(n, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths) + 1
+        totals = n_ids.astype(np.float64)
+        totals[totals == 0] = np.nan   # no checkpoint: NULL, not 0
+        curve = (cumulated[np.repeat(segment_start, lengths) + step_of] - before[trajectory]) / totals[trajectory]
+        if replays and replays[0].env == LOGGED:  # states may be unknown: NaN reaches DuckDB as NULL
+            depth = np.fromiter((np.nan if d is None else d for d in chain.from_iterable(r.depth for r in replays)),
+                                dtype=np.float64, count=n)
         else:
-            depth = np.fromiter(depth_values, dtype=np.int32, count=n)
-        steps: dict[str, np.ndarray] = {
-            "trajectory": trajectory,
-            "visit_depth": depth,
-            "ecc": np.concatenate(curves) if curves else np.zeros(0),
-        }
-        steps["phase"] = np.fromiter(chain.from_iterable(r.phases for r in replays), dtype=object, count=n)
+            depth = np.fromiter(chain.from_iterable(r.depth for r in replays), dtype=np.int32, count=n)
+        steps: dict[str, np.ndarray] = {"trajectory": trajectory, "visit_depth": depth, "ecc": curve}
+        eccs = hit_counts / totals
+        if any(r.phases is not None for r in replays):   # else the column is left NULL, at no cost
+            steps["phase"] = np.fromiter(chain.from_iterable(r.phases or [None] * r.n_steps for r in replays),
+                                         dtype=object, count=n)
         trajectories: dict[str, list[Any]] = {
-            "checkpoints_total": totals,
-            "checkpoints_hit": hit_counts,
-            "ecc": eccs,
+            "checkpoints_total": n_ids.tolist(),
+            "checkpoints_hit": hit_counts.tolist(),
+            "ecc": [None if e != e else e for e in eccs.tolist()],   # NaN (no checkpoint) -> NULL
             "distinct_states": [r.distinct for r in replays],
             "exploration_degree": [r.revisited / r.distinct if r.distinct else None for r in replays],
             "coverage_version": [METRIC_VERSION] * n_trajectories,
         }
         if replays and replays[0].env == LOGGED:
-            trajectories.update({"end_reason": ["end_of_log"] * n_trajectories, "n_steps": lengths,
+            trajectories.update({"end_reason": ["end_of_log"] * n_trajectories, "n_steps": lengths.tolist(),
                                  "ignored_actions": [0] * n_trajectories})
             all_steps = list(chain.from_iterable(r.steps for r in replays))  # type: ignore[arg-type]
             steps.update({
-                "t": np.fromiter(chain.from_iterable(range(k) for k in lengths), dtype=np.int32, count=n),
+                "t": (step_of - 1).astype(np.int32),
                 "action": np.fromiter((s["action"] for s in all_steps), dtype=object, count=n),
                 "episode": np.zeros(n, dtype=np.int16),
                 "logged_state": np.fromiter(chain.from_iterable(r.states for r in replays),  # type: ignore[arg-type]
                                             dtype=object, count=n),
             })
-        n_ids = [len(r.ids) for r in replays]
-        hit_after = list(chain.from_iterable(r.hits for r in replays))
         checkpoints = {
-            "trajectory": np.repeat(np.arange(n_trajectories, dtype=np.int32), n_ids),
-            "checkpoint_id": np.fromiter(chain.from_iterable(r.ids for r in replays), dtype=object,
-                                         count=len(hit_after)),
-            "hit_after_steps": np.array([np.nan if k is None else k for k in hit_after], dtype=np.float64),
+            "trajectory": owner.astype(np.int32),
+            "checkpoint_id": np.fromiter(chain.from_iterable(r.ids for r in replays), dtype=object, count=len(owner)),
+            "hit_after_steps": np.where(hit, hit_after, np.nan),   # NaN (never) reaches DuckDB as NULL
         }
         return FamilyColumns(trajectories, steps, checkpoints=checkpoints)
 
 
 def _grid(tables: GridTables, steps: list[dict[str, Any]]) -> Coverage:
-    """Replay the moves (up to the goal or the budget, as the Park family grades them) and count the visits."""
+    """Replay the moves (up to the goal or the budget, as the Park family grades them) and count the visits.
+
+    A node is achieved when the agent enters its cell with its prerequisites met: the cells where that would
+    happen are kept as a set, changed only when a node is achieved, so a step costs a few list operations."""
     world, to, plan = tables.world, tables.to, tables.plan
-    node_at, goal, prerequisites_met = world.node_at, world.goal, world.prerequisites_met
+    node_at, goal, prerequisites_met, node_cells = world.node_at, world.goal, world.prerequisites_met, tables.node_cells
     actions = [step["action"] for step in steps[:world.budget]]
     codes = list(map(ACTION_INDEX.get, actions))
     if None in codes:
@@ -338,27 +350,34 @@ def _grid(tables: GridTables, steps: list[dict[str, Any]]) -> Coverage:
     counts[pos] = 1
     first: list[tuple[Hashable, int]] = [(pos, 0)]
     depth: list[int | None] = []
+    append = depth.append
+    achievable = tables.achievable
     achieved = 0
     events: list[tuple[dict[Any, tuple[int, ...]], Any, int]] = []
-    k = 0
+    base = 5 * pos
     for code in codes:
-        k += 1
-        target = to[5 * pos + code]
-        reached_goal = False
+        target = to[base + code]
         if target >= 0:
             pos = target
-            node = node_at[pos]
-            if node >= 0 and not achieved >> node & 1 and prerequisites_met(node, achieved):
+            base = 5 * target
+            if pos in achievable:
+                node = node_at[pos]
                 achieved |= 1 << node
-                events.append((plan.achieved, node, k))
-                reached_goal = node == goal
+                events.append((plan.achieved, node, len(depth) + 1))
+                if node == goal:
+                    seen = counts[pos]
+                    if not seen:
+                        first.append((pos, len(depth) + 1))
+                    counts[pos] = seen + 1
+                    append(seen)
+                    break
+                achievable = frozenset(cell for other, cell in node_cells
+                                       if not achieved >> other & 1 and prerequisites_met(other, achieved))
         seen = counts[pos]
         if not seen:
-            first.append((pos, k))
+            first.append((pos, len(depth) + 1))
         counts[pos] = seen + 1
-        depth.append(seen)
-        if reached_goal:
-            break
+        append(seen)
     graded = steps[:len(depth)]
     hits = _hits(plan, first, graded, events) if plan.ids else []
     return Coverage("grid_dag", len(depth), depth, _phases(graded), None, None, plan.ids, hits, len(first),

@@ -41,7 +41,7 @@ def test_a_family_fills_exactly_the_columns_it_declares(family, env) -> None:
         family = family.configure(CheckpointLibrary((CheckpointSet(
             "f", 0, "t", ("*",), None, tuple(Rule), (Checkpoint("a", Field.ACTION, re.compile("o")),)),)))
     instance, actions = INSTANCES[env]
-    trajectory = Trajectory({"steps": [{"action": a} for a in actions]}, "f", 1)
+    trajectory = Trajectory({"steps": [{"action": a, "phase": "explore"} for a in actions]}, "f", 1)
     columns = family.columns([family.replay(family.tables(instance), instance, trajectory)] * 2)
     assert set(columns.trajectories) == set(fills["trajectories"])
     assert all(len(values) == 2 for values in columns.trajectories.values())
