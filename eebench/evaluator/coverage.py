@@ -24,7 +24,7 @@ import numpy as np
 from eebench.checkpoints import CheckpointLibrary, CheckpointSet, Field, Rule, StateReader, shipped_sets
 from eebench.errors import InputError, Problem
 from eebench.evaluator.families import FamilyColumns, Trajectory
-from eebench.world.grid_dag import ACTION_INDEX, GridDagInstance, GridDagWorld, parse_action
+from eebench.world.grid_dag import GridDagInstance, GridDagWorld
 
 METRIC_VERSION = "coverage/1"  # bump when any graded value for the same input would change
 LOGGED = "logged"
@@ -96,35 +96,36 @@ def _plan(sets: Sequence[CheckpointSet], states: dict[str, Hashable] | None,
                 {k: tuple(v) for k, v in balls.items()}, tuple(alls), reader)
 
 
-class GridTables(NamedTuple):
-    """grid_dag, per instance: the moves by slot (5 * cell + code; code 4 is any word that is not a move), the
-    node cells, and the cells whose node is achieved on entry at the start (no prerequisites)."""
+class GridTables:
+    """grid_dag, per instance: the checkpoint plan, the node cells, and the cells whose node is achieved on entry
+    at the start (no prerequisites). The moves are the Park family's: its replay is the one replay of the rules."""
 
-    world: GridDagWorld
-    to: list[int]
-    plan: Plan
-    node_cells: tuple[tuple[int, int], ...]
-    achievable: frozenset[int]
+    __slots__ = ("world", "plan", "node_cells", "achievable", "_park")
 
+    def __init__(self, instance: GridDagInstance, sets: Sequence[CheckpointSet]):
+        self.world = world = GridDagWorld(instance)
+        width = world.width
+        cells = [cell for cell in range(world.n_cells) if world.free[cell]]
+        states = {f"{cell % width},{cell // width}": cell for cell in cells}
+        rules: dict[Rule, list[tuple[str, str, Hashable]]] = {
+            Rule.CELL_OBSERVED: [(f"cell:{text}", "state", cell) for text, cell in states.items()],
+            Rule.NODE_DISCOVERED: [(f"node:{node}:discovered", "state", world.node_cell[i])
+                                   for i, node in enumerate(world.node_ids)],
+            Rule.NODE_ACHIEVED: [(f"node:{node}:achieved", "achieved", i) for i, node in enumerate(world.node_ids)],
+        }
+        self.plan = _plan(sets, states, rules)
+        self.node_cells = tuple((node, cell) for node, cell in enumerate(world.node_cell)
+                                if world.node_at[cell] == node)
+        self.achievable = frozenset(cell for node, cell in self.node_cells if world.prerequisites_met(node, 0))
+        self._park: Any = None
 
-def _grid_tables(instance: GridDagInstance, sets: Sequence[CheckpointSet]) -> GridTables:
-    world = GridDagWorld(instance)
-    width = world.width
-    to = [-1] * (5 * world.n_cells)
-    for cell in range(world.n_cells):
-        for code in range(4):
-            to[5 * cell + code] = world.step_to[4 * cell + code]
-    cells = [cell for cell in range(world.n_cells) if world.free[cell]]
-    states = {f"{cell % width},{cell // width}": cell for cell in cells}
-    rules: dict[Rule, list[tuple[str, str, Hashable]]] = {
-        Rule.CELL_OBSERVED: [(f"cell:{text}", "state", cell) for text, cell in states.items()],
-        Rule.NODE_DISCOVERED: [(f"node:{node}:discovered", "state", world.node_cell[i])
-                               for i, node in enumerate(world.node_ids)],
-        Rule.NODE_ACHIEVED: [(f"node:{node}:achieved", "achieved", i) for i, node in enumerate(world.node_ids)],
-    }
-    node_cells = tuple((node, cell) for node, cell in enumerate(world.node_cell) if world.node_at[cell] == node)
-    achievable = frozenset(cell for node, cell in node_cells if world.prerequisites_met(node, 0))
-    return GridTables(world, to, _plan(sets, states, rules), node_cells, achievable)
+    def park_replay(self, instance: GridDagInstance, trajectory: Trajectory) -> Any:
+        """The Park family's replay, when the grader did not run it before (a family used on its own)."""
+        from eebench.evaluator.park import FAMILY as PARK
+
+        if self._park is None:
+            self._park = PARK.tables(instance)
+        return PARK.replay(self._park, instance, trajectory)
 
 
 class RoomsTables(NamedTuple):
@@ -191,13 +192,15 @@ def _hits(plan: Plan, first: Sequence[tuple[Hashable, int]], steps: Sequence[dic
         if hits[i] is None or k < hits[i]:  # type: ignore[operator]
             hits[i] = k
 
-    by_state = plan.by_state
-    for key, k in first:
+    by_state, state_regex = plan.by_state, plan.state_regex
+    for key, k in first:   # first visits come in step order: the first one to set a checkpoint is the earliest
         for i in by_state.get(key, ()):
-            hit(i, k)
-        for i, regex in plan.state_regex:
-            if hits[i] is None and isinstance(key, str) and regex.search(key):
-                hit(i, k)
+            if hits[i] is None:
+                hits[i] = k
+        if state_regex and isinstance(key, str):
+            for i, regex in state_regex:
+                if hits[i] is None and regex.search(key):
+                    hits[i] = k
     for table, key, k in events:
         for i in table.get(key, ()):
             hit(i, k)
@@ -261,7 +264,7 @@ class CoverageFamily:
     def tables(self, instance: Any) -> GridTables | RoomsTables | Plan:
         sets = self._library().sets_for(instance.id)
         if isinstance(instance, GridDagInstance):
-            return _grid_tables(instance, sets)
+            return GridTables(instance, sets)
         if isinstance(instance, LoggedInstance):
             return _plan(sets, None, {})
         return _rooms_tables(instance, sets)
@@ -269,7 +272,8 @@ class CoverageFamily:
     def replay(self, tables: Any, instance: Any, trajectory: Trajectory) -> Coverage:
         steps = trajectory.doc["steps"]
         if isinstance(tables, GridTables):
-            return _grid(tables, steps)
+            park = (trajectory.earlier or {}).get("park") or tables.park_replay(instance, trajectory)
+            return _grid(tables, park.replay.start, park.replay.cells_to, steps)
         if isinstance(tables, RoomsTables):
             return _rooms(tables, trajectory)
         return _logged(tables, steps)
@@ -333,55 +337,38 @@ class CoverageFamily:
         return FamilyColumns(trajectories, steps, checkpoints=checkpoints)
 
 
-def _grid(tables: GridTables, steps: list[dict[str, Any]]) -> Coverage:
-    """Replay the moves (up to the goal or the budget, as the Park family grades them) and count the visits.
-
-    A node is achieved when the agent enters its cell with its prerequisites met: the cells where that would
-    happen are kept as a set, changed only when a node is achieved, so a step costs a few list operations."""
-    world, to, plan = tables.world, tables.to, tables.plan
-    node_at, goal, prerequisites_met, node_cells = world.node_at, world.goal, world.prerequisites_met, tables.node_cells
-    actions = [step["action"] for step in steps[:world.budget]]
-    codes = list(map(ACTION_INDEX.get, actions))
-    if None in codes:
-        codes = [(4 if (parsed := parse_action(word)) is None else parsed) if code is None else code
-                 for code, word in zip(codes, actions)]
-    pos = world.start
-    counts = [0] * world.n_cells
-    counts[pos] = 1
-    first: list[tuple[Hashable, int]] = [(pos, 0)]
-    depth: list[int | None] = []
-    append = depth.append
+def _grid(tables: GridTables, start: int, cells: Sequence[int], steps: list[dict[str, Any]]) -> Coverage:
+    """Count the visits of the cells the Park replay entered (up to the goal or the budget); a node is achieved
+    where the agent enters its cell with its prerequisites met: those cells are kept as a set, changed only when
+    a node is achieved, so a step costs a few list operations."""
+    plan, node_at, node_cells = tables.plan, tables.world.node_at, tables.node_cells
+    prerequisites_met = tables.world.prerequisites_met
+    counts = [0] * tables.world.n_cells
+    counts[start] = 1
+    first: list[tuple[Hashable, int]] = [(start, 0)]
     achievable = tables.achievable
     achieved = 0
     events: list[tuple[dict[Any, tuple[int, ...]], Any, int]] = []
-    base = 5 * pos
-    for code in codes:
-        target = to[base + code]
-        if target >= 0:
-            pos = target
-            base = 5 * target
-            if pos in achievable:
-                node = node_at[pos]
-                achieved |= 1 << node
-                events.append((plan.achieved, node, len(depth) + 1))
-                if node == goal:
-                    seen = counts[pos]
-                    if not seen:
-                        first.append((pos, len(depth) + 1))
-                    counts[pos] = seen + 1
-                    append(seen)
-                    break
-                achievable = frozenset(cell for other, cell in node_cells
-                                       if not achieved >> other & 1 and prerequisites_met(other, achieved))
-        seen = counts[pos]
+    depth: list[int | None] = []
+    append = depth.append
+    k = 0
+    for cell in cells:
+        k += 1
+        seen = counts[cell]
         if not seen:
-            first.append((pos, len(depth) + 1))
-        counts[pos] = seen + 1
+            first.append((cell, k))
+        counts[cell] = seen + 1
         append(seen)
-    graded = steps[:len(depth)]
+        if cell in achievable:
+            node = node_at[cell]
+            achieved |= 1 << node
+            events.append((plan.achieved, node, k))
+            achievable = frozenset(other_cell for other, other_cell in node_cells
+                                   if not achieved >> other & 1 and prerequisites_met(other, achieved))
+    graded = steps[:k]
     hits = _hits(plan, first, graded, events) if plan.ids else []
-    return Coverage("grid_dag", len(depth), depth, _phases(graded), None, None, plan.ids, hits, len(first),
-                    sum(c >= 2 for c in counts))
+    return Coverage("grid_dag", k, depth, _phases(graded), None, None, plan.ids, hits, len(first),
+                    len(counts) - counts.count(0) - counts.count(1))   # states visited twice or more, in C
 
 
 def _rooms(tables: RoomsTables, trajectory: Trajectory) -> Coverage:

@@ -17,11 +17,14 @@ import numpy as np
 
 
 class Trajectory(NamedTuple):
-    """What a family reads of one trajectory: its checked document, and where it was read (for messages)."""
+    """What a family reads of one trajectory: its checked document, where it was read (for messages), and the
+    replays of the families that graded it before, by name (so a family adding to a world's own family replays
+    the world's rules once: coverage reads the cells the Park replay entered)."""
 
     doc: dict[str, Any]
     file: str
     line: int | None
+    earlier: Mapping[str, Any] | None = None
 
 
 class FamilyColumns(NamedTuple):

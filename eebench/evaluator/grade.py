@@ -165,8 +165,12 @@ class Grader:
         families = self.families(env)
         if not families:
             raise InputError(Problem(file, line, "env", f"no metric family grades {env!r} trajectories yet"))
-        trajectory = Trajectory(doc, file, line)
-        replays = [family.replay(self.tables(family, instance), instance, trajectory) for family in families]
+        earlier: dict[str, Any] = {}
+        trajectory = Trajectory(doc, file, line, earlier)
+        replays = []
+        for family in families:  # in registry order, each seeing the replays before it
+            replays.append(replay := family.replay(self.tables(family, instance), instance, trajectory))
+            earlier[family.name] = replay
         steps = doc["steps"]
         instance_id = doc["instance"]
         bench = self.bench
