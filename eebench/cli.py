@@ -165,7 +165,8 @@ def validate(files: tuple[Path, ...]) -> None:
     """Check eebench documents: schema, version and meaning.
 
     Each FILE's kind comes from its `eebench` field (instance, trajectory, generator, suite, index, manifest,
-    registry, checkpoints); a .jsonl file is checked line by line. Every problem is printed, one line each; exit code 2 if any.
+    registry, checkpoints); a .jsonl file is checked line by line. Every problem is printed, one line each; exit
+    code 2 if any.
     """
     from eebench.validation import validate_file
 

@@ -90,7 +90,8 @@ def _plan(sets: Sequence[CheckpointSet], states: dict[str, Hashable] | None,
                         if checkpoint.regex.search(text):  # type: ignore[union-attr]
                             by_state.setdefault(key, []).append(i)
             else:
-                by_field.setdefault(checkpoint.field.value, []).append((i, checkpoint.regex))  # type: ignore[union-attr]
+                field = checkpoint.field.value  # type: ignore[union-attr]
+                by_field.setdefault(field, []).append((i, checkpoint.regex))
     return Plan(tuple(index), {k: tuple(v) for k, v in by_state.items()}, tuple(state_regex),
                 tuple((f, tuple(v)) for f, v in by_field.items()), {k: tuple(v) for k, v in achieved.items()},
                 {k: tuple(v) for k, v in balls.items()}, tuple(alls), reader)

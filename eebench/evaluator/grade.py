@@ -294,7 +294,7 @@ def grade_files(files: Sequence[Path], bench: Bench | None, db: Path, *, workers
         given[resolved] = Path(path)
     started = time.perf_counter()
     graded_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-    Grader(bench, graded_at, checkpoints=checkpoints)  # fail early on a bad bench folder, before the database is touched
+    Grader(bench, graded_at, checkpoints=checkpoints)  # a bad bench folder fails early, before the database is touched
     report = GradeReport()
     store = ResultStore(db)
     try:

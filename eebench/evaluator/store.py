@@ -33,6 +33,10 @@ SCHEMA_VERSION = 3  # of the tables below; a change of meaning or layout bumps i
 
 
 
+def _cases(cases: tuple[int, ...]) -> str:
+    return ", ".join(map(str, cases))
+
+
 def _attributed(cases: tuple[int, ...]) -> str:
     return f"(error * (case_id IN ({', '.join(map(str, cases))}))::TINYINT)::TINYINT"
 
@@ -322,9 +326,9 @@ VIEWS = {
                max(s.t) AS last_t,
                arg_max(s.ecc, s.t) AS ecc_end,
                count(DISTINCT s.state) AS distinct_states,
-               sum(s.explore_error) / nullif(count(*) FILTER (WHERE s.case_id IN ({', '.join(map(str, EXPLORE_CASES))})), 0)
+               sum(s.explore_error) / nullif(count(*) FILTER (WHERE s.case_id IN ({_cases(EXPLORE_CASES)})), 0)
                    AS explore_error,
-               sum(s.exploit_error) / nullif(count(*) FILTER (WHERE s.case_id IN ({', '.join(map(str, EXPLOIT_CASES))})), 0)
+               sum(s.exploit_error) / nullif(count(*) FILTER (WHERE s.case_id IN ({_cases(EXPLOIT_CASES)})), 0)
                    AS exploit_error
         FROM steps s JOIN trajectories t USING (trajectory_id)
         WHERE t.coverage_version IS NOT NULL
