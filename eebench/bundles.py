@@ -122,7 +122,7 @@ def _statistics(kind: WorldKind, instances: list[Any]) -> dict[str, dict[str, in
 
 def _one_kind(instances: list[Any]) -> WorldKind:
     """The world kind of a bundle: one per bundle, so its statistics mean one thing."""
-    found = {kind_of(i).env: kind_of(i) for i in instances}
+    found = {k.env: k for k in map(kind_of, instances)}
     if len(found) != 1:
         raise InputError(f"a bundle holds instances of one world kind; this suite mixes {', '.join(sorted(found))}")
     return next(iter(found.values()))
@@ -131,8 +131,9 @@ def _one_kind(instances: list[Any]) -> WorldKind:
 def _counts(instances: list[Any]) -> dict[str, Any]:
     presets = Counter(i.meta["preset"] for i in instances if isinstance((i.meta or {}).get("preset"), str))
     generated = sum(presets.values())
-    names = Counter(getattr(i, "names", None) for i in instances)  # semantic or symbolic node ids, where a kind
-    return {"instances": len(instances), "generated": generated, "hand_made": len(instances) - generated,  # has them
+    # node ids semantic or symbolic, for the kinds that have node names (none recorded: {})
+    names = Counter(getattr(i, "names", None) for i in instances)
+    return {"instances": len(instances), "generated": generated, "hand_made": len(instances) - generated,
             "presets": dict(presets), "names": {k: n for k, n in names.items() if k}}
 
 

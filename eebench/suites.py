@@ -15,10 +15,18 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from eebench.documents import document_kind, expect_kind, load_checked, load_document, schema_problems, sha256_hex
+from eebench.documents import (
+    document_kind,
+    expect_kind,
+    load_checked,
+    load_document,
+    schema_problems,
+    sha256_hex,
+    validate_schema,
+)
 from eebench.errors import InputError, Problem, did_you_mean
 from eebench.instances import load_instance
-from eebench.world.kinds import DEFAULT_ENV, WorldKind, check_env, kind_of, kinds
+from eebench.world.kinds import DEFAULT_ENV, WorldKind, check_env, envs, kind_of, kinds
 
 VARIANTS = ("semantic", "symbolic")
 Preset = Any  # a world kind's parsed preset (eebench.generator.params.Preset for grid_dag, ...)
@@ -34,7 +42,7 @@ def load_presets(path: Path | str) -> dict[str, Preset]:
     doc = load_document(path)
     expect_kind(doc, file, "generator")
     kind = check_env(doc.get("env"), file)
-    doc = load_checked(path, "generator", kind.generator_schema)
+    validate_schema(doc, kind.generator_schema, file)
     return _parse_presets(kind, doc["presets"], file, "presets")
 
 
@@ -207,7 +215,7 @@ def _no_twin(path: Path, file: str, where: str) -> list[Problem]:
     """A symbolic twin is asked of an instance whose world kind has no names to hide: say so here, not later."""
     with_names = {k.env for k in kinds() if k.relabel is not None}
     env = load_document(path).get("env")
-    if env in with_names or not isinstance(env, str):  # a bad env is the instance's own problem, reported on load
+    if env in with_names or env not in envs():  # a bad env is the instance's own problem, reported on load
         return []
     return [Problem(file, None, where, f"{env} instances have no symbolic variant (only "
                                        f"{', '.join(sorted(with_names))} instances do)")]

@@ -13,6 +13,7 @@ steps) and sample efficiency (steps up to the end of the first episode whose R_e
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from itertools import chain, groupby
 from typing import Any, NamedTuple
@@ -22,11 +23,20 @@ import numpy as np
 from eebench.errors import InputError, Problem
 from eebench.evaluator.families import FamilyColumns, Trajectory
 from eebench.evaluator.orienteering import OrienteeringProblem, Solution, SolverCache, Status
-from eebench.world.rooms import UNREACHABLE, EpisodeKnowledge, RoomsInstance, RoomsReplay, door_distances, replay
+from eebench.world.rooms import (
+    UNREACHABLE,
+    EpisodeKnowledge,
+    RoomsInstance,
+    RoomsReplay,
+    door_distances,
+    replay,
+    world_of,
+)
 
 METRIC_VERSION = "gaps/1"      # bump when any graded value for the same input would change
 SAMPLE_EFFICIENCY_SHARE = (9, 10)   # 90% of the largest R_exploit, as a ratio of integers (compared exactly)
 TIME_LIMIT = 10.0              # seconds per solve; a solve stopped by it is stored as `bound`, never as optimal
+STATES_KEPT = 50_000           # knowledge states remembered per instance (least recently used go): memory stays flat
 
 
 class GapsTables:
@@ -34,9 +44,10 @@ class GapsTables:
 
     def __init__(self, instance: RoomsInstance):
         self.instance = instance
+        self.world = world_of(instance)  # held here: looking it up hashes the whole instance every time
         self.n_rooms = len(instance.rooms)
         self.cache = SolverCache()   # by problem content: two knowledge states with the same problem share a solve
-        self._by_knowledge: dict[tuple[frozenset[str], frozenset[str]], Solution] = {}
+        self._by_knowledge: OrderedDict[tuple[frozenset[str], frozenset[str]], Solution] = OrderedDict()
         self.lookups = 0             # R_exploit lookups by knowledge state, and how many found it solved
         self.state_hits = 0
         self.max_solution = self.cache.solve(self.problem(None), time_limit=TIME_LIMIT)
@@ -50,12 +61,12 @@ class GapsTables:
         instance = self.instance
         if known is None:
             balls = instance.balls
-            dist = door_distances(instance, sources=[instance.start, *(b.room for b in balls)])
+            dist = door_distances(self.world, sources=[instance.start, *(b.room for b in balls)])
         else:
             balls = tuple(b for b in instance.balls if b.name in known.balls)
-            dist = door_distances(instance, known.doors, known.rooms,
+            dist = door_distances(self.world, known.doors, known.rooms,
                                   sources=[instance.start, *(b.room for b in balls)])
-        index = {room: i for i, room in enumerate(instance.rooms)}
+        index = self.world.room_index
         nodes = [index[instance.start], *(index[b.room] for b in balls)]
         cost = dist[np.ix_(nodes, nodes)]
         # a known ball was reached through known doors, so nothing is unreachable; kept unaffordable all the same
@@ -68,10 +79,17 @@ class GapsTables:
         key = (known.doors, known.balls)
         self.lookups += 1
         found = self._by_knowledge.get(key)
-        if found is None:
-            found = self._by_knowledge[key] = self.cache.solve(self.problem(known), time_limit=TIME_LIMIT)
-        else:
+        if found is not None:
             self.state_hits += 1
+            self._by_knowledge.move_to_end(key)
+            return found
+        if len(self.cache) >= STATES_KEPT:  # the solver's cache has no limit of its own: start a new one
+            fresh = SolverCache()
+            fresh.hits, fresh.misses = self.cache.hits, self.cache.misses
+            self.cache = fresh
+        found = self._by_knowledge[key] = self.cache.solve(self.problem(known), time_limit=TIME_LIMIT)
+        if len(self._by_knowledge) > STATES_KEPT:
+            self._by_knowledge.popitem(last=False)
         return found
 
 
@@ -113,7 +131,7 @@ class GapsFamily:
         # the log's episode boundaries are used only when every step carries its episode
         logged = [step["episode"] for step in steps] if steps and all("episode" in s for s in steps) else None
         try:
-            replayed = replay(instance, actions, logged)
+            replayed = replay(tables.world, actions, logged)
         except InputError as exc:  # the world names the step; the file and line are ours to add
             raise InputError([Problem(trajectory.file, trajectory.line, p.field, p.message)
                               if isinstance(p, Problem) else Problem(trajectory.file, trajectory.line, None, p)

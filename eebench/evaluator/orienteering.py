@@ -13,14 +13,16 @@ import numpy as np
 
 from eebench.errors import EebenchError, InputError
 
-# Float costs are scaled by this power of two before CP-SAT sees them: exact in binary, and 2**20 * (a budget of
-# thousands) still leaves the integer sums far below 2**63.
+# Float costs are scaled by a power of two before CP-SAT sees them (exact in binary): this one, or a smaller one
+# that keeps the scaled budget within 2**40, far from CP-SAT's integer limits.
 COST_SCALE = 2 ** 20
-# The exhaustive search is chosen when a path may visit at most this many prize nodes, or when at most this many
-# are within reach: its dominance pruning keeps it below a millisecond on room worlds (ball_limit 3..5, tens of
-# balls) where CP-SAT needs tens of milliseconds just to start; measured in benchmarks/bench_orienteering.py.
+# The exhaustive search is chosen when a path may visit at most EXHAUSTIVE_MAX_VISITS prize nodes, or when at most
+# EXHAUSTIVE_MAX_NODES are within reach. Measured: room worlds (ball_limit 3..5, 20 to 120 balls) take it 0.2 to
+# 40 ms where CP-SAT needs 20 to 50 ms just to start (benchmarks/bench_orienteering.py); the classic sets with at
+# most 8 visits take it under 0.1 s (CP-SAT: up to 8 s); but 16 nodes with no visit limit and a budget that reaches
+# most of them took it 12 s (CP-SAT: 0.13 s), 11 nodes 18 ms (CP-SAT: 24 ms).
 EXHAUSTIVE_MAX_VISITS = 8
-EXHAUSTIVE_MAX_NODES = 16
+EXHAUSTIVE_MAX_NODES = 10
 # Most prize decimals CP-SAT accepts (it needs integer objective coefficients).
 MAX_PRIZE_DECIMALS = 6
 
@@ -93,8 +95,8 @@ class OrienteeringProblem:
                 raise _fail(f"prize[{i}]", f"expected a finite non-negative number, found {p!r}")
         object.__setattr__(self, "prize", tuple(p.item() if isinstance(p, np.generic) else p for p in prize))
         if isinstance(self.budget, bool) or not isinstance(self.budget, (int, float, np.integer, np.floating)) \
-                or math.isnan(self.budget) or self.budget < 0:
-            raise _fail("budget", f"expected a non-negative number, found {self.budget!r}")
+                or not math.isfinite(self.budget) or self.budget < 0:
+            raise _fail("budget", f"expected a finite non-negative number, found {self.budget!r}")
         for name in ("start", "end"):
             value = getattr(self, name)
             if value is None and name == "end":
@@ -105,8 +107,11 @@ class OrienteeringProblem:
                                             or not isinstance(self.max_visits, (int, np.integer))
                                             or self.max_visits < 0):
             raise _fail("max_visits", f"expected None or an integer >= 0, found {self.max_visits!r}")
+        for name in ("start", "end", "max_visits"):  # numpy integers become ints
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, int(getattr(self, name)))
         digest = hashlib.sha256()
-        digest.update(f"{n}|{float(self.budget)!r}|{int(self.start)}|{self.end}|{self.max_visits}|".encode())
+        digest.update(f"{n}|{float(self.budget)!r}|{self.start}|{self.end}|{self.max_visits}|".encode())
         digest.update(np.ascontiguousarray(as_float, dtype="<f8").tobytes())
         digest.update(np.asarray(prize, dtype="<f8").tobytes())
         object.__setattr__(self, "key", digest.hexdigest())
@@ -167,7 +172,8 @@ class _Plan(NamedTuple):
     k: int                       # how many candidates a path may visit
     feasible: bool               # False when a fixed end is surely beyond the budget
     closure: np.ndarray          # shortest-path closure of cost: a lower bound on what reaching a node costs
-    slack: float                 # tolerance of float sums in pruning (0 for integer costs)
+    integral: bool               # every finite cost is a whole number: sums are exact
+    slack: float                 # tolerance of float sums in pruning (0 for integral costs)
 
 
 def _plan(problem: OrienteeringProblem) -> _Plan:
@@ -177,16 +183,18 @@ def _plan(problem: OrienteeringProblem) -> _Plan:
     closure = problem.cost.astype(np.float64)
     for via in range(problem.n):  # Floyd-Warshall: costs need not obey the triangle inequality
         np.minimum(closure, closure[:, via:via + 1] + closure[via:via + 1, :], out=closure)
+    finite = problem.cost[np.isfinite(problem.cost)].astype(np.float64)
+    integral = bool((finite == np.floor(finite)).all()) and float(finite.max(initial=0)) < 2 ** 52
     # Float sums may differ from the exact sum by a few ulps: prune with slack, decide with `path_cost`.
-    slack = 1e-9 * max(1.0, float(budget)) if problem.cost.dtype.kind == "f" else 0.0
+    slack = 0.0 if integral else 1e-9 * max(1.0, float(budget))
     if e is not None and closure[s, e] > budget + slack:
-        return _Plan(base, base_value, [], 0, False, closure, slack)
+        return _Plan(base, base_value, [], 0, False, closure, integral, slack)
     to_end = closure[:, e] if e is not None else np.zeros(problem.n)
     candidates = [j for j in range(problem.n) if j != s and j != e and problem.prize[j] > 0
                   and closure[s, j] + to_end[j] <= budget + slack]
     candidates.sort(key=lambda j: (-problem.prize[j], j))
     k = len(candidates) if problem.max_visits is None else min(problem.max_visits, len(candidates))
-    return _Plan(base, base_value, candidates, k, True, closure, slack)
+    return _Plan(base, base_value, candidates, k, True, closure, integral, slack)
 
 
 def _exhaustive(problem: OrienteeringProblem, plan: _Plan) -> Solution:
@@ -198,8 +206,8 @@ def _exhaustive(problem: OrienteeringProblem, plan: _Plan) -> Solution:
     """
     s, e, budget, k, slack = problem.start, problem.end, problem.budget, plan.k, plan.slack
     cand = plan.candidates
-    exact = problem.cost.dtype.kind != "f"
-    cost = problem.cost.astype(np.int64 if exact else np.float64).tolist()
+    exact = plan.integral
+    cost = problem.cost.astype(np.float64).tolist()
     reach = plan.closure.tolist()
     prize = problem.prize
     to_end = [reach[j][e] if e is not None else 0.0 for j in range(problem.n)]
@@ -260,19 +268,18 @@ def _cp_sat(problem: OrienteeringProblem, plan: _Plan, time_limit: float) -> Sol
     """A circuit over optional nodes (AddCircuit; a skipped node takes its self-loop), closed by a fixed arc back
     to the start: from the end node, or from a dummy node any visited node may step to when the end is free.
 
-    Costs: integer costs are used as they are; float costs become floor(COST_SCALE * cost) and the budget
-    floor(COST_SCALE * budget) + 1. Rounding down makes the model a relaxation: it never refuses a path within
-    budget. A path it accepts is re-measured exactly (`path_cost`); one over budget is cut off (its arcs may not all
-    be chosen again) and the model solved again, so the first path that passes is optimal.
+    Costs: whole-number costs are used as they are; other costs become floor(S * cost) and the budget
+    floor(S * budget) + 1, S = COST_SCALE (smaller for budgets over 2**20). Rounding down makes the model a
+    relaxation: it never refuses a path within budget. A path it accepts is re-measured exactly (`path_cost`); one
+    over budget is cut off (its arcs may not all be chosen again) and the model solved again, so the first path
+    that passes is optimal.
     """
     from ortools.sat.python import cp_model
 
     s, e = problem.start, problem.end
     scale = _prize_scale(problem.prize)
-    nodes = [s, *plan.candidates] + ([e] if e is not None else [])
-    used = problem.cost[np.ix_(nodes, nodes)].astype(np.float64)
-    floats = bool((np.mod(used[np.isfinite(used)], 1) != 0).any())
-    cost_scale = COST_SCALE if floats else 1
+    floats = not plan.integral
+    cost_scale = min(COST_SCALE, 2 ** max(0, 40 - math.frexp(float(problem.budget))[1])) if floats else 1
     budget_int = math.floor(problem.budget * cost_scale) + (1 if floats else 0)
 
     def arc_cost(i: int, j: int) -> int | None:
@@ -323,7 +330,11 @@ def _cp_sat(problem: OrienteeringProblem, plan: _Plan, time_limit: float) -> Sol
     model.Maximize(sum(round(problem.prize[j] * scale) * visit[j] for j in cand))
 
     solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 1 if len(cand) <= 30 else 2
+    # One worker: the same path on every run, and the machine's other cores stay free. Linearization level 2 puts
+    # the circuit's cuts into the LP relaxation; measured: 20 to 35 times less CPU on Tsiligirides 1/40 and 3/70,
+    # and Chao 66 at budget 25 proven in 36 s of CPU (over 300 s at level 1).
+    solver.parameters.num_workers = 1
+    solver.parameters.linearization_level = 2
     deadline = time.monotonic() + time_limit
     best_path = plan.base  # the empty path (the closed tour's is (start, start))
     best_value = path_value(problem, best_path)
@@ -338,7 +349,7 @@ def _cp_sat(problem: OrienteeringProblem, plan: _Plan, time_limit: float) -> Sol
                 raise EebenchError(f"orienteering: no path found within the time limit of {time_limit} s")
             bound = plan.base_value + sum(problem.prize[j] for j in cand[:plan.k])
             return Solution(best_value, best_path, Status.BOUND, Method.CP_SAT, bound)
-        path = _read_path(solver, arc_var, s, sink, closed, e)
+        path = _read_path(solver, arc_var, s, sink, e)
         value = path_value(problem, path)
         if not floats or path_cost(problem, path) <= problem.budget:
             if status == cp_model.OPTIMAL:
@@ -355,7 +366,7 @@ def _cp_sat(problem: OrienteeringProblem, plan: _Plan, time_limit: float) -> Sol
         return Solution(best_value, best_path, Status.BOUND, Method.CP_SAT, max(bound, best_value))
 
 
-def _read_path(solver: Any, arc_var: dict[tuple[int, int], Any], s: int, sink: int, closed: bool,
+def _read_path(solver: Any, arc_var: dict[tuple[int, int], Any], s: int, sink: int,
                e: int | None) -> tuple[int, ...]:
     """Follow the chosen arcs from the start to the sink; the dummy sink of a free end is not part of the path."""
     succ = {i: j for (i, j), x in arc_var.items() if solver.BooleanValue(x)}
@@ -397,7 +408,8 @@ def solve(problem: OrienteeringProblem, *, method: Method | None = None, time_li
 
 
 class SolverCache:
-    """Get-or-solve by problem content (`OrienteeringProblem.key`); counts hits and misses."""
+    """Get-or-solve by problem content (`OrienteeringProblem.key`, which depends on the order of the nodes); counts
+    hits and misses. The first answer stays, whatever method or time limit a later call asks for."""
 
     def __init__(self) -> None:
         self._solutions: dict[str, Solution] = {}

@@ -2,7 +2,8 @@
 
 Tables `trajectories`, `steps` and `episodes` hold one row per graded trajectory, step and episode, with columns
 that are NULL where a metric family does not apply; `meta` records the schema and metric versions. A results file
-of an older schema is upgraded in place by the next grade, in its transaction (`_upgrade`). Rows of a trajectory id are replaced, never duplicated, when it is graded again.
+of an older schema is upgraded in place by the next grade, in its transaction (`_upgrade`). Rows of a trajectory
+id are replaced, never duplicated, when it is graded again.
 Writes are staged as NumPy column batches and reach the results file in one transaction (see ResultStore).
 """
 

@@ -254,3 +254,40 @@ def test_a_solve_stopped_by_the_time_limit_is_flagged_with_its_bound() -> None:
         (2, "cp-sat", "bound", 6, None)]
     assert episode_rows(graded_columns := FAMILY.columns([graded]), "solver", "solver_status") == [
         ("exhaustive", "optimal")] and graded_columns.trajectories["n_episodes"] == [1]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(worlds())
+def test_a_stream_and_its_logged_episodes_grade_alike(
+        world: tuple[dict[str, Any], list[str], list[int] | None]) -> None:
+    # Writing into the log the episode the world gave each graded action changes nothing: the same steps, episodes
+    # and gaps (only the ignored tail after the last episode is not written).
+    doc, actions, _ = world
+    stream = grade(doc, actions)
+    assert stream.steps is not None
+    graded = stream.steps["action"].tolist()
+    logged = grade(doc, graded, stream.steps["episode"].tolist()) if graded else grade(doc, [])
+    assert logged.episodes is not None and stream.episodes is not None and logged.steps is not None
+    for name in stream.steps:
+        assert logged.steps[name].tolist() == stream.steps[name].tolist(), name
+    for name in stream.episodes:
+        assert logged.episodes[name].tolist() == stream.episodes[name].tolist(), name
+    assert {k: v for k, v in one(logged).items() if k != "ignored_actions"} == {
+        k: v for k, v in one(stream).items() if k != "ignored_actions"}
+
+
+def test_the_state_cache_is_bounded_and_forgetting_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    instance = RoomsInstance.from_document(LINE)
+    logs = [["x ball", "d1 door", "y ball"], ["d1 door", "d2 door", "z ball", "d2 door"], ["x ball", "y ball"],
+            ["d1 door", "y ball", "d2 door", "z ball"]] * 2
+    trajectories = [Trajectory({"steps": [{"action": a} for a in log]}, "f", 1) for log in logs]
+    unbounded = GapsTables(instance)
+    expected = [FAMILY.columns([FAMILY.replay(unbounded, instance, t)]).episodes for t in trajectories]
+    monkeypatch.setattr("eebench.evaluator.gaps.STATES_KEPT", 2)
+    bounded = GapsTables(instance)
+    for trajectory, want in zip(trajectories, expected):
+        got = FAMILY.columns([FAMILY.replay(bounded, instance, trajectory)]).episodes
+        assert got is not None and want is not None
+        assert {k: v.tolist() for k, v in got.items()} == {k: v.tolist() for k, v in want.items()}
+        assert len(bounded._by_knowledge) <= 2 and len(bounded.cache) <= 2
+    assert bounded.lookups == unbounded.lookups and bounded.state_hits < unbounded.state_hits

@@ -44,7 +44,8 @@ def bench(tmp_path: Path) -> Path:
 
 
 def test_rooms_and_grid_dag_in_one_run(cli, bench: Path, tmp_path: Path) -> None:
-    runs = write_jsonl(tmp_path / "runs.jsonl", [grid_trajectory("grid", SOLVE), rooms_trajectory("line", LINE_ACTIONS)])
+    runs = write_jsonl(tmp_path / "runs.jsonl", [grid_trajectory("grid", SOLVE),
+                                                 rooms_trajectory("line", LINE_ACTIONS)])
     db = tmp_path / "r.duckdb"
     cli("grade", runs, "--bench", bench, "--db", db)
     assert rows(db, "SELECT trajectory_id, env, metric_version, success, budget, n_steps, ignored_actions, "
@@ -70,6 +71,9 @@ def test_rooms_and_grid_dag_in_one_run(cli, bench: Path, tmp_path: Path) -> None
     [summary] = rows(db, "SELECT agent_name, trajectories, episodes, with_gaps, total_gap_last, explore_gap_last, "
                          "coverage, sample_efficiency, bound_episodes FROM gaps_summary")
     assert summary == ("agent-r", 1, 2, 1, pytest.approx(5 / 14), 0.0, 1.0, 7.0, 0)
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    for name, *_ in rows(db, "DESCRIBE gaps_summary"):
+        assert f"`{name}`" in readme, name
 
 
 def test_regrading_a_rooms_trajectory_replaces_its_episodes(cli, bench: Path, tmp_path: Path) -> None:
@@ -105,9 +109,13 @@ def _suite_4x4() -> list:
     return [i for i in resolve_spec("grams2025-rooms").instances() if "/4x4/" in i.id]
 
 
-@pytest.mark.parametrize("agent", ["oracle", "explorer"])
-def test_baseline_agents(cli, agent: str, tmp_path: Path) -> None:
-    instances = _suite_4x4()
+def _mazes_7x7() -> list:
+    return [i for i in resolve_spec("grams2025-maze").instances() if "/maze-7x7/" in i.id]
+
+
+@pytest.mark.parametrize("agent, suite", [("oracle", _suite_4x4), ("explorer", _suite_4x4), ("oracle", _mazes_7x7)])
+def test_baseline_agents(cli, agent: str, suite, tmp_path: Path) -> None:
+    instances = suite()
     write_instances(instances, tmp_path / "bench", {"kind": "test"})
     runs = write_jsonl(tmp_path / "runs.jsonl", [
         {"eebench": "trajectory/1", "id": f"{agent}/{i.id}", "instance": i.id, "agent": {"name": agent},
@@ -159,3 +167,17 @@ def test_workers_grade_rooms_as_one_process_does(cli, bench: Path, tmp_path: Pat
         assert rows(one, sql) == rows(two, sql)
     # prefixes of 1-3 actions play episode 0 only, of 4-8 actions both episodes: 3 + 5 x 2
     assert rows(one, "SELECT count(*) FROM episodes") == [(13,)]
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"doors": [*LINE["doors"], {"name": "d3", "between": ["C", "C"]}]},
+     "doors[2].between: joins room 'C' to itself; a door joins two distinct rooms"),
+    ({"rooms": [*LINE["rooms"], "D"]}, "rooms[3]: room 'D' cannot be reached from the start 'A' through the doors"),
+])
+def test_a_bad_rooms_instance_is_one_line(cli, tmp_path: Path, change: dict, message: str) -> None:
+    instance = write_json(tmp_path / "bench" / "t" / "rooms.json", {**LINE, **change})
+    runs = write_jsonl(tmp_path / "runs.jsonl", [rooms_trajectory("a", LINE_ACTIONS)])
+    db = tmp_path / "r.duckdb"
+    result = cli("grade", runs, "--bench", tmp_path / "bench", "--db", db, code=2)
+    assert result.stderr == f"error: {instance}: {message}\n"
+    assert not db.exists()
