@@ -22,12 +22,14 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from eebench.checkpoints import CheckpointLibrary, CheckpointSet, Field, Rule, StateReader, shipped_sets
-from eebench.errors import InputError, Problem
+from eebench.documents import json_type
+from eebench.errors import InputError, Problem, did_you_mean
 from eebench.evaluator.families import FamilyColumns, Trajectory
 from eebench.world.grid_dag import GridDagInstance, GridDagWorld
 
 METRIC_VERSION = "coverage/1"  # bump when any graded value for the same input would change
 LOGGED = "logged"
+PHASES = ("explore", "act")    # of a step's `phase` (Explore-then-Act)
 
 
 class LoggedInstance(NamedTuple):
@@ -274,10 +276,16 @@ class CoverageFamily:
         steps = trajectory.doc["steps"]
         if isinstance(tables, GridTables):
             park = (trajectory.earlier or {}).get("park") or tables.park_replay(instance, trajectory)
-            return _grid(tables, park.replay.start, park.replay.cells_to, steps)
-        if isinstance(tables, RoomsTables):
-            return _rooms(tables, trajectory)
-        return _logged(tables, steps)
+            graded = _grid(tables, park.replay.start, park.replay.cells_to, steps)
+        elif isinstance(tables, RoomsTables):
+            graded = _rooms(tables, trajectory)
+        else:
+            graded = _logged(tables, steps, trajectory)
+        for i, phase in enumerate(graded.phases or ()):
+            if phase is not None and phase not in PHASES:
+                raise InputError(Problem(trajectory.file, trajectory.line, f"steps[{i}].phase",
+                                         f"expected explore or act, found {phase!r}{did_you_mean(phase, PHASES)}"))
+        return graded
 
     def columns(self, replays: Sequence[Coverage]) -> FamilyColumns:
         """Columns of a chunk at once: the curves of all its trajectories from one bincount and one cumsum."""
@@ -373,18 +381,22 @@ def _grid(tables: GridTables, start: int, cells: Sequence[int], steps: list[dict
 
 
 def _rooms(tables: RoomsTables, trajectory: Trajectory) -> Coverage:
-    """Replay the rooms actions as the gaps family does; the start room is visited at each episode's start."""
+    """The rooms steps as the gaps family replayed them (replayed here when it did not run before); the start
+    room is visited at each episode's start."""
     from eebench.world.rooms import replay
 
     steps = trajectory.doc["steps"]
-    actions = [step["action"] for step in steps]
     logged = [step["episode"] for step in steps] if steps and all("episode" in s for s in steps) else None
-    try:
-        replayed = replay(tables.world, actions, logged)
-    except InputError as exc:  # the world names the step; the file and line are ours to add
-        raise InputError([Problem(trajectory.file, trajectory.line, p.field, p.message)
-                          if isinstance(p, Problem) else Problem(trajectory.file, trajectory.line, None, p)
-                          for p in exc.problems]) from None
+    gaps = (trajectory.earlier or {}).get("gaps")
+    if gaps is not None:
+        replayed = gaps.replay
+    else:
+        try:
+            replayed = replay(tables.world, [step["action"] for step in steps], logged)
+        except InputError as exc:  # the world names the step; the file and line are ours to add
+            raise InputError([Problem(trajectory.file, trajectory.line, p.field, p.message)
+                              if isinstance(p, Problem) else Problem(trajectory.file, trajectory.line, None, p)
+                              for p in exc.problems]) from None
     if logged is None:
         graded = steps[:len(replayed.steps)]
     else:  # per logged episode, the steps after the world ended it are not graded
@@ -413,15 +425,18 @@ def _rooms(tables: RoomsTables, trajectory: Trajectory) -> Coverage:
                     sum(c >= 2 for c in counts.values()))
 
 
-def _logged(plan: Plan, steps: list[dict[str, Any]]) -> Coverage:
+def _logged(plan: Plan, steps: list[dict[str, Any]], trajectory: Trajectory) -> Coverage:
     """States read from the log; no initial state."""
     reader = plan.reader
     states: list[str | None] = []
     state: str | None = None
-    for step in steps:
+    for i, step in enumerate(steps):
         own = step.get("state")
         if isinstance(own, str):
             state = own
+        elif own is not None:
+            raise InputError(Problem(trajectory.file, trajectory.line, f"steps[{i}].state",
+                                     f"expected a string or null, found {json_type(own)}"))
         elif reader is not None and (read := reader.read(step)) is not None:
             state = read
         states.append(state)

@@ -184,3 +184,20 @@ def test_a_failed_grade_leaves_a_schema_2_file_as_it_was(cli: Any, bench: Path, 
     bad = write_jsonl(tmp_path / "bad.jsonl", [trajectory("ok", SOLVE), trajectory("z", ["up"], instance="nope")])
     cli("grade", bad, "--bench", bench, "--db", db, code=2)
     assert db.read_bytes() == before
+
+
+@pytest.mark.parametrize("step, message", [
+    ({"action": "go", "phase": "Explore"}, "steps[1].phase: expected explore or act, found 'Explore' (did you mean "
+                                           "'explore'?)"),
+    ({"action": "go", "state": 3}, "steps[1].state: expected a string or null, found an integer"),
+])
+def test_a_bad_phase_or_state_is_one_line_exit_2(cli: Any, tmp_path: Path, step: dict[str, Any],
+                                                 message: str) -> None:
+    doc = logged("a", ["Kitchen"])
+    doc["steps"].append(step)
+    runs = write_jsonl(tmp_path / "runs.jsonl", [logged("ok", ["Hall"]), doc])
+    db = tmp_path / "r.duckdb"
+    result = cli("grade", runs, "--db", db, code=2)
+    assert result.stderr == f"error: {runs}:2: {message}\n" and not db.exists()
+    assert "skipped 1" in cli("grade", runs, "--db", db, "--skip-invalid").stdout
+    assert rows(db, "SELECT trajectory_id FROM trajectories") == [("ok",)]
