@@ -1,7 +1,7 @@
 """Graded results in DuckDB: the tables (defined once, with their documentation), bulk writes, read-only queries.
 
-Tables `trajectories`, `steps` and `episodes` hold one row per graded trajectory, step and episode, with columns
-that are NULL where a metric family does not apply; `meta` records the schema and metric versions. A results file
+Tables `trajectories`, `steps`, `episodes` and `checkpoints` hold one row per graded trajectory, step, episode and
+checkpoint of a trajectory, with columns that are NULL where a metric family does not apply; `meta` records the schema and metric versions. A results file
 of an older schema is upgraded in place by the next grade, in its transaction (`_upgrade`). Rows of a trajectory
 id are replaced, never duplicated, when it is graded again.
 Writes are staged as NumPy column batches and reach the results file in one transaction (see ResultStore).
