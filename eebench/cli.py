@@ -275,8 +275,9 @@ def grade(files: tuple[Path, ...], bench: Path | None, checkpoint_files: tuple[P
     """Replay trajectories in their instances and store every metric family's results in DuckDB.
 
     Each trajectory names its instance by id; the actions are replayed in the world's rules (positions a log
-    claims are never trusted). Grading a trajectory id again replaces its rows. One call is one transaction:
-    if it fails, nothing is written. Then ask questions with `eebench query`, e.g.
+    claims are never trusted); `env: logged` trajectories are not replayed, only graded for coverage and revisits
+    (no --bench needed). Grading a trajectory id again replaces its rows. One call is one transaction: if it
+    fails, nothing is written. Then ask questions with `eebench query`, e.g.
 
     \b
       eebench query "SELECT * FROM agent_summary"
