@@ -30,6 +30,7 @@ from eebench.world.grid_dag import GridDagInstance, GridDagWorld
 METRIC_VERSION = "coverage/1"  # bump when any graded value for the same input would change
 LOGGED = "logged"
 PHASES = ("explore", "act")    # of a step's `phase` (Explore-then-Act)
+NEVER = 2 ** 62                # hit after this many steps: never (larger than any step, so min and max just work)
 
 
 class LoggedInstance(NamedTuple):
@@ -156,7 +157,7 @@ class Coverage(NamedTuple):
     states: list[str | None] | None        # logged only: the state read for each step
     steps: list[dict[str, Any]] | None      # logged only: the steps (for t and action)
     ids: tuple[str, ...]
-    hits: list[int | None]                 # per checkpoint: hit after this many steps, or None
+    hits: list[int]                        # per checkpoint: hit after this many steps, or NEVER
     distinct: int | None
     revisited: int                         # states visited two or more times
 
@@ -187,26 +188,21 @@ def _visits(keys: Sequence[Hashable | None], starts: dict[int, int], initial: Ha
 
 
 def _hits(plan: Plan, first: Sequence[tuple[Hashable, int]], steps: Sequence[dict[str, Any]],
-          events: Sequence[tuple[dict[Any, tuple[int, ...]], Any, int]]) -> list[int | None]:
-    """When each checkpoint of `plan` is first hit (steps taken), or None."""
-    hits: list[int | None] = [None] * len(plan.ids)
-
-    def hit(i: int, k: int) -> None:
-        if hits[i] is None or k < hits[i]:  # type: ignore[operator]
-            hits[i] = k
-
+          events: Sequence[tuple[dict[Any, tuple[int, ...]], Any, int]]) -> list[int]:
+    """When each checkpoint of `plan` is first hit (steps taken), or NEVER."""
+    hits = [NEVER] * len(plan.ids)
     by_state, state_regex = plan.by_state, plan.state_regex
     for key, k in first:   # first visits come in step order: the first one to set a checkpoint is the earliest
         for i in by_state.get(key, ()):
-            if hits[i] is None:
+            if hits[i] == NEVER:
                 hits[i] = k
         if state_regex and isinstance(key, str):
             for i, regex in state_regex:
-                if hits[i] is None and regex.search(key):
+                if hits[i] == NEVER and regex.search(key):
                     hits[i] = k
     for table, key, k in events:
         for i in table.get(key, ()):
-            hit(i, k)
+            hits[i] = min(hits[i], k)
     for field, checkpoints in plan.by_field:
         waiting = list(checkpoints)
         for k, step in enumerate(steps, start=1):
@@ -215,15 +211,13 @@ def _hits(plan: Plan, first: Sequence[tuple[Hashable, int]], steps: Sequence[dic
                 continue
             found = [item for item in waiting if item[1].search(text)]
             for i, _ in found:
-                hit(i, k)
+                hits[i] = min(hits[i], k)
             if found:
                 waiting = [item for item in waiting if item not in found]
                 if not waiting:
                     break
-    for i, members in plan.alls:
-        when = [hits[m] for m in members]
-        if None not in when:
-            hit(i, max(when))  # type: ignore[type-var]
+    for i, members in plan.alls:   # members come first; NEVER is larger than any step, so it carries over
+        hits[i] = min(hits[i], max(hits[m] for m in members))
     return hits
 
 
@@ -295,9 +289,8 @@ class CoverageFamily:
         trajectory = np.repeat(np.arange(n_trajectories, dtype=np.int32), lengths)
         n_ids = np.fromiter((len(r.ids) for r in replays), dtype=np.int64, count=n_trajectories)
         owner = np.repeat(np.arange(n_trajectories, dtype=np.int64), n_ids)   # each checkpoint's trajectory
-        hit_after = np.fromiter((-1 if k is None else k for k in chain.from_iterable(r.hits for r in replays)),
-                                dtype=np.int64, count=int(n_ids.sum()))
-        hit = hit_after >= 0
+        hit_after = np.fromiter(chain.from_iterable(r.hits for r in replays), dtype=np.int64, count=int(n_ids.sum()))
+        hit = hit_after != NEVER
         hit_counts = np.bincount(owner[hit], minlength=n_trajectories)
         # the curve: per trajectory a segment of n_steps + 1 counters (after 0 .. n steps), cumulated
         segment = lengths + 1
