@@ -254,3 +254,12 @@ def test_logged_properties(tmp_path_factory: Any, streams: list[list[tuple[str |
                       **({"state": s} if s and own else {})} for s, own in stream] for stream in streams]
     replays, columns = grade(library, LoggedInstance("g"), *trajectories)
     check_invariants(replays, columns, initial=False)
+
+
+def test_an_episode_the_log_skips_still_starts_in_the_start_room(tmp_path: Path) -> None:
+    library = checkpoints(tmp_path, '  - instances: ["t/rooms"]\n    rules: [room_visited]\n')
+    instance = RoomsInstance.from_document(LINE)
+    # episode 0 has no step: the start room A is visited at its start and again at episode 1's, then the step
+    (run,), columns = grade(library, instance, [{"action": "x ball", "episode": 1}])
+    assert run.depth == [2]
+    assert columns.trajectories["distinct_states"] == [1] and columns.trajectories["exploration_degree"] == [1.0]
