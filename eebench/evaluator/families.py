@@ -28,8 +28,9 @@ class Trajectory(NamedTuple):
 
 
 class FamilyColumns(NamedTuple):
-    """A chunk's results: `trajectories` has one value per replay (in order); `steps` and `episodes` one row per
-    step or episode, with the column `trajectory` giving the replay's position in the chunk."""
+    """A chunk's results: `trajectories` has one value per replay (in order); `steps`, `episodes` and
+    `checkpoints` one row per step, episode or checkpoint of a trajectory, with the column `trajectory` giving the
+    replay's position in the chunk."""
 
     trajectories: Mapping[str, Sequence[Any] | np.ndarray]
     steps: Mapping[str, np.ndarray] | None = None
