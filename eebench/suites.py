@@ -213,10 +213,10 @@ def load_suite(path: Path | str) -> Suite:
 
 def _no_twin(path: Path, file: str, where: str) -> list[Problem]:
     """A symbolic twin is asked of an instance whose world kind has no names to hide: say so here, not later."""
-    with_names = {k.env for k in kinds() if k.relabel is not None}
     env = load_document(path).get("env")
-    if env in with_names or env not in envs():  # a bad env is the instance's own problem, reported on load
+    if env not in envs() or check_env(env, file).relabel is not None:  # a bad env: the instance's own problem
         return []
+    with_names = {k.env for k in kinds() if k.relabel is not None}
     return [Problem(file, None, where, f"{env} instances have no symbolic variant (only "
                                        f"{', '.join(sorted(with_names))} instances do)")]
 

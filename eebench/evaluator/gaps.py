@@ -16,22 +16,16 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 from itertools import chain, groupby
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from eebench.errors import InputError, Problem
 from eebench.evaluator.families import FamilyColumns, Trajectory
 from eebench.evaluator.orienteering import OrienteeringProblem, Solution, SolverCache, Status
-from eebench.world.rooms import (
-    UNREACHABLE,
-    EpisodeKnowledge,
-    RoomsInstance,
-    RoomsReplay,
-    door_distances,
-    replay,
-    world_of,
-)
+
+if TYPE_CHECKING:
+    from eebench.world.rooms import EpisodeKnowledge, RoomsInstance, RoomsReplay
 
 METRIC_VERSION = "gaps/1"      # bump when any graded value for the same input would change
 SAMPLE_EFFICIENCY_SHARE = (9, 10)   # 90% of the largest R_exploit, as a ratio of integers (compared exactly)
@@ -43,8 +37,12 @@ class GapsTables:
     """Per instance: R_max, and R_exploit by knowledge state (doors, balls), shared by every trajectory."""
 
     def __init__(self, instance: RoomsInstance):
+        # the rooms world is imported when a rooms instance is first graded: grading grid_dag never loads it
+        from eebench.world import rooms
+
+        self.rooms = rooms
         self.instance = instance
-        self.world = world_of(instance)  # held here: looking it up hashes the whole instance every time
+        self.world = rooms.world_of(instance)  # held here: looking it up hashes the whole instance every time
         self.n_rooms = len(instance.rooms)
         self.cache = SolverCache()   # by problem content: two knowledge states with the same problem share a solve
         self._by_knowledge: OrderedDict[tuple[frozenset[str], frozenset[str]], Solution] = OrderedDict()
@@ -61,16 +59,16 @@ class GapsTables:
         instance = self.instance
         if known is None:
             balls = instance.balls
-            dist = door_distances(self.world, sources=[instance.start, *(b.room for b in balls)])
+            dist = self.rooms.door_distances(self.world, sources=[instance.start, *(b.room for b in balls)])
         else:
             balls = tuple(b for b in instance.balls if b.name in known.balls)
-            dist = door_distances(self.world, known.doors, known.rooms,
+            dist = self.rooms.door_distances(self.world, known.doors, known.rooms,
                                   sources=[instance.start, *(b.room for b in balls)])
         index = self.world.room_index
         nodes = [index[instance.start], *(index[b.room] for b in balls)]
         cost = dist[np.ix_(nodes, nodes)]
         # a known ball was reached through known doors, so nothing is unreachable; kept unaffordable all the same
-        cost[cost == UNREACHABLE] = instance.door_budget + 1
+        cost[cost == self.rooms.UNREACHABLE] = instance.door_budget + 1
         return OrienteeringProblem(cost, (0, *(b.reward for b in balls)), instance.door_budget, start=0, end=None,
                                    max_visits=instance.ball_limit)
 
@@ -131,7 +129,7 @@ class GapsFamily:
         # the log's episode boundaries are used only when every step carries its episode
         logged = [step["episode"] for step in steps] if steps and all("episode" in s for s in steps) else None
         try:
-            replayed = replay(tables.world, actions, logged)
+            replayed = tables.rooms.replay(tables.world, actions, logged)
         except InputError as exc:  # the world names the step; the file and line are ours to add
             raise InputError([Problem(trajectory.file, trajectory.line, p.field, p.message)
                               if isinstance(p, Problem) else Problem(trajectory.file, trajectory.line, None, p)

@@ -133,13 +133,19 @@ def _rooms() -> WorldKind:
 
     import numpy as np
 
-    from eebench.agents import rooms as agents
-    from eebench.evaluator.orienteering import OrienteeringProblem, Status, solve
     from eebench.generator import rooms as generator
     from eebench.world import rooms
 
+    # the agents and the solver import OR-Tools: only when a rooms instance is played or measured
+    def make_agent(name: str, instance: rooms.RoomsInstance, seed: int) -> Agent:
+        from eebench.agents import rooms as agents
+
+        return agents.make_agent(name, instance, seed)
+
     def best_return(instance: rooms.RoomsInstance) -> int:
         """R_max of a rooms instance: the exact orienteering optimum over its balls on the full map (one episode)."""
+        from eebench.evaluator.orienteering import OrienteeringProblem, Status, solve
+
         index = {room: i for i, room in enumerate(instance.rooms)}
         rooms_at = [index[instance.start], *(index[ball.room] for ball in instance.balls)]
         dist = rooms.door_distances(instance).astype(np.float64)
@@ -174,7 +180,7 @@ def _rooms() -> WorldKind:
         agents={"random": "uniform over the doors and balls it sees",
                 "explorer": "nearest unvisited room by known doors (systematic coverage), collecting what it passes",
                 "oracle": "every episode walks the optimal orienteering path of the full map"},
-        make_agent=agents.make_agent,
+        make_agent=make_agent,
         statistics={
             "rooms": "rooms",
             "doors": "doors",
@@ -219,7 +225,8 @@ def kinds() -> list[WorldKind]:
 
 def kind_of(value: Any) -> WorldKind:
     """The kind an instance or a preset belongs to, by its type."""
-    for candidate in kinds():
+    for env in _FACTORIES:  # one kind at a time: a grid_dag instance never imports the other worlds
+        candidate = kind(env)
         if isinstance(value, (candidate.instance_type, candidate.preset_type)):
             return candidate
     raise TypeError(f"{type(value).__name__} is no instance or preset of a registered world kind")

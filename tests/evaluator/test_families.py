@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -10,10 +13,11 @@ from eebench.checkpoints import Checkpoint, CheckpointLibrary, CheckpointSet, Fi
 from eebench.evaluator.coverage import LoggedInstance
 from eebench.evaluator.families import Trajectory, families_for, metric_version, registered
 from eebench.evaluator.store import TABLES
+from eebench.instances import write_instances
 from eebench.world.rooms import RoomsInstance
 from tests.conftest import make_instance
 from tests.evaluator.test_gaps import LINE
-from tests.evaluator.test_grade import CORRIDOR, SOLVE
+from tests.evaluator.test_grade import CORRIDOR, SOLVE, trajectory
 
 INSTANCES = {"grid_dag": (make_instance(**CORRIDOR, instance_id="t/corridor"), SOLVE),
              "rooms": (RoomsInstance.from_document(LINE), ["x ball", "d1 door", "y ball", "d1 door"]),
@@ -53,3 +57,15 @@ def test_a_family_fills_exactly_the_columns_it_declares(family, env) -> None:
             assert set(part["trajectory"].tolist()) == {0, 1}
         else:
             assert part is None
+
+
+def test_grading_grid_dag_never_loads_the_rooms_world(tmp_path) -> None:
+    # in a fresh process, as a user's `eebench grade` of grid_dag logs runs
+    write_instances([INSTANCES["grid_dag"][0]], tmp_path / "bench", {"kind": "test"})
+    (tmp_path / "r.jsonl").write_text(json.dumps(trajectory("a", SOLVE)) + "\n")
+    code = ("import sys; from pathlib import Path; from eebench.evaluator import Bench, grade_files; "
+            f"grade_files([Path({str(tmp_path / 'r.jsonl')!r})], Bench(Path({str(tmp_path / 'bench')!r})), "
+            f"Path({str(tmp_path / 'r.duckdb')!r})); "
+            "print(sorted(m for m in ('networkx', 'ortools', 'eebench.world.rooms') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
