@@ -349,6 +349,7 @@ def _coverage_notes(store: ResultStore, checkpoints: CheckpointLibrary | None) -
     if never:
         shown = ", ".join(never[:NEVER_HIT_SHOWN]) + (f" and {len(never) - NEVER_HIT_SHOWN} more"
                                                        if len(never) > NEVER_HIT_SHOWN else "")
-        notes.append(f"{len(never)} checkpoints were hit by no graded trajectory: {shown} (all: SELECT checkpoint_id "
+        were = "checkpoint was" if len(never) == 1 else "checkpoints were"
+        notes.append(f"{len(never)} {were} hit by no graded trajectory: {shown} (all: SELECT checkpoint_id "
                      "FROM checkpoints GROUP BY ALL HAVING count(hit_after_steps) = 0)")
     return notes

@@ -71,7 +71,7 @@ def test_every_world_kind_in_one_results_file(cli: Any, bench: Path, tmp_path: P
     db = tmp_path / "r.duckdb"
     out = cli("grade", runs, "--bench", bench, "--checkpoints", cp, "--db", db).stdout
     assert f"coverage: {cp}: sets[2] (test): matches no graded trajectory (instances nothing/*)" in out
-    assert ("coverage: 1 checkpoints were hit by no graded trajectory: cellar (all: SELECT checkpoint_id "
+    assert ("coverage: 1 checkpoint was hit by no graded trajectory: cellar (all: SELECT checkpoint_id "
             "FROM checkpoints GROUP BY ALL HAVING count(hit_after_steps) = 0)") in out
     assert rows(db, "SELECT trajectory_id, env, metric_version, coverage_version, checkpoints_total, checkpoints_hit, "
                     "ecc, distinct_states, exploration_degree, instance_sha256 IS NULL, invalid_moves "
