@@ -43,6 +43,16 @@ class Rule(str, Enum):
     BALL_COLLECTED = "ball_collected"
 
 
+# The ids each rule derives; an `all` may name them (one an instance lacks is never hit)
+RULE_IDS = {
+    Rule.NODE_DISCOVERED: re.compile(r"node:.+:discovered"),
+    Rule.NODE_ACHIEVED: re.compile(r"node:.+:achieved"),
+    Rule.CELL_OBSERVED: re.compile(r"cell:[0-9]+,[0-9]+"),
+    Rule.ROOM_VISITED: re.compile(r"room:.+"),
+    Rule.BALL_COLLECTED: re.compile(r"ball:.+"),
+}
+
+
 class Checkpoint(NamedTuple):
     """One explicit checkpoint, compiled: exactly one of (field, regex), state or all is set."""
 
@@ -172,9 +182,10 @@ def _compile_set(name: str, file: str, index: int, raw: dict[str, Any], problems
         else:
             checkpoint = Checkpoint(cid, all=tuple(item["all"]))
         checkpoints[cid] = (i, checkpoint)
+    derived = [RULE_IDS[rule] for rule in rules]
     for cid, (i, checkpoint) in checkpoints.items():
         for k, member in enumerate(checkpoint.all or ()):
-            if member not in checkpoints:
+            if member not in checkpoints and not any(form.fullmatch(member) for form in derived):
                 problem(f"checkpoints[{i}].all[{k}]", f"unknown checkpoint {member!r} of this set"
                                                       f"{did_you_mean(member, checkpoints)}")
     ordered = _members_first(checkpoints, lambda i, m: problem(f"checkpoints[{i}].all", m))

@@ -112,3 +112,12 @@ def test_validate_and_schema_know_the_kind(cli: Any, tmp_path: Path) -> None:
     schema = json.loads(cli("schema", "checkpoints").stdout)
     assert schema["title"] == "eebench checkpoints/1"
     assert set(schema["$defs"]["field"]["enum"]) == {f.value for f in Field}
+
+
+def test_an_all_may_name_the_ids_of_the_sets_rules(tmp_path: Path) -> None:
+    text = ("eebench: checkpoints/1\nname: r\nsets:\n  - instances: ['*']\n    rules: [room_visited, cell_observed]\n"
+            "    checkpoints:\n      - {id: both, all: ['room:A', 'cell:1,2']}\n")
+    (only,) = load_checkpoints(write(tmp_path, text))
+    assert only.checkpoints[0].all == ("room:A", "cell:1,2")
+    with pytest.raises(InputError, match=r"checkpoints\[0\]\.all\[0\]: unknown checkpoint 'ball:x' of this set$"):
+        load_checkpoints(write(tmp_path, text.replace("'room:A'", "'ball:x'")))

@@ -79,7 +79,9 @@ def _plan(sets: Sequence[CheckpointSet], states: dict[str, Hashable] | None,
         for checkpoint in checkpoint_set.checkpoints:
             i = add(checkpoint.id)
             if checkpoint.all is not None:
-                alls.append((i, tuple(index[m] for m in checkpoint.all)))  # members come first in a set
+                members = tuple(index.get(m, -1) for m in checkpoint.all)  # members come first in a set
+                if -1 not in members:  # a rule's id this instance lacks: never hit
+                    alls.append((i, members))
             elif checkpoint.state is not None:
                 if states is None:
                     by_state.setdefault(checkpoint.state, []).append(i)

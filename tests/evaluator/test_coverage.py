@@ -263,3 +263,15 @@ def test_an_episode_the_log_skips_still_starts_in_the_start_room(tmp_path: Path)
     (run,), columns = grade(library, instance, [{"action": "x ball", "episode": 1}])
     assert run.depth == [2]
     assert columns.trajectories["distinct_states"] == [1] and columns.trajectories["exploration_degree"] == [1.0]
+
+
+def test_an_all_of_rule_ids(tmp_path: Path) -> None:
+    library = checkpoints(tmp_path, """
+  - instances: ["t/*"]
+    rules: [cell_observed, node_achieved]
+    checkpoints:
+      - {id: p-then-g, all: ["node:P:achieved", "node:G:achieved"]}
+      - {id: off-map, all: ["cell:0,0", "cell:99,0"]}
+""")
+    (solve,), _ = grade(library, CORRIDOR, actions(*SOLVE))
+    assert hits(solve)["p-then-g"] == 9 and hits(solve)["off-map"] is None   # no cell 99,0: never hit
