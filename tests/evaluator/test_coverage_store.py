@@ -201,3 +201,16 @@ def test_a_bad_phase_or_state_is_one_line_exit_2(cli: Any, tmp_path: Path, step:
     assert result.stderr == f"error: {runs}:2: {message}\n" and not db.exists()
     assert "skipped 1" in cli("grade", runs, "--db", db, "--skip-invalid").stdout
     assert rows(db, "SELECT trajectory_id FROM trajectories") == [("ok",)]
+
+
+def test_regrading_replaces_checkpoint_rows(cli: Any, bench: Path, tmp_path: Path) -> None:
+    cp = tmp_path / "cp.yaml"
+    cp.write_text(CHECKPOINTS)
+    db = tmp_path / "r.duckdb"
+    cli("grade", write_jsonl(tmp_path / "a.jsonl", [trajectory("g", SOLVE), logged("l", ["Kitchen"])]),
+        "--bench", bench, "--checkpoints", cp, "--db", db)
+    cli("grade", write_jsonl(tmp_path / "b.jsonl", [trajectory("g", ["left"])]), "--bench", bench,
+        "--checkpoints", cp, "--db", db)
+    assert rows(db, "SELECT trajectory_id, count(*), count(hit_after_steps) FROM checkpoints GROUP BY 1 "
+                    "ORDER BY 1") == [("g", 9, 2), ("l", 2, 1)]
+    assert rows(db, "SELECT trajectory_id, max(t) FROM ecc_curve GROUP BY 1 ORDER BY 1") == [("g", 1), ("l", 1)]
