@@ -343,8 +343,10 @@ def _coverage_notes(store: ResultStore, checkpoints: CheckpointLibrary | None) -
     instances = store.staged_instance_ids()
     for checkpoint_set in checkpoints.given if checkpoints is not None else ():
         if not any(map(checkpoint_set.matches, instances)):
+            patterns = checkpoint_set.instances
+            shown = ", ".join(patterns[:3]) + (f" and {len(patterns) - 3} more" if len(patterns) > 3 else "")
             notes.append(f"{checkpoint_set.where} ({checkpoint_set.name}): matches no graded trajectory (instances "
-                         f"{', '.join(checkpoint_set.instances)})")
+                         f"{shown})")
     never = store.never_hit()
     if never:
         shown = ", ".join(never[:NEVER_HIT_SHOWN]) + (f" and {len(never) - NEVER_HIT_SHOWN} more"
