@@ -67,7 +67,7 @@ class Grader:
         self.graded_at = graded_at
         self.checkpoints = checkpoints
         self._families: dict[str, tuple[MetricFamily, ...]] = {}
-        self._tables: OrderedDict[tuple[str, str], Any] = OrderedDict()
+        self._tables: OrderedDict[tuple[str, type, str], Any] = OrderedDict()
         self._cache_size = cache_size
 
     def families(self, env: str) -> tuple[MetricFamily, ...]:
@@ -80,7 +80,7 @@ class Grader:
         return found
 
     def tables(self, family: MetricFamily, instance: Any) -> Any:
-        key = (family.name, instance.id)
+        key = (family.name, type(instance), instance.id)  # a logged id may equal an instance's
         tables = self._tables.get(key)
         if tables is None:
             tables = family.tables(instance)

@@ -214,3 +214,13 @@ def test_regrading_replaces_checkpoint_rows(cli: Any, bench: Path, tmp_path: Pat
     assert rows(db, "SELECT trajectory_id, count(*), count(hit_after_steps) FROM checkpoints GROUP BY 1 "
                     "ORDER BY 1") == [("g", 9, 2), ("l", 2, 1)]
     assert rows(db, "SELECT trajectory_id, max(t) FROM ecc_curve GROUP BY 1 ORDER BY 1") == [("g", 1), ("l", 1)]
+
+
+def test_a_logged_trajectory_may_name_an_instance_of_the_bench(cli: Any, bench: Path, tmp_path: Path) -> None:
+    # the same id as a log of another run, and as a grid_dag instance: each is graded as what it is
+    text = {**logged("text", ["Kitchen", "Hall"]), "instance": "t/corridor"}
+    runs = write_jsonl(tmp_path / "runs.jsonl", [trajectory("grid", SOLVE), text, trajectory("grid2", SOLVE)])
+    db = tmp_path / "r.duckdb"
+    cli("grade", runs, "--bench", bench, "--db", db)
+    assert rows(db, "SELECT trajectory_id, env, n_steps, distinct_states FROM trajectories ORDER BY 1") == [
+        ("grid", "grid_dag", 9, 7), ("grid2", "grid_dag", 9, 7), ("text", "logged", 2, 2)]
