@@ -215,8 +215,8 @@ def validate(files: tuple[Path, ...]) -> None:
     """Check eebench documents: schema, version and meaning.
 
     Each FILE's kind comes from its `eebench` field (instance, trajectory, generator, suite, index, manifest,
-    registry); a .jsonl file is checked line by line, each problem located by line (a .json list: by item).
-    Trajectory ids must be unique across the files, as `grade` requires. Every problem is printed, one line
+    registry, checkpoints); a .jsonl file is checked line by line, each problem located by line (a .json list: by
+    item). Trajectory ids must be unique across the files, as `grade` requires. Every problem is printed, one line
     each; exit code 2 if any.
     """
     from eebench.validation import validate_file
@@ -384,9 +384,13 @@ def _trajectory_actions(path: Path, instance_id: str, trajectory_id: str | None)
 
 @main.command()
 @click.argument("files", metavar="TRAJ_FILE...", nargs=-1, required=True, type=click.Path(path_type=str))
-@click.option("--bench", required=True, type=click.Path(exists=True, path_type=Path),
+@click.option("--bench", type=click.Path(exists=True, path_type=Path),
               help="Folder of instance files (searched recursively), as written by `eebench generate`; or a "
-                   "bundle (folder, .tar.gz or .zip) from `eebench publish`, verified first and recorded in every row.")
+                   "bundle (folder, .tar.gz or .zip) from `eebench publish`, verified first and recorded in every row. "
+                   "Not needed when every trajectory is `env: logged`.")
+@click.option("--checkpoints", "checkpoint_files", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="A checkpoints/1 file for coverage (ECC); repeat for several. A trajectory takes every set of "
+                   "these files that matches its instance, or else the shipped sets that match.")
 @click.option("--db", default="eebench.duckdb", show_default=True, type=click.Path(dir_okay=False, path_type=Path),
               help="DuckDB file to write results into (created if missing).")
 @click.option("--skip-invalid", is_flag=True,
@@ -400,41 +404,52 @@ def _trajectory_actions(path: Path, instance_id: str, trajectory_id: str | None)
                                                         "(default: every core).")
 @click.option("--out", "-o", "parquet_out", metavar="DIR",
               help="With --engine ray: the new or empty folder (or URI) for the Parquet partitions.")
-def grade(files: tuple[str, ...], bench: Path, db: Path, skip_invalid: bool, engine: str, address: str | None,
-          cpus: int | None, parquet_out: str | None) -> None:
-    """Replay trajectories in their instances and store Park et al.'s per-step errors in DuckDB.
+def grade(files: tuple[str, ...], bench: Path | None, checkpoint_files: tuple[Path, ...], db: Path,
+          skip_invalid: bool, engine: str, address: str | None, cpus: int | None, parquet_out: str | None) -> None:
+    """Replay trajectories in their instances and store every metric family's results in DuckDB.
 
     TRAJ_FILE is a JSONL file of trajectory/1 records (`eebench convert` makes them from agents' logs), or - for
     standard input. Each trajectory names its instance by id; the actions are replayed in the world's rules
-    (positions a log claims are never trusted). An empty file is an error, as in `convert`. Grading a trajectory
-    id again replaces its rows. One call is one transaction:
-    if it fails, nothing is written. Then ask questions with `eebench query`, e.g.
+    (positions a log claims are never trusted); `env: logged` trajectories are not replayed, only graded for
+    coverage and revisits (no --bench needed). An empty file is an error, as in `convert`. Grading a trajectory
+    id again replaces its rows. One call is one transaction: if it fails, nothing is written. Then ask questions
+    with `eebench query`, e.g.
 
     \b
       eebench query "SELECT * FROM agent_summary" --db eebench.duckdb
     """
+    import contextlib
+
     from eebench.bundles import open_bench
+    from eebench.checkpoints import library
     from eebench.evaluator import grade_files
 
     if engine == "ray" or address or cpus or parquet_out:
         _grade_ray(files, bench, skip_invalid, engine, address, cpus, parquet_out)  # files as given: URIs too
         return
+    checkpoints = library(checkpoint_files)  # checked before any grading
     paths = tuple(map(Path, files))
-    with open_bench(bench) as opened, _grade_progress(paths) as update:
-        report = grade_files(list(paths), opened, db, skip_invalid=skip_invalid, progress=update)
+    with (open_bench(bench) if bench is not None else contextlib.nullcontext()) as opened, \
+            _grade_progress(paths) as update:
+        report = grade_files(list(paths), opened, db, skip_invalid=skip_invalid, progress=update,
+                             checkpoints=checkpoints)
     _echo_problems("skipped", report.skipped)
+    for note in report.coverage_notes:
+        click.echo(f"coverage: {note}")
     rate = report.steps / report.seconds if report.seconds else 0.0
     click.echo(f"graded {report.trajectories} trajectories ({report.steps} steps) into {db} "
                f"in {report.seconds:.2f} s ({rate:,.0f} steps/s)" + report.notes())
 
 
-def _grade_ray(files: tuple[str, ...], bench: Path, skip_invalid: bool, engine: str, address: str | None,
+def _grade_ray(files: tuple[str, ...], bench: Path | None, skip_invalid: bool, engine: str, address: str | None,
                cpus: int | None, parquet_out: str | None) -> None:
     from eebench.bundles import open_bench
     from eebench.engines.ray import grade_ray
 
     if engine != "ray":
         raise click.UsageError("--address, --cpus and --out go with --engine ray")
+    if bench is None:
+        raise click.UsageError("--engine ray grades against a bench: give --bench")
     if parquet_out is None:
         raise click.UsageError("--engine ray writes Parquet partitions: give --out DIR (then `eebench ingest DIR`)")
     with open_bench(bench) as opened:

@@ -41,6 +41,11 @@ def validate_file(path: Path, seen: dict[str, str] | None = None) -> str:
             raise InputError(problems)
         return (f"{tag} {doc['name']} {doc['version']}: {len(doc['instances'])} instances, digest {doc['digest']} "
                 "(`eebench verify` checks the files)")
+    if kind == "checkpoints":
+        from eebench.checkpoints import load_checkpoints
+
+        sets = load_checkpoints(path)
+        return f"{tag} {doc['name']}: {len(sets)} sets, {sum(len(s.checkpoints) for s in sets)} checkpoints"
     if kind == "trajectory":
         validate_schema(doc, "trajectory", file)
         repeated = _repeated(doc["id"], file, None, None, {} if seen is None else seen)

@@ -85,8 +85,8 @@ def test_schema_prints_each_kind(cli: Any, kind: str, schema_id: str) -> None:
 def test_schema_of_an_unknown_kind(cli: Any, kind: str, close: str) -> None:
     assert_errors(cli("schema", kind, code=None),
                   f"unknown schema {kind!r} (did you mean {close!r}?); "
-                  "known: generator, generator.grid_dag, generator.rooms, index, instance, instance.grid_dag, "
-                  "instance.rooms, manifest, registry, suite or trajectory")
+                  "known: checkpoints, generator, generator.grid_dag, generator.rooms, index, instance, "
+                  "instance.grid_dag, instance.rooms, manifest, registry, suite or trajectory")
 
 
 def test_an_unknown_command_suggests_a_close_one(cli: Any) -> None:
@@ -257,7 +257,7 @@ def test_validate_every_kind(cli: Any, tmp_path: Path) -> None:
 def test_validate_the_shipped_specs(cli: Any) -> None:
     root = Path(__file__).parent.parent / "eebench/specs"
     files = sorted(root.rglob("*.yaml"))
-    assert len(files) == 12
+    assert len(files) == 12 + len(list((root / "checkpoints").rglob("*.yaml")))
     assert all(line.startswith("ok ") for line in cli("validate", *files).stdout.splitlines())
 
 

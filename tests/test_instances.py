@@ -218,7 +218,8 @@ def edited(**changes: Any) -> dict[str, Any]:
      "eebench: instance/2 is newer than this eebench reads (instance/1); upgrade eebench"),
     (edited(eebench="instance/0"), "eebench: there is no version 0 of instance"),
     (edited(eebench="instanse/1"), "eebench: unknown document kind 'instanse' (did you mean 'instance'?); "
-                                   "known: generator, index, instance, manifest, registry, suite or trajectory"),
+                                   "known: checkpoints, generator, index, instance, manifest, registry, suite or "
+                                   "trajectory"),
     (edited(eebench="trajectory/1"), "eebench: expected an instance document, found trajectory/1"),
     (edited(eebench="instance"), "eebench: expected 'kind/N' (e.g. 'instance/1'), found 'instance'"),
     (edited(eebench=KeyError), "eebench: missing required field (expected e.g. 'instance/1')"),

@@ -16,6 +16,7 @@ from eebench.agents import play_episode
 from eebench.bundles import publish
 from eebench.documents import canonical_json, load_document, load_schema, schema_names, sha256_hex
 from eebench.errors import InputError, one_of
+from eebench.evaluator.store import query
 from eebench.instances import check_instance_document, load_instance
 from eebench.suites import resolve_spec, shipped_presets
 from eebench.trajectories import Record, check_trajectory
@@ -233,10 +234,9 @@ def test_a_trajectory_for_another_world_kind_is_one_clear_line(cli: Any, tmp_pat
 def test_a_logged_trajectory_is_not_replayed(cli: Any, tmp_path: Path) -> None:
     doc = {"eebench": "trajectory/1", "id": "a", "instance": "t/line", "env": "logged", "steps": [{"action": "x"}]}
     runs = write_jsonl(tmp_path / "r.jsonl", [doc])
-    assert_errors(cli("grade", runs, "--bench", _grid_bench(tmp_path), "--db", tmp_path / "x.duckdb", code=None),
-                  f"{runs}:1: env: 'logged' trajectories are kept as text and not graded by replay; expected the "
-                  "world kind of its instance, or no env. If it was played in an instance of the bench, convert its "
-                  "log again with `eebench convert ... --bench BENCH` (or --instance ID)")
+    cli("grade", runs, "--bench", _grid_bench(tmp_path), "--db", tmp_path / "x.duckdb")  # by coverage alone
+    assert query(tmp_path / "x.duckdb", "SELECT env, metric_version, instance_sha256 FROM trajectories")[1] == [
+        ("logged", "coverage/1", None)]
 
 
 # -- suites and bundles by kind ------------------------------------------------------------------------------

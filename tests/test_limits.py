@@ -270,12 +270,13 @@ def test_a_budget_of_2_31_or_more_is_refused_by_validate_and_grade(cli, tmp_path
 
 
 def test_grade_skip_invalid_when_every_record_of_a_chunk_is_skipped(cli, bench: Path, tmp_path: Path) -> None:
-    logged = [trajectory(f"x{i}", ["up"], env="logged") for i in range(300)]  # more than one chunk of 256
-    runs = write_jsonl(tmp_path / "runs.jsonl", logged + [trajectory("ok", ["left"])])
+    # trajectories of another bench: more than a chunk of them before the one that grades
+    foreign = [trajectory(f"x{i}", ["up"], instance="other/bench") for i in range(300)]
+    runs = write_jsonl(tmp_path / "runs.jsonl", foreign + [trajectory("ok", ["left"])])
     db = tmp_path / "r.duckdb"
     result = cli("grade", runs, "--bench", bench, "--db", db, "--skip-invalid")
     assert "Traceback" not in result.stderr
-    assert result.stderr.startswith(f"skipped: {runs}:1: env: 'logged' trajectories are kept as text")
+    assert result.stderr.startswith(f"skipped: {runs}:1: instance: no instance 'other/bench'")
     assert "graded 1 trajectories (1 steps)" in result.stdout and "skipped 300" in result.stdout
     con = duckdb.connect(str(db), read_only=True)
     try:

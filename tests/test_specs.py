@@ -44,7 +44,8 @@ def test_every_shipped_schema_is_a_valid_draft_2020_12_schema(name: str) -> None
 
 def test_every_shipped_spec_file_is_found_and_valid() -> None:
     root = specs_root()
-    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*.yaml")) == [
+    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*.yaml")
+                  if p.relative_to(root).parts[0] != "checkpoints") == [   # checkpoints: tests/test_checkpoints.py
         "bundles.yaml", "instances/pasta/custom-201.yaml", "instances/pasta/custom-202.yaml", "instances/pasta/custom-203.yaml",
         "instances/pasta/custom-204.yaml", "presets/grams2025.yaml", "presets/park2026.yaml",
         "suites/grams2025-maze.yaml", "suites/grams2025-rooms.yaml", "suites/park2026-8x8.yaml",

@@ -40,6 +40,9 @@ def play_episode(instance: Any, agent_name: str, seed: int, *, instance_sha256: 
             step: dict[str, Any] = {"action": action}
             if kind.episodes:
                 step["episode"] = episode
+            phase = getattr(agent, "phase", None)   # an agent of phases (explore-then-act) says each step's
+            if phase is not None:
+                step["phase"] = phase
             if observations:
                 step["observation"] = kind.render_observation(obs)
             steps.append(step)

@@ -17,20 +17,25 @@ import numpy as np
 
 
 class Trajectory(NamedTuple):
-    """What a family reads of one trajectory: its checked document, and where it was read (for messages)."""
+    """What a family reads of one trajectory: its checked document, where it was read (for messages), and the
+    replays of the families that graded it before, by name (so a family adding to a world's own family replays
+    the world's rules once: coverage reads the cells the Park replay entered)."""
 
     doc: dict[str, Any]
     file: str
     line: int | None
+    earlier: Mapping[str, Any] | None = None
 
 
 class FamilyColumns(NamedTuple):
-    """A chunk's results: `trajectories` has one value per replay (in order); `steps` and `episodes` one row per
-    step or episode, with the column `trajectory` giving the replay's position in the chunk."""
+    """A chunk's results: `trajectories` has one value per replay (in order); `steps`, `episodes` and
+    `checkpoints` one row per step, episode or checkpoint of a trajectory, with the column `trajectory` giving the
+    replay's position in the chunk."""
 
     trajectories: Mapping[str, Sequence[Any] | np.ndarray]
     steps: Mapping[str, np.ndarray] | None = None
     episodes: Mapping[str, np.ndarray] | None = None
+    checkpoints: Mapping[str, np.ndarray] | None = None
 
 
 class MetricFamily(Protocol):
@@ -53,15 +58,20 @@ class MetricFamily(Protocol):
         """Columns of many replays at once."""
         ...
 
+    # Optional: `configure(checkpoints)` returns the family as a grading run uses it (coverage: the run's
+    # checkpoint sets); `adds_to_others = True` says it grades alongside the world's own family and records its
+    # version in a column of its own, so a row's `metric_version` keeps naming the others.
+
 
 @functools.cache
 def registered() -> tuple[MetricFamily, ...]:
     """Every metric family, in the order their columns are filled (imported on first use: families import this
     module for its types)."""
+    from eebench.evaluator.coverage import FAMILY as COVERAGE
     from eebench.evaluator.gaps import FAMILY as GAPS
     from eebench.evaluator.park import FAMILY as PARK
 
-    return (PARK, GAPS)
+    return (PARK, GAPS, COVERAGE)
 
 
 @functools.cache
@@ -72,5 +82,7 @@ def families_for(env: str) -> tuple[MetricFamily, ...]:
 
 @functools.cache
 def metric_version(families: tuple[MetricFamily, ...]) -> str:
-    """The versions of the families that graded a row, as one value (e.g. `park/1`, or `a/1+b/2`)."""
-    return "+".join(f.version for f in families)
+    """The versions of the families that graded a row, as one value (e.g. `park/1`, or `a/1+b/2`); a family that
+    adds to others is left out unless it graded the row alone."""
+    own = tuple(f for f in families if not getattr(f, "adds_to_others", False)) or families
+    return "+".join(f.version for f in own)

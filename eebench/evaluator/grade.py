@@ -18,7 +18,9 @@ from typing import Any
 import numpy as np
 
 from eebench import __version__
+from eebench.checkpoints import CheckpointLibrary
 from eebench.errors import InputError, Problem, quote
+from eebench.evaluator.coverage import LOGGED, LoggedInstance
 from eebench.evaluator.families import MetricFamily, Trajectory, families_for, metric_version
 from eebench.evaluator.store import TRAJECTORY_COLUMNS, Batch, Replaced, ResultStore
 from eebench.instances import InstanceLibrary, LoadedInstance, check_trajectory_env
@@ -63,23 +65,36 @@ class GradeReport:
             text += (f" ({replaced.unbundled} of them graded against bundle {', '.join(replaced.bundles)}, now "
                      "against a plain folder: their bench_name, bench_version and bench_digest are NULL)")
         return text + (f"; skipped {len(self.skipped)}" if self.skipped else "")
+    coverage_notes: list[str] = field(default_factory=list)   # sets that matched nothing, checkpoints never hit
 
 
 class Grader:
     """Grades records of one run; holds the instance library and each family's per-instance tables (LRU-cached)."""
 
-    def __init__(self, bench: Bench, graded_at: dt.datetime, cache_size: int = 256):
+    def __init__(self, bench: Bench | None, graded_at: dt.datetime, cache_size: int = 256,
+                 checkpoints: CheckpointLibrary | None = None):
         self.bench = bench
-        self.library = InstanceLibrary(bench.root, cache_size=cache_size, label=bench.label)
+        self.library = None if bench is None else InstanceLibrary(bench.root, cache_size=cache_size, label=bench.label)
         self.graded_at = graded_at
-        self._tables: OrderedDict[tuple[str, str], Any] = OrderedDict()
+        self.checkpoints = checkpoints
+        self._families: dict[str, tuple[MetricFamily, ...]] = {}
+        self._tables: OrderedDict[tuple[str, type, str], Any] = OrderedDict()
         self._cache_size = cache_size
 
-    def tables(self, family: MetricFamily, loaded: LoadedInstance) -> Any:
-        key = (family.name, loaded.instance.id)
+    def families(self, env: str) -> tuple[MetricFamily, ...]:
+        """The families grading `env`, as this run uses them (configured with its checkpoint sets)."""
+        found = self._families.get(env)
+        if found is None:
+            found = self._families[env] = tuple(
+                configure(self.checkpoints) if self.checkpoints is not None
+                and (configure := getattr(family, "configure", None)) else family for family in families_for(env))
+        return found
+
+    def tables(self, family: MetricFamily, instance: Any) -> Any:
+        key = (family.name, type(instance), instance.id)  # a logged id may equal an instance's
         tables = self._tables.get(key)
         if tables is None:
-            tables = family.tables(loaded.instance)
+            tables = family.tables(instance)
             self._tables[key] = tables
             if len(self._tables) > self._cache_size:
                 self._tables.popitem(last=False)
@@ -113,6 +128,7 @@ class Grader:
             where = np.asarray(positions, dtype=np.int32)
             steps: dict[str, np.ndarray] = {}
             episodes: dict[str, np.ndarray] = {}
+            checkpoints: dict[str, np.ndarray] = {}
             for k, family in enumerate(families):
                 columns = family.columns([graded[p][1][k] for p in positions])
                 names = tuple(columns.trajectories)
@@ -120,7 +136,8 @@ class Grader:
                     rows[position].update(zip(names, values))
                 steps.update(columns.steps or {})
                 episodes.update(columns.episodes or {})
-            for part, add in ((steps, batch.steps), (episodes, batch.episodes)):
+                checkpoints.update(columns.checkpoints or {})
+            for part, add in ((steps, batch.steps), (episodes, batch.episodes), (checkpoints, batch.checkpoints)):
                 if part:
                     if len(positions) != len(rows):  # positions in the group -> positions in the chunk
                         part["trajectory"] = where[part["trajectory"]]
@@ -131,7 +148,11 @@ class Grader:
         doc = check_trajectory(record)
         file, line = record.file, record.line
         instance_id = doc["instance"]
-        check_trajectory_env(doc.get("env"), None, file, line)  # `logged`: refused before any lookup
+        if doc.get("env") == LOGGED:  # no world: no bench needed, graded by the families of `logged`
+            return self._row(doc, file, line, LOGGED, LoggedInstance(instance_id), None)
+        if self.library is None:
+            raise InputError(Problem(file, line, "instance", f"grading instance {instance_id!r} needs --bench (only "
+                                                             "env logged trajectories grade without one)"))
         try:
             loaded = self.library.get(instance_id)
         except InputError as exc:
@@ -142,6 +163,7 @@ class Grader:
             raise
         env = check_trajectory_env(doc.get("env"), loaded, file, line).env  # the instance's kind decides
         instance, sha = loaded.instance, loaded.sha256
+        assert self.bench is not None
         expected = (self.bench.instances or {}).get(instance_id, sha)
         if sha != expected:  # the file read now is not the one the bundle's manifest promised (changed since verify)
             raise InputError.at(loaded.file, f"instance {instance_id!r} is {sha[:12]}..., but {self.bench.where} "
@@ -152,12 +174,22 @@ class Grader:
                                      f"the log was played in instance {claimed[:12]}..., but {instance_id!r} in "
                                      f"{self.bench.where} is {expected[:12]}...; grade against the same instance "
                                      "(--bench the version it was played in)"))
-        families = families_for(env)
+        return self._row(doc, file, line, env, instance, sha)
+
+    def _row(self, doc: dict[str, Any], file: str, line: int | None, env: str, instance: Any,
+             sha: str | None) -> tuple[dict[str, Any], tuple[MetricFamily, ...], list[Any]]:
+        families = self.families(env)
         if not families:
             raise InputError(Problem(file, line, "env", f"no metric family grades {env!r} trajectories yet"))
-        trajectory = Trajectory(doc, file, line)
-        replays = [family.replay(self.tables(family, loaded), instance, trajectory) for family in families]
+        earlier: dict[str, Any] = {}
+        trajectory = Trajectory(doc, file, line, earlier)
+        replays = []
+        for family in families:  # in registry order, each seeing the replays before it
+            replays.append(replay := family.replay(self.tables(family, instance), instance, trajectory))
+            earlier[family.name] = replay
         steps = doc["steps"]
+        instance_id = doc["instance"]
+        bench = self.bench
         agent = doc.get("agent") or {}
         meta = instance.meta or {}
         row = {
@@ -168,8 +200,9 @@ class Grader:
             "preset": meta.get("preset") if isinstance(meta.get("preset"), str) else None,
             **usage_totals(steps, file, line),
             "source_file": file, "source_line": line,
-            "bench_name": self.bench.name, "bench_version": self.bench.version,
-            "bench_digest": self.bench.digest, "eebench_version": __version__,
+            "bench_name": None if bench is None else bench.name,
+            "bench_version": None if bench is None else bench.version,
+            "bench_digest": None if bench is None else bench.digest, "eebench_version": __version__,
         }
         return row, families, replays
 
@@ -200,8 +233,8 @@ def _chunks(files: Sequence[Path]) -> Iterator[list[Record]]:
         yield chunk
 
 
-def _graded_chunks(chunks: Iterator[list[Record]], bench: Bench, graded_at: dt.datetime,
-                   skip_invalid: bool) -> Iterator[tuple[list[Record], Batch, list[Problem]]]:
+def _graded_chunks(chunks: Iterator[list[Record]], bench: Bench | None, graded_at: dt.datetime, skip_invalid: bool,
+                   checkpoints: CheckpointLibrary | None) -> Iterator[tuple[list[Record], Batch, list[Problem]]]:
     """Grade chunks in order, in this process.
 
     There are no worker processes (`--workers` went in issue 13): the results are one DuckDB file written by
@@ -209,16 +242,22 @@ def _graded_chunks(chunks: Iterator[list[Record]], bench: Bench, graded_at: dt.d
     pickle their batches back, or write partitions the parent copies, measured 0.96-1.1x with 2 workers on
     2 cores against the 1.7x that would pay for them.
     """
-    grader = Grader(bench, graded_at)
+    grader = Grader(bench, graded_at, checkpoints=checkpoints)
     for chunk in chunks:
         batch, skipped = grader.grade_chunk(chunk, skip_invalid)
         yield chunk, batch, skipped
 
 
-def grade_files(files: Sequence[Path], bench: Bench, db: Path, *, skip_invalid: bool = False,
-                progress: Callable[[int, int], None] | None = None) -> GradeReport:
+def grade_files(files: Sequence[Path], bench: Bench | None, db: Path, *, skip_invalid: bool = False,
+                progress: Callable[[int, int], None] | None = None,
+                checkpoints: CheckpointLibrary | None = None) -> GradeReport:
     """Grade every trajectory of `files` into the DuckDB file `db`, in one transaction; `progress` is told the
-    records read and the steps graded of each chunk. The file `-` is standard input."""
+    records read and the steps graded of each chunk. The file `-` is standard input.
+
+    `bench` may be None when every trajectory is `env: logged`. `checkpoints`: the sets coverage applies (default:
+    the shipped ones); a given set that matches no graded trajectory, and every checkpoint no trajectory hit, are
+    listed in the report's `coverage_notes`.
+    """
     given: dict[Path, Path] = {}
     for path in files:
         if str(path) == "-":
@@ -231,12 +270,12 @@ def grade_files(files: Sequence[Path], bench: Bench, db: Path, *, skip_invalid: 
         given[resolved] = Path(path)
     started = time.perf_counter()
     graded_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-    Grader(bench, graded_at)  # fail early on a bad bench folder, before the database is touched
+    Grader(bench, graded_at, checkpoints=checkpoints)  # a bad bench folder fails early, before the database is touched
     report = GradeReport()
     store = ResultStore(db)
     try:
         pending = Batch()
-        for chunk, batch, skipped in _graded_chunks(_chunks(files), bench, graded_at, skip_invalid):
+        for chunk, batch, skipped in _graded_chunks(_chunks(files), bench, graded_at, skip_invalid, checkpoints):
             report.skipped.extend(skipped)
             pending.extend(batch)
             if pending.n_steps >= FLUSH_STEPS:
@@ -250,6 +289,7 @@ def grade_files(files: Sequence[Path], bench: Bench, db: Path, *, skip_invalid: 
         if not report.trajectories:  # one rule with convert: a run that graded nothing is a mistake, not a success
             raise InputError([*report.skipped, "nothing was graded: every trajectory was skipped (listed above); "
                                                "nothing was written"])
+        report.coverage_notes = _coverage_notes(store, checkpoints)
         report.replaced = store.commit()
     except BaseException:
         store.abort()
@@ -269,3 +309,27 @@ def _check_unique(store: ResultStore, report: GradeReport, skip_invalid: bool) -
     if problems:
         report.skipped.extend(problems)
         store.drop_duplicates()
+
+
+NEVER_HIT_SHOWN = 8  # checkpoint ids named in the note; the query it prints lists them all
+
+
+def _coverage_notes(store: ResultStore, checkpoints: CheckpointLibrary | None) -> list[str]:
+    """What coverage must not leave silently at zero: given sets that matched no graded trajectory, and
+    checkpoints that no graded trajectory hit."""
+    notes = []
+    instances = store.staged_instance_ids()
+    for checkpoint_set in checkpoints.given if checkpoints is not None else ():
+        if not any(map(checkpoint_set.matches, instances)):
+            patterns = checkpoint_set.instances
+            shown = ", ".join(patterns[:3]) + (f" and {len(patterns) - 3} more" if len(patterns) > 3 else "")
+            notes.append(f"{checkpoint_set.where} ({checkpoint_set.name}): matches no graded trajectory (instances "
+                         f"{shown})")
+    never = store.never_hit()
+    if never:
+        shown = ", ".join(never[:NEVER_HIT_SHOWN]) + (f" and {len(never) - NEVER_HIT_SHOWN} more"
+                                                       if len(never) > NEVER_HIT_SHOWN else "")
+        were = "checkpoint was" if len(never) == 1 else "checkpoints were"
+        notes.append(f"{len(never)} {were} hit by no graded trajectory: {shown} (all: SELECT checkpoint_id "
+                     "FROM checkpoints GROUP BY ALL HAVING count(hit_after_steps) = 0)")
+    return notes

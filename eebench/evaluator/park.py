@@ -20,6 +20,7 @@ runs the same rules compiled (park_compiled.py) for large runs, and property tes
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import chain, repeat
 from operator import itemgetter
 from typing import Any, NamedTuple
@@ -480,12 +481,15 @@ COMPILED_FROM_CELLS = 1024
 _WORDS = np.array([*ACTIONS, None], dtype=object)  # the action column's value of each move code (4: as written)
 
 
-class ParkReplay(NamedTuple):
+@dataclass(slots=True)
+class ParkReplay:
     """One trajectory for the Park family: its instance's tables and its actions. The replay itself runs in
-    `columns`, for a whole chunk at once (compiled per instance when the run is large)."""
+    `columns`, for a whole chunk at once (compiled per instance when the run is large), and is kept here for the
+    families after this one (coverage reads the cells entered)."""
 
     tables: ParkTables
     actions: list[str | None]
+    replay: Replay | None = None
 
 
 class ParkFamily:
@@ -568,6 +572,8 @@ class ParkFamily:
                                          np.cumsum([0, *map(len, parts)]), [len(graded[i].actions) for i in indices])
             for i, replayed in zip(indices, together):
                 replays[i] = replayed
+        for g, replayed in zip(graded, replays):
+            g.replay = replayed
         # the graded steps (up to the goal) of each run's actions
         played = np.fromiter((len(r.cells_to) for r in replays), dtype=np.int64, count=len(graded))  # type: ignore
         keep = np.arange(len(words)) - np.repeat(offsets[:-1], offsets[1:] - offsets[:-1]) \

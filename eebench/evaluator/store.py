@@ -1,7 +1,7 @@
 """Graded results in DuckDB: the tables (defined once, with their documentation), bulk writes, read-only queries.
 
-Tables `trajectories`, `steps` and `episodes` hold one row per graded trajectory, step and episode, with columns
-that are NULL where a metric family does not apply; `meta` records the schema and metric versions. A results file
+Tables `trajectories`, `steps`, `episodes` and `checkpoints` hold one row per graded trajectory, step, episode and
+checkpoint of a trajectory, with columns that are NULL where a metric family does not apply; `meta` records the schema and metric versions. A results file
 of an older schema is upgraded in place by the next grade, in its transaction (`_upgrade`). Rows of a trajectory
 id are replaced, never duplicated, when it is graded again.
 Writes are staged as NumPy column batches and reach the results file in one transaction (see ResultStore);
@@ -35,8 +35,12 @@ from eebench.errors import EebenchError, InputError, did_you_mean
 from eebench.evaluator.families import registered
 from eebench.evaluator.park import EXPLOIT_CASES, EXPLORE_CASES, METRIC_VERSION
 
-SCHEMA_VERSION = 2  # of the tables below; a change of meaning or layout bumps it (and gets a step in _upgrade)
+SCHEMA_VERSION = 3  # of the tables below; a change of meaning or layout bumps it (and gets a step in _upgrade)
 
+
+
+def _cases(cases: tuple[int, ...]) -> str:
+    return ", ".join(map(str, cases))
 
 
 def _attributed(cases: tuple[int, ...]) -> str:
@@ -52,7 +56,7 @@ class Column(NamedTuple):
 TRAJECTORY_COLUMNS = (
     Column("trajectory_id", "VARCHAR NOT NULL", "The trajectory's `id`; unique in the table."),
     Column("instance_id", "VARCHAR NOT NULL", "The instance it was played in."),
-    Column("instance_sha256", "VARCHAR NOT NULL", "sha256 of the instance's canonical JSON, as graded."),
+    Column("instance_sha256", "VARCHAR", "sha256 of the instance's canonical JSON, as graded (NULL for logged)."),
     Column("agent_name", "VARCHAR", "`agent.name` of the trajectory."),
     Column("model", "VARCHAR", "`agent.model`."),
     Column("prompt", "VARCHAR", "`agent.prompt`."),
@@ -65,7 +69,8 @@ TRAJECTORY_COLUMNS = (
                                           "episode)."),
     Column("ignored_actions", "INTEGER NOT NULL", "Actions after the goal or the budget (rooms: after the world "
                                                   "ended an episode or the last episode): in the log, not graded."),
-    Column("invalid_moves", "INTEGER NOT NULL", "Graded steps whose action was inadmissible (the agent stayed)."),
+    Column("invalid_moves", "INTEGER", "Graded steps whose action was inadmissible (the agent stayed); NULL for "
+                                       "logged (no rules to judge)."),
     Column("explore_steps", "INTEGER", "Steps in cases 1 and 4 (exploration required)."),
     Column("exploit_steps", "INTEGER", "Steps in cases 2, 3 and 4 (exploitation required)."),
     Column("explore_errors", "INTEGER", "Errors in cases 1 and 4."),
@@ -93,7 +98,7 @@ TRAJECTORY_COLUMNS = (
     Column("bench_digest", "VARCHAR", "Digest of that bundle."),
     Column("eebench_version", "VARCHAR NOT NULL", "Version of eebench that graded the row."),
     # schema 2: the world kind, and the gaps family of Grams et al. (NULL for grid_dag)
-    Column("env", "VARCHAR NOT NULL", "The world kind of the instance (`grid_dag`, `rooms`)."),
+    Column("env", "VARCHAR NOT NULL", "The world kind of the instance (`grid_dag`, `rooms`), or `logged`."),
     Column("n_episodes", "INTEGER", "Episodes played (the last one perhaps cut short by the end of the log)."),
     Column("max_return", "DOUBLE", "R_max: the best return of one episode on the full instance."),
     Column("total_gap_last", "DOUBLE", "total_gap of the last episode played; NULL when R_max = 0."),
@@ -108,6 +113,18 @@ TRAJECTORY_COLUMNS = (
     Column("sample_efficiency", "INTEGER",
            "Steps up to the end of the first episode whose R_exploit reaches 90% of the trajectory's largest "
            "R_exploit; NULL when that is 0."),
+    # schema 3: the coverage family (ECC of Look Before You Leap, revisits of EAPO), every world kind
+    Column("checkpoints_total", "INTEGER", "Checkpoints of the trajectory: those of every checkpoint set that "
+                                          "matches its instance (0 when none applies)."),
+    Column("checkpoints_hit", "INTEGER", "Those it hit (the initial state's count, after 0 steps)."),
+    Column("ecc", "DOUBLE", "Exploration Checkpoint Coverage: checkpoints_hit / checkpoints_total; NULL when no "
+                            "checkpoint applies."),
+    Column("distinct_states", "INTEGER", "Distinct states visited, the initial state included; NULL for a logged "
+                                        "trajectory in which no state is known."),
+    Column("exploration_degree", "DOUBLE", "States visited two or more times / distinct_states (EAPO, Appendix "
+                                           "D.7.5); NULL when distinct_states is."),
+    Column("coverage_version", "VARCHAR", "Version of the coverage family that filled the five columns above, "
+                                          f"`steps.visit_depth`, `steps.ecc` and `checkpoints` (now `coverage/1`)."),
 )
 V1_TRAJECTORY_COLUMNS = 36   # the first columns were schema 1's, in this order
 
@@ -119,8 +136,8 @@ STEP_COLUMNS = (
     Column("from_y", "SMALLINT", "y (row from the top) of p(t)."),
     Column("to_x", "SMALLINT", "x of p(t+1); equals from_x after an inadmissible move."),
     Column("to_y", "SMALLINT", "y of p(t+1)."),
-    Column("valid", "BOOLEAN NOT NULL", "The move was admissible (false: obstacle, map edge or not a move word; "
-                                        "rooms: not a door or ball action that applies)."),
+    Column("valid", "BOOLEAN", "The move was admissible (false: obstacle, map edge or not a move word; rooms: not a "
+                               "door or ball action that applies); NULL for logged."),
     Column("case_id", "TINYINT",
            "Case of the state at t: 1 explore (no pending node), 2 goal pending, 3 exploit (nothing unobserved), "
            "4 either."),
@@ -137,8 +154,18 @@ STEP_COLUMNS = (
     # schema 2
     Column("episode", "SMALLINT NOT NULL DEFAULT 0", "The episode of the step, from 0 (0 in single-episode worlds)."),
     Column("room", "VARCHAR", "rooms: the room the agent is in after the step; NULL for grid_dag."),
-    Column("state", "VARCHAR GENERATED ALWAYS AS (coalesce(room, to_x::VARCHAR || ',' || to_y::VARCHAR)) VIRTUAL",
-           "The state after the step: the room id, or `x,y` of the cell entered for grid_dag (computed on read)."),
+    Column("state", "VARCHAR GENERATED ALWAYS AS "
+                    "(coalesce(room, logged_state, to_x::VARCHAR || ',' || to_y::VARCHAR)) VIRTUAL",
+           "The state after the step: the room id, `x,y` of the cell entered for grid_dag, `logged_state` for "
+           "logged (computed on read)."),
+    # schema 3: the coverage family
+    Column("visit_depth", "INTEGER", "Earlier visits of the step's state (EAPO's visitation depth): 0 on its first "
+                                     "visit; the initial state counts as one visit before the first step (rooms: "
+                                     "the start room at each episode's start). NULL when the state is."),
+    Column("ecc", "DOUBLE", "ECC after the step (the curve); NULL when no checkpoint applies."),
+    Column("phase", "VARCHAR", "The step's `phase` in the log (`explore` or `act`, Explore-then-Act); NULL if none."),
+    Column("logged_state", "VARCHAR", "logged: the state read from the log (the step's `state`, its set's state "
+                                      "regex, else the previous step's); NULL for simulated worlds."),
 )
 STORED_STEP_COLUMNS = tuple(c for c in STEP_COLUMNS if "GENERATED" not in c.type)
 V1_STEP_COLUMNS = 16
@@ -163,6 +190,15 @@ EPISODE_COLUMNS = (
     Column("exploit_bound", "DOUBLE", "Proven upper bound of R_exploit(i) when its solve hit the time limit; else "
                                       "NULL."),
     Column("max_bound", "DOUBLE", "Proven upper bound of R_max when its solve hit the time limit; else NULL."),
+)
+
+CHECKPOINT_COLUMNS = (
+    Column("trajectory_id", "VARCHAR NOT NULL", "The trajectory."),
+    Column("checkpoint_id", "VARCHAR NOT NULL", "A checkpoint of the trajectory: an explicit id of its set, or one "
+                                                "derived by a rule (`node:<id>:discovered`, `node:<id>:achieved`, "
+                                                "`cell:<x>,<y>`, `room:<id>`, `ball:<name>`)."),
+    Column("hit_after_steps", "INTEGER", "Steps taken when it was first hit (0: in the initial state); NULL if "
+                                         "never."),
 )
 
 META_COLUMNS = (
@@ -258,6 +294,52 @@ VIEWS = {
         WHERE t.metric_version LIKE '%gaps/%'  -- the gaps family's rows
         GROUP BY ALL
         ORDER BY ALL
+        """),    "ecc_curve": (
+        "ECC after t steps, t from 0 (the initial state) to the trajectory's graded steps: the share of its "
+        "checkpoints whose hit_after_steps <= t; trajectories without checkpoints have no rows.",
+        """
+        SELECT trajectory_id, 0 AS t, avg((hit_after_steps = 0)::INTEGER) AS ecc
+        FROM checkpoints GROUP BY trajectory_id
+        UNION ALL
+        SELECT trajectory_id, t + 1 AS t, ecc FROM steps WHERE ecc IS NOT NULL
+        """),
+    "coverage_summary": (
+        "Coverage and revisits per agent, model, prompt, harness, world kind and coverage version: trajectories, "
+        "those with checkpoints, mean ECC (Look Before You Leap), mean checkpoints hit, mean exploration degree "
+        "and distinct states (EAPO), mean steps.",
+        """
+        SELECT agent_name, model, prompt, harness, env, coverage_version,
+               count(*) AS trajectories,
+               count(ecc) AS with_checkpoints,
+               avg(ecc) AS mean_ecc,
+               avg(checkpoints_hit) FILTER (WHERE ecc IS NOT NULL) AS mean_checkpoints_hit,
+               avg(exploration_degree) AS mean_exploration_degree,
+               avg(distinct_states) AS mean_distinct_states,
+               avg(n_steps) AS mean_steps
+        FROM trajectories
+        WHERE coverage_version IS NOT NULL  -- the coverage family's rows
+        GROUP BY ALL
+        ORDER BY ALL
+        """),
+    "phase_summary": (
+        "Explore-then-Act per trajectory and phase (NULL: steps without a phase): steps, the first and last step, "
+        "ECC at the end of the phase, distinct states the phase's steps ended in, and for grid_dag the "
+        "exploration and exploitation errors of the phase's steps.",
+        f"""
+        SELECT s.trajectory_id, t.agent_name, t.model, t.prompt, t.harness, t.env, s.phase,
+               count(*) AS steps,
+               min(s.t) AS first_t,
+               max(s.t) AS last_t,
+               arg_max(s.ecc, s.t) AS ecc_end,
+               count(DISTINCT s.state) AS distinct_states,
+               sum(s.explore_error) / nullif(count(*) FILTER (WHERE s.case_id IN ({_cases(EXPLORE_CASES)})), 0)
+                   AS explore_error,
+               sum(s.exploit_error) / nullif(count(*) FILTER (WHERE s.case_id IN ({_cases(EXPLOIT_CASES)})), 0)
+                   AS exploit_error
+        FROM steps s JOIN trajectories t USING (trajectory_id)
+        WHERE t.coverage_version IS NOT NULL
+        GROUP BY ALL
+        ORDER BY s.trajectory_id, first_t
         """),
 }
 
@@ -275,8 +357,10 @@ SPILL_DIR = "spill"  # in a run's staging folder: DuckDB's temp_directory (swept
 WRITE_THREADS = 1
 ROW_GROUP_ROWS = 122_880  # DuckDB's row group size: appends of whole row groups are written once, as they are
 T = TypeVar("T")
-TABLES = {"trajectories": TRAJECTORY_COLUMNS, "steps": STEP_COLUMNS, "episodes": EPISODE_COLUMNS}
-STORED = {"trajectories": TRAJECTORY_COLUMNS, "steps": STORED_STEP_COLUMNS, "episodes": EPISODE_COLUMNS}
+TABLES = {"trajectories": TRAJECTORY_COLUMNS, "steps": STEP_COLUMNS, "episodes": EPISODE_COLUMNS,
+          "checkpoints": CHECKPOINT_COLUMNS}
+STORED = {"trajectories": TRAJECTORY_COLUMNS, "steps": STORED_STEP_COLUMNS, "episodes": EPISODE_COLUMNS,
+          "checkpoints": CHECKPOINT_COLUMNS}
 
 
 def _connect(path: Path, *, read_only: bool = False, spill: Path | None = None,
@@ -422,10 +506,12 @@ class Batch:
     """
 
     def __init__(self, rows: list[dict[str, Any]] | None = None, steps: list[dict[str, np.ndarray]] | None = None,
-                 episodes: list[dict[str, np.ndarray]] | None = None):
+                 episodes: list[dict[str, np.ndarray]] | None = None,
+                 checkpoints: list[dict[str, np.ndarray]] | None = None):
         self.rows = rows or []
         self.steps = steps or []
         self.episodes = episodes or []
+        self.checkpoints = checkpoints or []
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -439,6 +525,7 @@ class Batch:
         self.rows.extend(other.rows)
         self.steps.extend({**part, "trajectory": part["trajectory"] + offset} for part in other.steps)
         self.episodes.extend({**part, "trajectory": part["trajectory"] + offset} for part in other.episodes)
+        self.checkpoints.extend({**part, "trajectory": part["trajectory"] + offset} for part in other.checkpoints)
 
 
 class Replaced(NamedTuple):
@@ -483,6 +570,7 @@ class ResultStore:
                 self.stage.execute(_ddl("trajectories", (*TRAJECTORY_COLUMNS, _KEY)))
                 self.stage.execute(_ddl("steps", (*STEP_COLUMNS, _KEY)))  # after the generated columns: it is dropped
                 self.stage.execute(_ddl("episodes", (*EPISODE_COLUMNS, _KEY)))
+                self.stage.execute(_ddl("checkpoints", (*CHECKPOINT_COLUMNS, _KEY)))
         except BaseException:
             self._cleanup()
             raise
@@ -549,7 +637,8 @@ class ResultStore:
         rows = _columns(batch.rows, TRAJECTORY_COLUMNS)
         with self._failures():
             self._insert("trajectories", {**rows, _KEY.name: keys})
-            for table, parts in (("steps", batch.steps), ("episodes", batch.episodes)):
+            for table, parts in (("steps", batch.steps), ("episodes", batch.episodes),
+                                 ("checkpoints", batch.checkpoints)):
                 kinds: dict[tuple[str, ...], list[dict[str, np.ndarray]]] = {}  # parts with the same columns together
                 for part in parts:
                     kinds.setdefault(tuple(part), []).append(part)
@@ -613,7 +702,7 @@ class ResultStore:
             self._memory.run(lambda: self._in_transaction(
                 f"DELETE FROM trajectories WHERE trajectory_key NOT IN (SELECT trajectory_key FROM {_FIRST_COPIES})",
                 *(f"DELETE FROM {table} WHERE trajectory_key NOT IN (SELECT trajectory_key FROM trajectories)"
-                  for table in ("steps", "episodes"))))
+                  for table in ("steps", "episodes", "checkpoints"))))
 
     def _in_transaction(self, *statements: str) -> None:
         with _transaction(self.stage):
@@ -622,6 +711,16 @@ class ResultStore:
 
     def staged_steps(self) -> int:
         return self._staged("SELECT coalesce(sum(n_steps), 0) FROM trajectories")[0][0]
+
+    def staged_instance_ids(self) -> list[str]:
+        """The instance ids of the staged trajectories."""
+        return [row[0] for row in self.stage.execute("SELECT DISTINCT instance_id FROM trajectories").fetchall()]
+
+    def never_hit(self) -> list[str]:
+        """Checkpoint ids that no staged trajectory hit, sorted."""
+        return [row[0] for row in self.stage.execute(
+            "SELECT checkpoint_id FROM checkpoints GROUP BY ALL HAVING count(hit_after_steps) = 0 ORDER BY 1"
+        ).fetchall()]
 
     def staged_trajectories(self) -> int:
         return self._staged("SELECT count(*) FROM trajectories")[0][0]
@@ -703,7 +802,7 @@ class ResultStore:
                        list(DISTINCT concat_ws(' ', r.bench_name, r.bench_version) ORDER BY 1)
                            FILTER (WHERE r.bench_digest IS NOT NULL AND s.bench_digest IS NULL)
                 FROM trajectories r JOIN stage.trajectories s USING (trajectory_id)""").fetchone()
-            for table in ("steps", "episodes", "trajectories"):
+            for table in ("steps", "episodes", "checkpoints", "trajectories"):
                 con.execute(f"DELETE FROM {table} WHERE trajectory_id IN "
                             "(SELECT trajectory_id FROM stage.trajectories)")
             for table, columns in STORED.items():
@@ -734,11 +833,13 @@ class ResultStore:
             self._lock = -1
 
 
-# Schema 1 -> 2 (in the grade's transaction): the world kind and the gaps family's columns join `trajectories`,
-# the Park-only columns become nullable, `steps` gains `episode`, `room` and the computed `state`, and `episodes`
-# is made by the caller's DDL. DuckDB neither adds a computed column nor sets NOT NULL after an update in one
-# transaction, so both tables are rebuilt in the new layout from their old rows.
-_V1_FILLS = {"trajectories": {"env": "'grid_dag'"}, "steps": {"episode": "0"}}   # new NOT NULL columns: old rows
+# Older schemas (in the grade's transaction). Schema 2 added the world kind and the gaps family's columns, made
+# the Park-only columns nullable and gave `steps` `episode`, `room` and the computed `state`; schema 3 added the
+# coverage columns, made `instance_sha256`, `invalid_moves` and `valid` nullable (logged trajectories) and
+# computes `state` from `logged_state` too. DuckDB neither adds a computed column nor changes NOT NULL after an
+# update in one transaction, so `trajectories` and `steps` are rebuilt in the new layout from the columns their old
+# rows have; new tables (`episodes`, `checkpoints`) are made by the caller's DDL.
+_OLD_ROW_FILLS = {"trajectories": {"env": "'grid_dag'"}, "steps": {"episode": "0"}}   # new NOT NULL columns
 
 
 def _upgrade(con: duckdb.DuckDBPyConnection) -> None:
@@ -748,14 +849,19 @@ def _upgrade(con: duckdb.DuckDBPyConnection) -> None:
     found = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() if has_meta else None
     if found is None or int(found[0]) >= SCHEMA_VERSION:
         return
-    for name in VIEWS:  # they are made again after the upgrade
-        con.execute(f"DROP VIEW IF EXISTS {name}")
-    for table, kept in (("trajectories", TRAJECTORY_COLUMNS[:V1_TRAJECTORY_COLUMNS]),
-                        ("steps", STEP_COLUMNS[:V1_STEP_COLUMNS])):
-        names = [c.name for c in kept if "GENERATED" not in c.type] + list(_V1_FILLS[table])
-        values = [c.name for c in kept if "GENERATED" not in c.type] + list(_V1_FILLS[table].values())
+    for name in con.execute("SELECT view_name FROM duckdb_views() WHERE database_name = current_database() "
+                            "AND NOT internal").fetchall():  # ours are made again after the upgrade
+        if name[0] in VIEWS:
+            con.execute(f"DROP VIEW {name[0]}")
+    for table in ("trajectories", "steps"):
+        old = {row[0] for row in con.execute(
+            "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() "
+            "AND schema_name = 'main' AND table_name = ?", [table]).fetchall()}
+        kept = [c.name for c in STORED[table] if c.name in old]
+        fills = {name: value for name, value in _OLD_ROW_FILLS[table].items() if name not in old}
         con.execute(_ddl(f"{table}_upgraded", TABLES[table]))
-        con.execute(f"INSERT INTO {table}_upgraded ({', '.join(names)}) SELECT {', '.join(values)} FROM {table}")
+        con.execute(f"INSERT INTO {table}_upgraded ({', '.join([*kept, *fills])}) "
+                    f"SELECT {', '.join([*kept, *fills.values()])} FROM {table}")
         con.execute(f"DROP TABLE {table}")
         con.execute(f"ALTER TABLE {table}_upgraded RENAME TO {table}")
 

@@ -110,7 +110,9 @@ def _grid_dag() -> WorldKind:
         describe_preset=describe, summary=summary,
         agents={"random": "uniform admissible moves",
                 "frontier": "nearest target of Park et al.'s target set from what it observed",
-                "oracle": "shortest completion with full knowledge"},
+                "oracle": "shortest completion with full knowledge",
+                "explore-then-act": "goal-free exploration for half the budget, then the frontier agent's targets "
+                                    "(steps carry their phase)"},
         make_agent=baselines.make_agent,
         statistics={
             "width": "map width",

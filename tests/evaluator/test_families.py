@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
 import pytest
 
+from eebench.checkpoints import Checkpoint, CheckpointLibrary, CheckpointSet, Field, Rule
+from eebench.evaluator.coverage import LoggedInstance
 from eebench.evaluator.families import Trajectory, families_for, metric_version, registered
 from eebench.evaluator.store import TABLES
 from eebench.instances import write_instances
@@ -17,30 +20,39 @@ from tests.evaluator.test_gaps import LINE
 from tests.evaluator.test_grade import CORRIDOR, SOLVE, trajectory
 
 INSTANCES = {"grid_dag": (make_instance(**CORRIDOR, instance_id="t/corridor"), SOLVE),
-             "rooms": (RoomsInstance.from_document(LINE), ["x ball", "d1 door", "y ball", "d1 door"])}
+             "rooms": (RoomsInstance.from_document(LINE), ["x ball", "d1 door", "y ball", "d1 door"]),
+             "logged": (LoggedInstance("t/log"), ["look", "go east"])}
 
 
 def test_names_versions_and_kinds() -> None:
     assert [(f.name, f.version, sorted(f.envs)) for f in registered()] == [
-        ("park", "park/1", ["grid_dag"]), ("gaps", "gaps/1", ["rooms"])]
-    assert families_for("logged") == ()
-    assert metric_version(families_for("rooms")) == "gaps/1"
+        ("park", "park/1", ["grid_dag"]), ("gaps", "gaps/1", ["rooms"]),
+        ("coverage", "coverage/1", ["grid_dag", "logged", "rooms"])]
+    assert [f.name for f in families_for("logged")] == ["coverage"]
+    assert metric_version(families_for("rooms")) == "gaps/1"   # coverage adds to the world's own family
+    assert metric_version(families_for("logged")) == "coverage/1"
 
 
-@pytest.mark.parametrize("family", registered(), ids=lambda f: f.name)
-def test_a_family_fills_exactly_the_columns_it_declares(family) -> None:
+@pytest.mark.parametrize("family, env", [(f, env) for f in registered() for env in sorted(f.envs)],
+                         ids=lambda v: getattr(v, "name", v))
+def test_a_family_fills_exactly_the_columns_it_declares(family, env) -> None:
     defined = {table: {c.name for c in columns} for table, columns in TABLES.items()}
-    for table, names in family.fills.items():
+    extra = getattr(family, "logged_fills", {}) if env == "logged" else {}   # coverage grades logged alone
+    fills = {table: (*names, *extra.get(table, ())) for table, names in family.fills.items()}
+    for table, names in fills.items():
         assert set(names) <= defined[table] - {"trajectory_id"}, table
-    [env] = family.envs
+    if hasattr(family, "configure"):   # coverage: every rule and one explicit checkpoint, so each table has rows
+        family = family.configure(CheckpointLibrary((CheckpointSet(
+            "f", 0, "t", ("*",), None, tuple(Rule), (Checkpoint("a", Field.ACTION, re.compile("o")),)),)))
     instance, actions = INSTANCES[env]
-    trajectory = Trajectory({"steps": [{"action": a} for a in actions]}, "f", 1)
+    trajectory = Trajectory({"steps": [{"action": a, "phase": "explore"} for a in actions]}, "f", 1)
     columns = family.columns([family.replay(family.tables(instance), instance, trajectory)] * 2)
-    assert set(columns.trajectories) == set(family.fills["trajectories"])
+    assert set(columns.trajectories) == set(fills["trajectories"])
     assert all(len(values) == 2 for values in columns.trajectories.values())
-    for table, part in (("steps", columns.steps), ("episodes", columns.episodes)):
-        if table in family.fills:
-            assert part is not None and set(part) == {"trajectory", *family.fills[table]}
+    for table, part in (("steps", columns.steps), ("episodes", columns.episodes),
+                        ("checkpoints", columns.checkpoints)):
+        if table in fills:
+            assert part is not None and set(part) == {"trajectory", *fills[table]}
             assert part["trajectory"].tolist() == sorted(part["trajectory"].tolist())  # in replay order
             assert set(part["trajectory"].tolist()) == {0, 1}
         else:

@@ -67,11 +67,12 @@ def test_the_next_grade_upgrades_a_schema_1_file(cli, v1: Path, bench: Path, tmp
     # schema 1's rows: every old value kept, the new columns as a grid_dag row of schema 2 has them
     kept = rows(v1, f"SELECT * EXCLUDE (env, n_episodes, max_return, total_gap_last, explore_gap_last, "
                     "exploit_gap_last, total_gap_mean, explore_gap_mean, exploit_gap_mean, coverage, redundancy, "
-                    "sample_efficiency) FROM trajectories WHERE trajectory_id LIKE 'v1-%' ORDER BY trajectory_id")
+                    "sample_efficiency, checkpoints_total, checkpoints_hit, ecc, distinct_states, exploration_degree, "
+                    "coverage_version) FROM trajectories WHERE trajectory_id LIKE 'v1-%' ORDER BY trajectory_id")
     assert kept == old_trajectories
     assert rows(v1, "SELECT DISTINCT env, n_episodes, max_return, coverage FROM trajectories") == [
         ("grid_dag", None, None, None)]
-    steps = rows(v1, "SELECT * EXCLUDE (episode, room, state) FROM steps WHERE trajectory_id LIKE 'v1-%' "
+    steps = rows(v1, "SELECT * EXCLUDE (episode, room, state, visit_depth, ecc, phase, logged_state) FROM steps WHERE trajectory_id LIKE 'v1-%' "
                      "ORDER BY trajectory_id, t")
     assert steps == old_steps
     assert rows(v1, "SELECT episode, room, state FROM steps WHERE trajectory_id = 'v1-solve' ORDER BY t LIMIT 2") \
