@@ -82,3 +82,11 @@ def test_the_real_results(text_games: Path, tmp_path: Path) -> None:
     assert len(by_world["textcraft"]) == 200 and sum(bool(e["steps"]) for e in by_world["textcraft"]) == 162
     assert not any("state" in s for e in by_world["textcraft"] for s in e["steps"])
     assert len(by_world["webshop"]) == 100
+    assert {w: {e["agent"]["model"] for e in es} for w, es in by_world.items()} == {
+        "alfworld": {"text-davinci-003"}, "textcraft": {"gpt-3.5-turbo-instruct"}, "webshop": {"gpt-3.5-turbo"}}
+
+
+def test_the_model_is_read_from_adapts_file_name(tmp_path: Path) -> None:
+    path = alfworld(tmp_path).rename(tmp_path / "ADaPT_maxd3_alfworld_text_davinci_003.json")
+    [episode] = convert(path, tmp_path / "out.jsonl")
+    assert episode["agent"] == {"name": "adapt", "model": "text-davinci-003", "harness": "adapt"}

@@ -10,7 +10,8 @@ WebShop keeps only `action_history` (`think[...]` folded alike), no observations
 
 ALFWorld's state is the agent's location: the target of the last `go to X` that did not answer "Nothing
 happens." (its observations use the old text, "You arrive at the location."). TextCraft has no location.
-Instances: `alfworld/<game path>`, `textcraft/env_<i>`, `webshop/fixed_<i>`.
+Instances: `alfworld/<game path>`, `textcraft/env_<i>`, `webshop/fixed_<i>`; the model is read from ADaPT's
+file name (`ADaPT_maxd3_alfworld_text_davinci_003.json`: text-davinci-003).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ SUMMARY = "overall"
 _GO_TO = re.compile(r"go to (.+)")
 _WEB_THINK = re.compile(r"think\[(.*)\]", re.S)
 NOTHING = "Nothing happens."
+# ADaPT names its results ADaPT_<config>_<world>_<model with _ for ->: the model is the agent's label
+_NAME = re.compile(r"ADaPT_(?P<config>[^_]+)_(?:alfworld|textcraft|webshop)_(?P<model>.+)", re.I)
 
 
 class AdaptAdapter(Adapter):
@@ -48,6 +51,8 @@ class AdaptAdapter(Adapter):
         if not isinstance(document, dict):
             raise bad_record(path, f"expected ADaPT's results (a JSON object), found {json_type(document)}")
         world = _world(path.name, document)
+        named = _NAME.fullmatch(path.stem)
+        agent = {"name": "adapt", "harness": "adapt", "model": named["model"].replace("_", "-") if named else None}
         for key, value in document.items():
             if key == SUMMARY:
                 continue
@@ -57,9 +62,9 @@ class AdaptAdapter(Adapter):
                                            f"{json_type(value)}", record=key)
                     continue
                 for game, entry in value.items():
-                    yield _episode(path, world, f"{key}/{game}", game, entry)
+                    yield _episode(path, world, f"{key}/{game}", game, entry, agent)
             else:
-                yield _episode(path, world, key, key, value)
+                yield _episode(path, world, key, key, value, agent)
 
 
 def _world(name: str, document: dict[str, Any]) -> str:
@@ -73,7 +78,8 @@ def _world(name: str, document: dict[str, Any]) -> str:
     return "webshop" if "action_history" in first else "alfworld"   # alfworld nests episodes by task type
 
 
-def _episode(path: Path, world: str, record: str, game: str, entry: Any) -> Episode | InputError:
+def _episode(path: Path, world: str, record: str, game: str, entry: Any,
+             agent: dict[str, str | None]) -> Episode | InputError:
     if not isinstance(entry, dict):
         return bad_record(path, f"expected an episode (an object), found {json_type(entry)}", record=record)
     if isinstance(entry.get("trace"), str):
@@ -90,7 +96,7 @@ def _episode(path: Path, world: str, record: str, game: str, entry: Any) -> Epis
     if after:
         meta["thoughts_after_end"] = after
     return Episode(id=f"{world}/{game}", record=record, steps=steps, task=f"{world}/{game}", fields=entry,
-                   agent={"name": "adapt", "harness": "adapt"}, meta=meta)
+                   agent=agent, meta=meta)
 
 
 def _trace_steps(trace: str, *, locations: bool) -> tuple[list[LoggedStep], list[str]]:
