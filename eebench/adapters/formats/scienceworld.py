@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from eebench.adapters.base import Adapter, Episode, LoggedStep, bad_record, listed
+from eebench.adapters.base import Adapter, Episode, LoggedStep, bad_record
 from eebench.adapters.records import head_value, json_document
 from eebench.documents import json_type
 from eebench.errors import InputError
@@ -57,7 +57,7 @@ class ScienceWorldAdapter(Adapter):
             if rows:
                 meta["final_score"] = rows[-1].get("score")
                 meta["completed"] = rows[-1].get("isCompleted") in (True, "true")
-            yield Episode(id=task, record=key, steps=_steps(listed(rows)), task=task, fields=entry,
+            yield Episode(id=task, record=key, steps=_steps(rows), task=task, fields=entry,
                           agent={"harness": "scienceworld"}, meta=meta)
 
 
