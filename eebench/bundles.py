@@ -26,6 +26,7 @@ from eebench.archives import ARCHIVE_SUFFIXES, archive_suffix, read_archive, wri
 from eebench.documents import (
     atomic_directory,
     decode_utf8,
+    document_kind,
     expect_kind,
     load_checked,
     load_document,
@@ -36,10 +37,9 @@ from eebench.documents import (
 )
 from eebench.errors import InputError, Problem, did_you_mean, one_of
 from eebench.evaluator.grade import Bench
-from eebench.instances import instance_files
-from eebench.suites import Suite, load_suite, shipped_suites, specs_root
-from eebench.world.grid_dag import GridDagInstance, GridDagWorld
-from eebench.world.planning import shortest_completion
+from eebench.instances import INDEX_FILE, InstanceLibrary, LoadedInstance, instance_files, load_instance
+from eebench.suites import Suite, load_suite, resolve_spec, shipped_suites, specs_root
+from eebench.world.kinds import WorldKind, kind_of
 
 MANIFEST_FILE = "manifest.json"
 CARD_FILE = "README.md"
@@ -112,36 +112,29 @@ class Bundle:
         return f"{self.manifest['name']} {self.manifest['version']}"
 
 
-STATISTICS = {  # manifest key -> how the card names it
-    "width": "map width",
-    "height": "map height",
-    "free_cells": "free cells",
-    "nodes": "task nodes (the goal included)",
-    "or_nodes": "nodes with 2+ alternatives (OR)",
-    "budget": "budget (timesteps)",
-    "optimal_steps": "fewest steps to finish, full knowledge",
-}
-
-
-def _measures(instance: GridDagInstance) -> dict[str, int]:
-    return {
-        "width": instance.width, "height": instance.height, "free_cells": len(instance.free_cells()),
-        "nodes": len(instance.nodes), "or_nodes": sum(len(node.requires) > 1 for node in instance.nodes),
-        "budget": instance.budget, "optimal_steps": shortest_completion(GridDagWorld(instance)).cost,
-    }
-
-
-def _statistics(measures: list[dict[str, int]]) -> dict[str, dict[str, int | float]]:
+def _statistics(kind: WorldKind, instances: list[Any]) -> dict[str, dict[str, int | float]]:
+    """Min, mean and max of each of the world kind's measures over the instances."""
+    measures = [kind.measures(i) for i in instances]
     # a mean rounded to 2 decimals: exactly-rounded float arithmetic, the same digits on every machine
     return {key: {"min": min(m[key] for m in measures), "max": max(m[key] for m in measures),
-                  "mean": round(sum(m[key] for m in measures) / len(measures), 2)} for key in STATISTICS}
+                  "mean": round(sum(m[key] for m in measures) / len(measures), 2)} for key in kind.statistics}
 
 
-def _counts(instances: list[GridDagInstance]) -> dict[str, Any]:
+def _one_kind(instances: list[Any]) -> WorldKind:
+    """The world kind of a bundle: one per bundle, so its statistics mean one thing."""
+    found = {k.env: k for k in map(kind_of, instances)}
+    if len(found) != 1:
+        raise InputError(f"a bundle holds instances of one world kind; this suite mixes {', '.join(sorted(found))}")
+    return next(iter(found.values()))
+
+
+def _counts(instances: list[Any]) -> dict[str, Any]:
     presets = Counter(i.meta["preset"] for i in instances if isinstance((i.meta or {}).get("preset"), str))
     generated = sum(presets.values())
+    # node ids semantic or symbolic, for the kinds that have node names (none recorded: {})
+    names = Counter(getattr(i, "names", None) for i in instances)
     return {"instances": len(instances), "generated": generated, "hand_made": len(instances) - generated,
-            "presets": dict(presets), "names": dict(Counter(i.names for i in instances if i.names))}
+            "presets": dict(presets), "names": {k: n for k, n in names.items() if k}}
 
 
 def build_bundle(suite: Suite, version: str, eebench_version: str) -> Bundle:
@@ -150,7 +143,7 @@ def build_bundle(suite: Suite, version: str, eebench_version: str) -> Bundle:
         raise InputError("only a suite (suite/1) is published as a bundle: it gives the bundle its name")
     files: dict[str, bytes] = {}
     entries: list[dict[str, str]] = []
-    instances: list[GridDagInstance] = []
+    instances: list[Any] = []
     for file in instance_files(suite.instances(), INSTANCES_FOLDER):
         files[file.entry["path"]] = file.data
         entries.append(file.entry)
@@ -158,10 +151,11 @@ def build_bundle(suite: Suite, version: str, eebench_version: str) -> Bundle:
     manifest: dict[str, Any] = {
         "eebench": "manifest/1", "name": suite.name, "version": version, "eebench_version": eebench_version,
         "source": suite.source(), "instances": entries, "counts": _counts(instances),
-        "statistics": _statistics([_measures(i) for i in instances]),
     }
+    kind = _one_kind(instances)
+    manifest["statistics"] = _statistics(kind, instances)
     shipped = suite.name in shipped_suites() and load_document(shipped_suites()[suite.name]) == suite.document
-    card = render_card(manifest, shipped=shipped)
+    card = render_card(manifest, kind, shipped=shipped)
     files[CARD_FILE] = card
     manifest["card"] = {"path": CARD_FILE, "sha256": _sha256(card)}
     manifest["digest"] = bundle_digest(manifest)
@@ -169,7 +163,7 @@ def build_bundle(suite: Suite, version: str, eebench_version: str) -> Bundle:
     return Bundle(files, manifest)
 
 
-def render_card(manifest: dict[str, Any], *, shipped: bool) -> bytes:
+def render_card(manifest: dict[str, Any], kind: WorldKind, *, shipped: bool) -> bytes:
     """The bundle's README.md: what it contains, how it was made, how to check, use and cite it.
 
     It is made from the manifest without its card and digest (the card's sha256 is inside the digest, so the card
@@ -191,16 +185,16 @@ def render_card(manifest: dict[str, Any], *, shipped: bool) -> bytes:
     lines = [
         f"# {name} {version}", "",
         *([spec["description"].strip(), ""] if spec.get("description") else []),
-        f"A frozen eebench benchmark: {counts['instances']} instances of the grid_dag world, each in "
+        f"A frozen eebench benchmark: {counts['instances']} instances of the {kind.env} world, each in "
         "`instances/<id>.json` as its canonical JSON. `manifest.json` lists every file with its sha256; its "
         "`digest` is the bundle digest.", "",
         "## What it contains", "",
         f"- Instances: {' and '.join(made)}.",
-        f"- Node ids: {names}.", "",
+        *([f"- Node ids: {names}."] if kind.relabel is not None else []), "",  # kinds with names to hide
         "| per instance | min | mean | max |",
         "| --- | ---: | ---: | ---: |",
         *(f"| {label} | {stats[key]['min']} | {stats[key]['mean']:.2f} | {stats[key]['max']} |"
-          for key, label in STATISTICS.items()), "",
+          for key, label in kind.statistics.items()), "",
         "## How it was made", "",
         f"Frozen with eebench {eebench_version} from the suite `{source['name']}`, whose spec is in `manifest.json` "
         f"under `source.spec` (sha256 {source['sha256']}). Generated instances record their preset's parameters "
@@ -507,6 +501,52 @@ def open_bench(path: Path) -> Iterator[Bench]:
         yield _bench(enclosing, enclosing, verify_bundle(enclosing))
     else:
         yield Bench(path)
+
+
+class Instances(NamedTuple):
+    """What `open_instances` found: how many instances, and each loaded in turn (memory stays flat)."""
+
+    count: int
+    each: Iterator[LoadedInstance]
+
+
+@contextlib.contextmanager
+def open_instances(target: str, seeds: list[int] | None = None) -> Iterator[Instances]:
+    """The instances `show` and `play` act on, from whatever names them, in a stable order.
+
+    `target` is an instance file; a folder of instances; a bundle (folder, manifest.json, .tar.gz or .zip),
+    verified first as `grade --bench` does; a suite or generator spec file; or the name of a shipped suite or
+    preset, generated as `eebench generate` would (presets at `seeds`, default [0]).
+    """
+    path = Path(target)
+    if path.is_file() and path.name == INDEX_FILE:  # the listing `eebench generate` writes: its folder
+        path = path.parent
+    if not path.exists() and ("/" in target or os.sep in target or archive_suffix(path)
+                              or path.suffix.lower() in (".json", ".yaml", ".yml")):  # meant as a path, not a name
+        raise InputError.at(target, "no such file")
+    document = path.is_file() and not archive_suffix(path) and path.name != MANIFEST_FILE
+    found = document_kind(load_document(path), target) if document else None
+    if found is not None and found[0] not in ("instance", "suite", "generator"):
+        raise InputError.at(target, "expected an instance, suite or generator document (or a folder or bundle of "
+                                    f"instances), found {found[0]}/{found[1]}", field="eebench")
+    if not path.exists() or (found is not None and found[0] != "instance"):
+        suite = resolve_spec(target, seeds)   # a name, or a suite or generator file
+        yield Instances(len(suite), (LoadedInstance(i, sha256_hex(i.to_document()), f"{target} ({i.id})", kind_of(i))
+                                     for i in suite.instances()))
+        return
+    if seeds:
+        raise InputError(f"{target}: --seeds picks the seeds of presets; an instance, folder or bundle has its own")
+    if document:
+        yield Instances(1, iter([load_instance(path)]))
+        return
+    with open_bench(path) as bench:
+        library = InstanceLibrary(bench.root, label=bench.label)
+        ids = library.ids()
+        if library.unreadable:  # a malformed file among the instances is bad input, not something to skip quietly
+            raise InputError(library.unreadable)
+        if not ids:
+            raise InputError.at(target, "holds no instance files")
+        yield Instances(len(ids), (library.get(instance_id) for instance_id in ids))
 
 
 def _enclosing_bundle(path: Path) -> Path | None:

@@ -166,9 +166,10 @@ def _parse_seeds(text: str | None) -> list[int] | None:
 
 @main.command("list")
 def list_specs() -> None:
-    """List the shipped suites, generator presets and hand-made instances."""
+    """List the world kinds, the shipped suites, generator presets and hand-made instances."""
     from eebench.documents import load_document
     from eebench.suites import load_suite, shipped_instances, shipped_presets, shipped_suites
+    from eebench.world.kinds import kind_of, kinds
 
     click.echo("suites (eebench generate NAME --out DIR):")
     for name, path in shipped_suites().items():
@@ -176,10 +177,11 @@ def list_specs() -> None:
         click.echo(f"  {name:<18} {len(load_suite(path)):>4} instances  {doc.get('description', '').split(':')[0]}")
     click.echo("presets (eebench generate NAME --seeds 0-9 --out DIR):")
     for name, preset in shipped_presets().items():
-        size = (f"{preset.map.size[0]}x{preset.map.size[1]}" if preset.map.size
-                else f"density {preset.map.density:g}")
-        width = "-".join(str(w) for w in sorted(set(preset.map.corridor_width)))
-        click.echo(f"  {name:<18} {preset.dag.n_nodes} nodes, {size}, corridors {width} wide")
+        click.echo(f"  {name:<18} {kind_of(preset).describe_preset(preset)}")
+    click.echo("world kinds (an instance's env; eebench play INSTANCE --agent NAME):")
+    for kind in kinds():
+        click.echo(f"  {kind.env:<18} {kind.title}")
+        click.echo(f"  {'':<18} agents: {', '.join(kind.agents)}")
     click.echo("hand-made instances (used by suites):")
     for name in shipped_instances():
         click.echo(f"  {name}")
@@ -213,9 +215,9 @@ def validate(files: tuple[Path, ...]) -> None:
     """Check eebench documents: schema, version and meaning.
 
     Each FILE's kind comes from its `eebench` field (instance, trajectory, generator, suite, index, manifest,
-    registry); a .jsonl file is checked line by line, each problem located by line (a .json list: by item).
-    Trajectory ids must be unique across the files, as `grade` requires. Every problem is printed, one line
-    each; exit code 2 if any.
+    registry, checkpoints); a .jsonl file is checked line by line, each problem located by line (a .json list:
+    by item). Trajectory ids must be unique across the files, as `grade` requires. Every problem is printed, one
+    line each; exit code 2 if any.
     """
     from eebench.validation import validate_file
 
@@ -231,50 +233,76 @@ def validate(files: tuple[Path, ...]) -> None:
 
 
 @main.command()
-@click.argument("instance")
+@click.argument("target", metavar="INSTANCE")
 @click.option("--bench", type=click.Path(exists=True, path_type=Path),
-              help="Find INSTANCE by id in this folder instead of reading it as a file.")
-def show(instance: str, bench: Path | None) -> None:
-    """Print an instance as text: the map with start (S), nodes (letters, G the goal) and obstacles (#)."""
-    from eebench.instances import InstanceLibrary, load_instance
-    from eebench.world.grid_dag import render_text
+              help="Find INSTANCE by id in this folder or bundle (.tar.gz, .zip; verified first) instead of reading "
+                   "it as a file.")
+@click.option("--seeds", help="Seeds of a preset INSTANCE, e.g. '0-2' (default 0).")
+def show(target: str, bench: Path | None, seeds: str | None) -> None:
+    """Print instances as text, each drawn by its world kind.
 
-    loaded = InstanceLibrary(bench).get(instance) if bench else load_instance(instance)
-    click.echo(render_text(loaded.instance))
+    INSTANCE is an instance file, a folder or bundle of them, a suite or generator spec file, or the name of a
+    shipped suite or preset (generated as `eebench generate` would); with --bench, an instance id.
+    """
+    from eebench.bundles import open_bench, open_instances
+    from eebench.instances import InstanceLibrary
+
+    if bench is not None:
+        with open_bench(bench) as opened:
+            loaded = InstanceLibrary(opened.root, label=opened.label).get(target)
+            click.echo(loaded.kind.render_text(loaded.instance))
+        return
+    with open_instances(target, _parse_seeds(seeds)) as instances:
+        if instances.count == 1:   # one instance: just its drawing
+            loaded = next(instances.each)
+            click.echo(loaded.kind.render_text(loaded.instance))
+            return
+        for loaded in instances.each:
+            click.echo(f"== {loaded.instance.id} ({loaded.kind.env})")
+            click.echo(loaded.kind.render_text(loaded.instance))
+            click.echo()
 
 
 @main.command()
-@click.argument("target", metavar="INSTANCE_OR_DIR", type=click.Path(exists=True, path_type=Path))
-@click.option("--agent", required=True, type=click.Choice(["random", "frontier", "oracle"]),
-              help="random: uniform admissible moves; frontier: nearest target of Park et al.'s target set from "
-                   "what it observed; oracle: shortest completion with full knowledge.")
-@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0), help="Seed of the agent's choices.")
+@click.argument("target", metavar="INSTANCE_OR_DIR")
+@click.option("--agent", required=True,
+              help="A baseline agent of the instances' world kind; `eebench list` shows each kind's agents.")
+@click.option("--seeds", help="Seeds of the agent's choices, e.g. '0-9' or '0,3' (default 0); each instance is "
+                              "played once per seed.")
+@click.option("--seed", type=click.IntRange(min=0), help="One seed of the agent's choices (the same as --seeds N).")
+@click.option("--instance-seeds", help="When INSTANCE_OR_DIR is a preset: the seeds it is generated at (default 0).")
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="JSONL file of trajectories (trajectory/1) to write.")
 @click.option("--observations/--no-observations", default=False, show_default=True,
               help="Also record the text observation after each step.")
-def play(target: Path, agent: str, seed: int, out: Path, observations: bool) -> None:
-    """Play a baseline agent on one instance file or every instance in a folder."""
-    from eebench.agents import play_episode
-    from eebench.documents import atomic_file
-    from eebench.instances import InstanceLibrary
+def play(target: str, agent: str, seeds: str | None, seed: int | None, instance_seeds: str | None, out: Path,
+         observations: bool) -> None:
+    """Play a baseline agent on instances and write its trajectories.
 
-    library = InstanceLibrary(target)
-    ids = library.ids()
-    if library.unreadable:  # a malformed file among the instances is bad input, not something to skip quietly
-        raise InputError(library.unreadable)
-    if not ids:
-        raise InputError.at(str(target), "holds no instance files")
-    steps = 0
-    with atomic_file(out) as handle, _progress(len(ids), f"playing {agent}") as update:
-        for instance_id in ids:
-            loaded = library.get(instance_id)
-            trajectory = play_episode(loaded.instance, agent, seed, instance_sha256=loaded.sha256,
-                                      observations=observations)
-            handle.write(json.dumps(trajectory, ensure_ascii=False, separators=(",", ":")) + "\n")
-            steps += len(trajectory["steps"])
+    INSTANCE_OR_DIR is an instance file, a folder or bundle of them (.tar.gz and .zip too, verified first), a
+    suite or generator spec file, or the name of a shipped suite or preset (generated as `eebench generate`
+    would). Trajectory ids are <agent>/seed-<seed>/<instance id>.
+    """
+    from eebench.agents import play_episode
+    from eebench.bundles import open_instances
+    from eebench.documents import atomic_file
+
+    if seeds is not None and seed is not None:
+        raise InputError("--seed and --seeds: give one of them (--seed N is --seeds N)")
+    agent_seeds = _parse_seeds(seeds) or [seed or 0]
+    played = steps = 0
+    with open_instances(target, _parse_seeds(instance_seeds)) as instances, atomic_file(out) as handle, \
+            _progress(instances.count, f"playing {agent}") as update:
+        for loaded in instances.each:
+            for agent_seed in agent_seeds:
+                trajectory = play_episode(loaded.instance, agent, agent_seed, instance_sha256=loaded.sha256,
+                                          observations=observations)
+                handle.write(json.dumps(trajectory, ensure_ascii=False, separators=(",", ":")) + "\n")
+                steps += len(trajectory["steps"])
+            played += 1
             update(1)
-    click.echo(f"played {agent} on {len(ids)} instances ({steps} steps) -> {out}")
+    runs = f" x {len(agent_seeds)} seeds" if len(agent_seeds) > 1 else ""
+    click.echo(f"played {agent} on {played} instances{runs} ({steps} steps) -> {out}")
 
 
 @main.command()
@@ -352,33 +380,47 @@ def _trajectory_actions(path: Path, instance_id: str, trajectory_id: str | None)
 
 @main.command()
 @click.argument("files", metavar="TRAJ_FILE...", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--bench", required=True, type=click.Path(exists=True, path_type=Path),
+@click.option("--bench", type=click.Path(exists=True, path_type=Path),
               help="Folder of instance files (searched recursively), as written by `eebench generate`; or a "
-                   "bundle (folder, .tar.gz or .zip) from `eebench publish`, verified first and recorded in every row.")
+                   "bundle (folder, .tar.gz or .zip) from `eebench publish`, verified first and recorded in every row. "
+                   "Not needed when every trajectory is `env: logged`.")
+@click.option("--checkpoints", "checkpoint_files", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="A checkpoints/1 file for coverage (ECC); repeat for several. A trajectory takes every set of "
+                   "these files that matches its instance, or else the shipped sets that match.")
 @click.option("--db", default="eebench.duckdb", show_default=True, type=click.Path(dir_okay=False, path_type=Path),
               help="DuckDB file to write results into (created if missing).")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1),
               help="Grade in this many processes.")
 @click.option("--skip-invalid", is_flag=True,
               help="Grade the valid trajectories and list the invalid ones with the reason, instead of stopping.")
-def grade(files: tuple[Path, ...], bench: Path, db: Path, workers: int, skip_invalid: bool) -> None:
-    """Replay trajectories in their instances and store Park et al.'s per-step errors in DuckDB.
+def grade(files: tuple[Path, ...], bench: Path | None, checkpoint_files: tuple[Path, ...], db: Path, workers: int,
+          skip_invalid: bool) -> None:
+    """Replay trajectories in their instances and store every metric family's results in DuckDB.
 
     TRAJ_FILE is a JSONL file of trajectory/1 records (`eebench convert` makes them from agents' logs), or - for
     standard input. Each trajectory names its instance by id; the actions are replayed in the world's rules
-    (positions a log claims are never trusted). An empty file is an error, as in `convert`. Grading a trajectory
-    id again replaces its rows. One call is one transaction:
-    if it fails, nothing is written. Then ask questions with `eebench query`, e.g.
+    (positions a log claims are never trusted); `env: logged` trajectories are not replayed, only graded for
+    coverage and revisits (no --bench needed). An empty file is an error, as in `convert`. Grading a trajectory
+    id again replaces its rows. One call is one transaction: if it fails, nothing is written. Then ask questions
+    with `eebench query`, e.g.
 
     \b
       eebench query "SELECT * FROM agent_summary" --db eebench.duckdb
     """
+    import contextlib
+
     from eebench.bundles import open_bench
+    from eebench.checkpoints import library
     from eebench.evaluator import grade_files
 
-    with open_bench(bench) as opened, _grade_progress(files) as update:
-        report = grade_files(list(files), opened, db, workers=workers, skip_invalid=skip_invalid, progress=update)
+    checkpoints = library(checkpoint_files)  # checked before any grading
+    with (open_bench(bench) if bench is not None else contextlib.nullcontext()) as opened, \
+            _grade_progress(files) as update:
+        report = grade_files(list(files), opened, db, workers=workers, skip_invalid=skip_invalid, progress=update,
+                             checkpoints=checkpoints)
     _echo_problems("skipped", report.skipped)
+    for note in report.coverage_notes:
+        click.echo(f"coverage: {note}")
     rate = report.steps / report.seconds if report.seconds else 0.0
     click.echo(f"graded {report.trajectories} trajectories ({report.steps} steps) into {db} "
                f"in {report.seconds:.2f} s ({rate:,.0f} steps/s)"
@@ -591,13 +633,14 @@ def formats(fmt: str) -> None:
 def schema(kind: str) -> None:
     """Print the JSON Schema of a document kind: instance, trajectory, generator, suite, index, manifest, ...
 
-    Env-specific kinds take the env after a dot (instance.grid_dag); 'instance' and 'generator' alone mean
-    the grid_dag ones.
+    World-specific kinds take the world after a dot (instance.grid_dag, generator.rooms); 'instance' and
+    'generator' alone mean those of the default world, grid_dag.
     """
     from eebench.documents import load_schema, schema_names
     from eebench.errors import did_you_mean, one_of
+    from eebench.world.kinds import DEFAULT_ENV
 
-    aliases = {"instance": "instance.grid_dag", "generator": "generator.grid_dag"}
+    aliases = {"instance": f"instance.{DEFAULT_ENV}", "generator": f"generator.{DEFAULT_ENV}"}
     names = [*aliases, *schema_names()]
     if kind not in names:  # suggest among the short names too: 'instanse' is meant as 'instance'
         raise InputError(f"unknown schema {kind!r}{did_you_mean(kind, names)}; known: {one_of(names)}")

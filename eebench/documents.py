@@ -30,6 +30,7 @@ KNOWN_KINDS: dict[str, int] = {
     "index": 1,
     "manifest": 1,
     "registry": 1,
+    "checkpoints": 1,
 }
 _KIND_RE = re.compile(r"^([a-z][a-z0-9_.-]*)/([0-9]+)$")
 

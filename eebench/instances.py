@@ -20,42 +20,62 @@ from eebench.documents import (
     schema_problems,
     sha256_hex,
 )
-from eebench.errors import InputError, Problem, did_you_mean, one_of
-from eebench.world.grid_dag import GridDagInstance, semantic_problems
+from eebench.errors import InputError, Problem, did_you_mean
+from eebench.world.kinds import WorldKind, check_env
 
-ENVS = ("grid_dag",)
 INDEX_FILE = "index.json"
 INSTANCE_SUFFIXES = (".json", ".yaml", ".yml")
 
 
 @dataclass(frozen=True)
 class LoadedInstance:
-    instance: GridDagInstance
+    instance: Any    # the kind's instance type (GridDagInstance, RoomsInstance, ...)
     sha256: str      # of the document's canonical JSON
     file: str
+    kind: WorldKind  # the world the document's `env` names
 
 
-def check_instance_document(doc: dict[str, Any], file: str) -> GridDagInstance:
-    """Kind, schema and world rules of an instance document; every problem found is reported at once."""
+def instance_kind(doc: dict[str, Any], file: str) -> WorldKind:
+    """The world kind of an instance document: its `env`, checked against the registry."""
     expect_kind(doc, file, "instance")
-    env = doc.get("env")
-    if "env" not in doc:
-        raise InputError.at(file, f"missing required field (expected {one_of(ENVS)})", field="env")
-    if env not in ENVS:
-        hint = did_you_mean(env, ENVS) if isinstance(env, str) else ""
-        raise InputError.at(file, f"expected one of {one_of(ENVS)}, found {env!r}{hint}", field="env")
-    problems = schema_problems(doc, f"instance.{env}", file)
+    return check_env(doc.get("env"), file)
+
+
+def check_instance_document(doc: dict[str, Any], file: str) -> Any:
+    """Kind, schema and world rules of an instance document; every problem found is reported at once."""
+    kind = instance_kind(doc, file)
+    problems = schema_problems(doc, kind.instance_schema, file)
     if not problems:
-        problems = [Problem(file, None, where, why) for where, why in semantic_problems(doc)]
+        problems = [Problem(file, None, where, why) for where, why in kind.semantic_problems(doc)]
     if problems:
         raise InputError(problems)
-    return GridDagInstance.from_document(doc)
+    return kind.from_document(doc)
+
+
+LOGGED = "logged"  # a trajectory of another environment, kept as text: no world's rules to replay it in
+
+
+def check_trajectory_env(env: Any, loaded: LoadedInstance | None, file: str, line: int | None) -> WorldKind | None:
+    """The world kind a trajectory is graded in: its instance's (None before the instance is loaded).
+
+    A trajectory may omit `env`; one it gives must be its instance's kind. `logged` trajectories are kept as text
+    and never replayed, so they are refused before their instance is even looked up.
+    """
+    if env == LOGGED:
+        raise InputError(Problem(file, line, "env", f"{env!r} trajectories are kept as text and not graded by "
+                                                    "replay; expected the world kind of its instance, or no env"))
+    if loaded is None:
+        return None
+    if env is None or env == loaded.kind.env:
+        return loaded.kind
+    raise InputError(Problem(file, line, "env", f"expected {loaded.kind.env!r} (the kind of instance "
+                                                f"{loaded.instance.id!r}) or no env, found {env!r}"))
 
 
 def load_instance(path: Path | str) -> LoadedInstance:
     doc = load_document(path)
     instance = check_instance_document(doc, str(path))
-    return LoadedInstance(instance, sha256_hex(doc), str(path))
+    return LoadedInstance(instance, sha256_hex(doc), str(path), instance_kind(doc, str(path)))
 
 
 def instance_relpath(instance_id: str) -> str:
@@ -64,12 +84,12 @@ def instance_relpath(instance_id: str) -> str:
 
 
 class InstanceFile(NamedTuple):
-    instance: GridDagInstance
+    instance: Any
     entry: dict[str, str]   # id, path and sha256, as index.json and manifest.json list it
     data: bytes             # the file's bytes: the instance's canonical JSON, so sha256 of the file is its digest
 
 
-def instance_files(instances: Iterable[GridDagInstance], folder: str = "") -> Iterator[InstanceFile]:
+def instance_files(instances: Iterable[Any], folder: str = "") -> Iterator[InstanceFile]:
     """Each instance as the file eebench writes for it, at `folder`/<id>.json; a repeated id is refused."""
     seen: set[str] = set()
     for instance in instances:
@@ -81,7 +101,7 @@ def instance_files(instances: Iterable[GridDagInstance], folder: str = "") -> It
         yield InstanceFile(instance, {"id": instance.id, "path": rel, "sha256": hashlib.sha256(data).hexdigest()}, data)
 
 
-def write_instances(instances: Iterable[GridDagInstance], out: Path | str, source: dict[str, Any],
+def write_instances(instances: Iterable[Any], out: Path | str, source: dict[str, Any],
                     progress: Callable[[int], None] | None = None) -> list[dict[str, str]]:
     """Write each instance as canonical JSON (file bytes = the bytes its sha256 is taken over) plus index.json.
 

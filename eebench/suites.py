@@ -7,6 +7,7 @@ is), a shipped suite, a shipped preset. Shipped specs live in `eebench/specs/`:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -14,14 +15,21 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from eebench.documents import document_kind, load_checked, load_document, sha256_hex
+from eebench.documents import (
+    document_kind,
+    expect_kind,
+    load_checked,
+    load_document,
+    schema_problems,
+    sha256_hex,
+    validate_schema,
+)
 from eebench.errors import InputError, Problem, did_you_mean
-from eebench.generator.instances import generate_instance, relabel_symbolic
-from eebench.generator.params import Preset, parse_preset, preset_problems
 from eebench.instances import load_instance
-from eebench.world.grid_dag import GridDagInstance
+from eebench.world.kinds import DEFAULT_ENV, WorldKind, check_env, envs, kind_of, kinds
 
 VARIANTS = ("semantic", "symbolic")
+Preset = Any  # a world kind's parsed preset (eebench.generator.params.Preset for grid_dag, ...)
 
 
 def specs_root() -> Path:
@@ -29,21 +37,39 @@ def specs_root() -> Path:
 
 
 def load_presets(path: Path | str) -> dict[str, Preset]:
-    """The presets of a generator/1 file, each checked against the schema and for impossible values."""
-    doc = load_checked(path, "generator", "generator.grid_dag")
-    return _parse_presets(doc["presets"], str(path), "presets")
+    """The presets of a generator/1 file, checked against its world kind's schema and for impossible values."""
+    file = str(path)
+    doc = load_document(path)
+    expect_kind(doc, file, "generator")
+    kind = check_env(doc.get("env"), file)
+    validate_schema(doc, kind.generator_schema, file)
+    return _parse_presets(kind, doc["presets"], file, "presets")
 
 
-def _parse_presets(raw: dict[str, Any], file: str, where: str) -> dict[str, Preset]:
+def _parse_presets(kind: WorldKind, raw: dict[str, Any], file: str, where: str) -> dict[str, Preset]:
     problems = [Problem(file, None, f"{where}.{path}", why)
-                for name, preset in raw.items() for path, why in preset_problems(name, preset)]
+                for name, preset in raw.items() for path, why in kind.preset_problems(name, preset)]
     if problems:
         raise InputError(problems)
-    return {name: parse_preset(name, preset) for name, preset in raw.items()}
+    return {name: kind.parse_preset(name, preset) for name, preset in raw.items()}
+
+
+def _inline_presets(doc: dict[str, Any], file: str) -> dict[str, Preset]:
+    """A suite's own presets, of the world kind its `env` names: checked as a generator/1 file of that kind."""
+    raw = doc.get("presets", {})
+    kind = check_env(doc.get("env", DEFAULT_ENV), file)
+    if not raw:
+        return {}
+    as_generator = {"eebench": "generator/1", "env": kind.env, "presets": raw}
+    problems = schema_problems(as_generator, kind.generator_schema, file)  # field paths: presets.<name>...
+    if problems:
+        raise InputError(problems)
+    return _parse_presets(kind, raw, file, "presets")
 
 
 @functools.cache
 def shipped_presets() -> dict[str, Preset]:
+    """Every shipped preset of every world kind, by name (names are unique across kinds)."""
     presets: dict[str, Preset] = {}
     for path in sorted((specs_root() / "presets").glob("*.yaml")):
         for name, preset in load_presets(path).items():
@@ -113,26 +139,28 @@ class Suite:
     def __len__(self) -> int:
         return len(self.instance_ids())
 
-    def instances(self) -> Iterator[GridDagInstance]:
-        """Materialize every instance, in the order the suite lists them."""
+    def instances(self) -> Iterator[Any]:
+        """Materialize every instance, in the order the suite lists them (each by its world kind's generator)."""
         for member in self.members:
             if isinstance(member, PresetMember):
-                for preset in member.presets:
+                for name in member.presets:
+                    preset = self.presets[name]
+                    generate = kind_of(preset).generate_instance
                     for seed in member.seeds:
-                        yield generate_instance(self.presets[preset], seed, f"{self._prefix()}{preset}/seed-{seed}")
+                        yield generate(preset, seed, f"{self._prefix()}{name}/seed-{seed}")
             else:
                 yield from self._hand_made(member)
 
-    def _hand_made(self, member: InstanceMember) -> Iterator[GridDagInstance]:
-        written = load_instance(member.path).instance
+    def _hand_made(self, member: InstanceMember) -> Iterator[Any]:
+        loaded = load_instance(member.path)
+        written, relabel = loaded.instance, loaded.kind.relabel
         base = f"{self._prefix()}{member.base_name}"
         for variant in member.variants or (None,):
             instance_id = f"{base}/{variant}" if variant else base
-            if variant == "symbolic":
-                yield relabel_symbolic(written, instance_id)
+            if variant == "symbolic" and relabel is not None:  # load_suite refused variants a kind cannot make
+                yield relabel(written, instance_id)
             else:
-                yield GridDagInstance(instance_id, written.map, written.start, written.nodes, written.goal,
-                                      written.budget, written.names, written.meta)
+                yield dataclasses.replace(written, id=instance_id)
 
     def source(self) -> dict[str, Any]:
         """Provenance for index and manifest files: the spec the instances came from."""
@@ -146,7 +174,7 @@ class Suite:
 def load_suite(path: Path | str) -> Suite:
     file = str(path)
     doc = load_checked(path, "suite")
-    inline = _parse_presets(doc.get("presets", {}), file, "presets")
+    inline = _inline_presets(doc, file)
     known = {**shipped_presets(), **inline}
     problems: list[Problem] = []
     members: list[PresetMember | InstanceMember] = []
@@ -169,6 +197,8 @@ def load_suite(path: Path | str) -> Suite:
                                         f"no file {str(local)!r} and no shipped instance {name!r}"
                                         f"{did_you_mean(name, shipped_instances())}"))
                 continue
+            if "symbolic" in raw.get("variants", ()):
+                problems += _no_twin(path, file, f"members[{i}].variants")
             members.append(InstanceMember(name, path, tuple(raw["variants"]) if "variants" in raw else None))
     suite = Suite(doc["name"], tuple(members), used, doc)
     if not problems:
@@ -179,6 +209,16 @@ def load_suite(path: Path | str) -> Suite:
     if problems:
         raise InputError(problems)
     return suite
+
+
+def _no_twin(path: Path, file: str, where: str) -> list[Problem]:
+    """A symbolic twin is asked of an instance whose world kind has no names to hide: say so here, not later."""
+    env = load_document(path).get("env")
+    if env not in envs() or check_env(env, file).relabel is not None:  # a bad env: the instance's own problem
+        return []
+    with_names = {k.env for k in kinds() if k.relabel is not None}
+    return [Problem(file, None, where, f"{env} instances have no symbolic variant (only "
+                                       f"{', '.join(sorted(with_names))} instances do)")]
 
 
 def presets_suite(presets: dict[str, Preset], seeds: list[int]) -> Suite:

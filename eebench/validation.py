@@ -9,6 +9,7 @@ from eebench.errors import InputError, Problem
 from eebench.instances import check_instance_document
 from eebench.suites import load_presets, load_suite
 from eebench.trajectories import check_trajectory, read_records
+from eebench.world.kinds import kind_of
 
 
 def validate_file(path: Path, seen: dict[str, str] | None = None) -> str:
@@ -25,8 +26,7 @@ def validate_file(path: Path, seen: dict[str, str] | None = None) -> str:
     tag = f"{kind}/{version}"
     if kind == "instance":
         instance = check_instance_document(doc, file)
-        return (f"{tag} {instance.id}: {instance.width}x{instance.height}, {len(instance.nodes)} nodes, "
-                f"budget {instance.budget}")
+        return f"{tag} {instance.id}: {kind_of(instance).summary(instance)}"
     if kind == "generator":
         presets = load_presets(path)
         return f"{tag}: {len(presets)} presets ({', '.join(presets)})"
@@ -41,6 +41,11 @@ def validate_file(path: Path, seen: dict[str, str] | None = None) -> str:
             raise InputError(problems)
         return (f"{tag} {doc['name']} {doc['version']}: {len(doc['instances'])} instances, digest {doc['digest']} "
                 "(`eebench verify` checks the files)")
+    if kind == "checkpoints":
+        from eebench.checkpoints import load_checkpoints
+
+        sets = load_checkpoints(path)
+        return f"{tag} {doc['name']}: {len(sets)} sets, {sum(len(s.checkpoints) for s in sets)} checkpoints"
     if kind == "trajectory":
         validate_schema(doc, "trajectory", file)
         repeated = _repeated(doc["id"], file, None, None, {} if seen is None else seen)

@@ -40,6 +40,8 @@ PINNED = {
     ("park2026-main", "1.0.0"): "e2ce18b0532c429e8a3825e292a9bbfcf4077e34b37adffbc756d793b6720255",
     ("park2026-8x8", "1.0.0"): "ca7a7d2790fd19bebe6878716c18ca34e464f429b6b56c5d1143e76d7e77b209",
     ("park2026-pasta", "1.0.0"): "30d6f53be48d5e97932d83c9eba92ef634269febf16f047221f566f169ea50c7",
+    ("grams2025-rooms", "1.0.0"): "7ad9a3aef33eecb55a1aaa4bc80490f288852c546acd5aabc7067d438c71f348",
+    ("grams2025-maze", "1.0.0"): "7aae87cb552fd947706f42377b73d70166a8430a1ab437a9f18afba8db6626e4",
 }
 
 TINY = """\
@@ -145,6 +147,31 @@ def test_the_card_says_what_it_holds_how_it_was_made_and_how_to_cite_it(tmp_path
     user = publish(str(tiny), "0.1.0", tmp_path / "t").bundle.files[CARD_FILE].decode()
     assert "`eebench publish SUITE.yaml --version 0.1.0 --out DIR` writes these bytes again" in user
     assert "It reproduces" not in user and "- Instances: 2 generated from presets (tiny 2).\n" in user
+
+
+def test_a_rooms_bundle_has_the_rooms_statistics_and_card(tmp_path: Path) -> None:
+    bundle = publish("grams2025-rooms", "1.0.0", tmp_path / "b").bundle
+    manifest, card = bundle.manifest, bundle.files[CARD_FILE].decode()
+    assert manifest["counts"] == {"instances": 9, "generated": 9, "hand_made": 0,
+                                  "presets": {"4x4": 3, "5x5": 3, "7x7": 3}, "names": {}}
+    assert list(manifest["statistics"]) == ["rooms", "doors", "balls", "reward", "door_budget", "ball_limit",
+                                            "episodes", "max_return"]
+    assert manifest["statistics"]["rooms"] == {"min": 16, "mean": 30.0, "max": 49}   # 16, 25 and 49 rooms, 3 each
+    assert manifest["statistics"]["episodes"] == {"min": 20, "mean": 20.0, "max": 20}
+    # R_max never exceeds ball_limit x the best reward (3 x 10), and the generator keeps it above 0
+    assert 0 < manifest["statistics"]["max_return"]["min"] <= manifest["statistics"]["max_return"]["max"] <= 30
+    assert "9 instances of the rooms world" in card and "Node ids" not in card
+    assert "| best return of one episode, full knowledge (R_max) |" in card
+    assert "| doors |" in card and "| map width |" not in card
+
+
+def test_a_bundle_holds_one_world_kind(tmp_path: Path) -> None:
+    spec = tmp_path / "mixed.yaml"
+    spec.write_text("eebench: suite/1\nname: mixed\nmembers:\n  - {presets: [low-small, 4x4], seeds: [0]}\n", "utf-8")
+    with pytest.raises(InputError, match=exactly("a bundle holds instances of one world kind; this suite mixes "
+                                                 "grid_dag, rooms")):
+        publish(str(spec), "1.0.0", tmp_path / "b")
+    assert not (tmp_path / "b").exists()
 
 
 # -- same bytes, immutability ------------------------------------------------------------------------

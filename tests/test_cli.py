@@ -85,8 +85,8 @@ def test_schema_prints_each_kind(cli: Any, kind: str, schema_id: str) -> None:
 def test_schema_of_an_unknown_kind(cli: Any, kind: str, close: str) -> None:
     assert_errors(cli("schema", kind, code=None),
                   f"unknown schema {kind!r} (did you mean {close!r}?); "
-                  "known: generator, generator.grid_dag, index, instance, instance.grid_dag, manifest, registry, suite "
-                  "or trajectory")
+                  "known: checkpoints, generator, generator.grid_dag, generator.rooms, index, instance, "
+                  "instance.grid_dag, instance.rooms, manifest, registry, suite or trajectory")
 
 
 def test_an_unknown_command_suggests_a_close_one(cli: Any) -> None:
@@ -257,7 +257,7 @@ def test_validate_every_kind(cli: Any, tmp_path: Path) -> None:
 def test_validate_the_shipped_specs(cli: Any) -> None:
     root = Path(__file__).parent.parent / "eebench/specs"
     files = sorted(root.rglob("*.yaml"))
-    assert len(files) == 9
+    assert len(files) == 12 + len(list((root / "checkpoints").rglob("*.yaml")))
     assert all(line.startswith("ok ") for line in cli("validate", *files).stdout.splitlines())
 
 
@@ -507,9 +507,10 @@ def test_publish_verify_and_list_a_shipped_bundle(cli: Any, tmp_path: Path) -> N
 def test_bundles_lists_the_shipped_versions_and_how_to_write_them(cli: Any, tmp_path: Path) -> None:
     out = cli("bundles").stdout.splitlines()
     assert out[0] == "shipped bundles (eebench publish NAME --version VERSION --out DIR writes one):"
-    assert out[5:] == [f"  park2026-pasta     1.0.0       8 instances  digest {PASTA_DIGEST}",
-                       "    eebench publish park2026-pasta --version 1.0.0 --out park2026-pasta-1.0.0"]
-    assert [line.split()[0] for line in out[1::2]] == ["park2026-main", "park2026-8x8", "park2026-pasta"]
+    assert out[5:7] == [f"  park2026-pasta     1.0.0       8 instances  digest {PASTA_DIGEST}",
+                        "    eebench publish park2026-pasta --version 1.0.0 --out park2026-pasta-1.0.0"]
+    assert [line.split()[0] for line in out[1::2]] == ["park2026-main", "park2026-8x8", "park2026-pasta",
+                                                       "grams2025-rooms", "grams2025-maze"]
     assert cli("bundles", tmp_path).stdout == f"no bundles in {tmp_path}\n"
 
 

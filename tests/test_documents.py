@@ -76,7 +76,7 @@ def test_the_suffix_decides_the_syntax(tmp_path: Path) -> None:
 
 def test_known_kinds() -> None:
     assert KNOWN_KINDS == {"instance": 1, "trajectory": 1, "generator": 1, "suite": 1, "index": 1, "manifest": 1,
-                           "registry": 1}
+                           "registry": 1, "checkpoints": 1}
 
 
 @pytest.mark.parametrize("tag, kind", [("instance/1", ("instance", 1)), ("suite/01", ("suite", 1)),
@@ -88,7 +88,7 @@ def test_document_kind(tag: str, kind: tuple[str, int]) -> None:
 @pytest.mark.parametrize("tag, message", [
     ("trajectory/3", "f:7: eebench: trajectory/3 is newer than this eebench reads (trajectory/1); upgrade eebench"),
     ("traectory/1", "f:7: eebench: unknown document kind 'traectory' (did you mean 'trajectory'?); "
-                    "known: generator, index, instance, manifest, registry, suite or trajectory"),
+                    "known: checkpoints, generator, index, instance, manifest, registry, suite or trajectory"),
     ("Instance/1", "f:7: eebench: expected 'kind/N' (e.g. 'instance/1'), found 'Instance/1'"),
     (1, "f:7: eebench: expected 'kind/N' (e.g. 'instance/1'), found 1"),
     ("suite/0", "f:7: eebench: there is no version 0 of suite"),
@@ -144,7 +144,8 @@ def test_integers_written_as_floats_are_refused() -> None:
 def test_unknown_schema_names_suggest_a_close_one() -> None:
     with pytest.raises(InputError, match=exactly(
             "unknown schema 'sute' (did you mean 'suite'?); "
-            "known: generator.grid_dag, index, instance.grid_dag, manifest, registry, suite or trajectory")):
+            "known: checkpoints, generator.grid_dag, generator.rooms, index, instance.grid_dag, instance.rooms, manifest, "
+            "registry, suite or trajectory")):
         load_schema("sute")
 
 

@@ -212,13 +212,14 @@ def edited(**changes: Any) -> dict[str, Any]:
     (edited(names="semantc"),
      "names: expected one of symbolic, semantic, found \"semantc\" (did you mean 'semantic'?)"),
     (edited(meta=[]), "meta: expected object, found a list []"),
-    (edited(env="grid-dag"), "env: expected one of grid_dag, found 'grid-dag' (did you mean 'grid_dag'?)"),
-    (edited(env=KeyError), "env: missing required field (expected grid_dag)"),
+    (edited(env="grid-dag"), "env: expected one of grid_dag or rooms, found 'grid-dag' (did you mean 'grid_dag'?)"),
+    (edited(env=KeyError), "env: missing required field (expected grid_dag or rooms)"),
     (edited(eebench="instance/2"),
      "eebench: instance/2 is newer than this eebench reads (instance/1); upgrade eebench"),
     (edited(eebench="instance/0"), "eebench: there is no version 0 of instance"),
     (edited(eebench="instanse/1"), "eebench: unknown document kind 'instanse' (did you mean 'instance'?); "
-                                   "known: generator, index, instance, manifest, registry, suite or trajectory"),
+                                   "known: checkpoints, generator, index, instance, manifest, registry, suite or "
+                                   "trajectory"),
     (edited(eebench="trajectory/1"), "eebench: expected an instance document, found trajectory/1"),
     (edited(eebench="instance"), "eebench: expected 'kind/N' (e.g. 'instance/1'), found 'instance'"),
     (edited(eebench=KeyError), "eebench: missing required field (expected e.g. 'instance/1')"),

@@ -44,13 +44,17 @@ def test_every_shipped_schema_is_a_valid_draft_2020_12_schema(name: str) -> None
 
 def test_every_shipped_spec_file_is_found_and_valid() -> None:
     root = specs_root()
-    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*.yaml")) == [
+    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*.yaml")
+                  if p.relative_to(root).parts[0] != "checkpoints") == [   # checkpoints: tests/test_checkpoints.py
         "bundles.yaml", "instances/pasta/custom-201.yaml", "instances/pasta/custom-202.yaml", "instances/pasta/custom-203.yaml",
-        "instances/pasta/custom-204.yaml", "presets/park2026.yaml", "suites/park2026-8x8.yaml",
+        "instances/pasta/custom-204.yaml", "presets/grams2025.yaml", "presets/park2026.yaml",
+        "suites/grams2025-maze.yaml", "suites/grams2025-rooms.yaml", "suites/park2026-8x8.yaml",
         "suites/park2026-main.yaml", "suites/park2026-pasta.yaml"]
-    assert len(load_presets(root / "presets/park2026.yaml")) == len(shipped_presets()) == 18
+    assert len(load_presets(root / "presets/park2026.yaml")) == 18
+    assert len(load_presets(root / "presets/grams2025.yaml")) == 5
+    assert len(shipped_presets()) == 23
     assert {name: len(load_suite(path)) for name, path in shipped_suites().items()} == {
-        "park2026-8x8": 27, "park2026-main": 27, "park2026-pasta": 8}
+        "grams2025-maze": 6, "grams2025-rooms": 9, "park2026-8x8": 27, "park2026-main": 27, "park2026-pasta": 8}
     assert PASTA == ["pasta/custom-201", "pasta/custom-202", "pasta/custom-203", "pasta/custom-204"]
 
 
@@ -202,3 +206,19 @@ def test_shipped_specs_are_not_confused_with_local_files(tmp_path: Path, monkeyp
 def test_load_document_reads_the_shipped_yaml_with_integer_keys_as_strings() -> None:
     doc = load_document(specs_root() / "presets/park2026.yaml")
     assert doc["presets"]["low-large"]["dag"]["option_count_probs"] == {"1": 0.6, "2": 0.4}
+
+
+def test_a_symbolic_twin_only_of_a_kind_with_names_to_hide(tmp_path: Path) -> None:
+    room = {"eebench": "instance/1", "id": "hand/row", "env": "rooms", "rooms": ["A", "B"], "start": "A",
+            "doors": [{"name": "red", "between": ["A", "B"]}], "balls": [{"name": "khaki", "room": "B", "reward": 1}],
+            "episodes": 1, "door_budget": 1, "ball_limit": 1}
+    (tmp_path / "row.yaml").write_text(json.dumps(room), "utf-8")
+    spec = tmp_path / "s.yaml"
+    spec.write_text("eebench: suite/1\nname: s\nmembers:\n  - {instance: row.yaml, variants: [semantic, symbolic]}\n",
+                    "utf-8")
+    with pytest.raises(InputError, match=re.escape(f"{spec}: members[0].variants: rooms instances have no symbolic "
+                                                   "variant (only grid_dag instances do)")):
+        resolve_spec(str(spec))
+    spec.write_text("eebench: suite/1\nname: s\nmembers:\n  - {instance: row.yaml, variants: [semantic]}\n", "utf-8")
+    (instance,) = resolve_spec(str(spec)).instances()
+    assert instance.id == "s/row/semantic" and instance.doors == load_instance(tmp_path / "row.yaml").instance.doors

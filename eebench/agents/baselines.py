@@ -1,4 +1,5 @@
-"""Three reference agents that bracket real ones: a random walk, a greedy frontier explorer, an all-knowing oracle."""
+"""Reference agents that bracket real ones: a random walk, a greedy frontier explorer, an all-knowing oracle, and
+an explore-then-act agent (a goal-free exploration phase, then acting)."""
 
 from __future__ import annotations
 
@@ -94,6 +95,37 @@ class FrontierAgent:
         return []
 
 
+class ExploreThenActAgent(FrontierAgent):
+    """Explore-then-Act (Look Before You Leap, Section 3.4) with the frontier agent's memory.
+
+    For its first `share` of the budget it explores goal-free: it heads for the nearest unobserved cell and
+    ignores the task (nodes it stands on are still achieved by the world, and remembered). Then it acts: the
+    frontier agent's targets (the goal when pending, else pending nodes and unobserved cells), now with what it
+    learned. It also acts early once it knows of no unobserved cell. Each step says its `phase`.
+    """
+
+    def __init__(self, rng: StableRng, budget: int, share: float = 0.5):
+        super().__init__(rng)
+        self.explore_steps = int(budget * share)
+        self.steps = 0
+        self.phase = "explore"   # of the action `act` returned last
+
+    def act(self, observation: dict[str, Any]) -> str:
+        self.steps += 1
+        return super().act(observation)
+
+    def _targets(self) -> set[tuple[int, int]]:
+        unobserved = self.free - self.visited
+        if self.steps <= self.explore_steps and unobserved:
+            self.phase = "explore"
+            return unobserved
+        self.phase = "act"
+        return super()._targets()
+
+
+EXPLORE_SHARE = 0.5   # explore-then-act: the share of the budget spent exploring
+
+
 class OracleAgent:
     """Knows the whole map and DAG and follows the shortest completion (`world.planning`)."""
 
@@ -110,7 +142,7 @@ class OracleAgent:
         return self.actions.popleft()
 
 
-AGENTS = ("random", "frontier", "oracle")
+AGENTS = ("random", "frontier", "oracle", "explore-then-act")
 
 
 def make_agent(name: str, instance: GridDagInstance, seed: int) -> Agent:
@@ -122,4 +154,6 @@ def make_agent(name: str, instance: GridDagInstance, seed: int) -> Agent:
         return FrontierAgent(rng)
     if name == "oracle":
         return OracleAgent(instance)
+    if name == "explore-then-act":
+        return ExploreThenActAgent(rng, instance.budget, EXPLORE_SHARE)
     raise ValueError(f"unknown agent {name!r}")

@@ -14,18 +14,18 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from eebench import __version__
+from eebench.checkpoints import CheckpointLibrary
 from eebench.errors import InputError, Problem
-from eebench.evaluator.park import METRIC_VERSION, ParkTables, Replay, error_counts, replay, step_columns
-from eebench.evaluator.store import Batch, ResultStore
-from eebench.instances import InstanceLibrary, LoadedInstance
+from eebench.evaluator.coverage import LOGGED, LoggedInstance
+from eebench.evaluator.families import MetricFamily, Trajectory, families_for, metric_version
+from eebench.evaluator.store import TRAJECTORY_COLUMNS, Batch, ResultStore
+from eebench.instances import InstanceLibrary, LoadedInstance, check_trajectory_env
 from eebench.trajectories import AGENT_LABELS, Record, check_trajectory, parse_record, read_raw_records
 
 EMPTY_EXPECTED = "trajectory/1 records (`eebench convert` makes them from agents' logs)"
@@ -55,40 +55,51 @@ class GradeReport:
     steps: int = 0
     skipped: list[Problem] = field(default_factory=list)
     seconds: float = 0.0
+    coverage_notes: list[str] = field(default_factory=list)   # sets that matched nothing, checkpoints never hit
 
 
 class Grader:
-    """Grades records of one run; holds the instance library and per-instance tables (LRU-cached)."""
+    """Grades records of one run; holds the instance library and each family's per-instance tables (LRU-cached)."""
 
-    def __init__(self, bench: Bench, graded_at: dt.datetime, cache_size: int = 256):
+    def __init__(self, bench: Bench | None, graded_at: dt.datetime, cache_size: int = 256,
+                 checkpoints: CheckpointLibrary | None = None):
         self.bench = bench
-        self.library = InstanceLibrary(bench.root, cache_size=cache_size, label=bench.label)
+        self.library = None if bench is None else InstanceLibrary(bench.root, cache_size=cache_size, label=bench.label)
         self.graded_at = graded_at
-        self._tables: OrderedDict[str, ParkTables] = OrderedDict()
+        self.checkpoints = checkpoints
+        self._families: dict[str, tuple[MetricFamily, ...]] = {}
+        self._tables: OrderedDict[tuple[str, type, str], Any] = OrderedDict()
         self._cache_size = cache_size
 
-    def tables(self, instance_id: str) -> tuple[ParkTables, LoadedInstance]:
-        loaded = self.library.get(instance_id)
-        tables = self._tables.get(instance_id)
+    def families(self, env: str) -> tuple[MetricFamily, ...]:
+        """The families grading `env`, as this run uses them (configured with its checkpoint sets)."""
+        found = self._families.get(env)
+        if found is None:
+            found = self._families[env] = tuple(
+                configure(self.checkpoints) if self.checkpoints is not None
+                and (configure := getattr(family, "configure", None)) else family for family in families_for(env))
+        return found
+
+    def tables(self, family: MetricFamily, instance: Any) -> Any:
+        key = (family.name, type(instance), instance.id)  # a logged id may equal an instance's
+        tables = self._tables.get(key)
         if tables is None:
-            tables = ParkTables(loaded.instance)
-            self._tables[instance_id] = tables
+            tables = family.tables(instance)
+            self._tables[key] = tables
             if len(self._tables) > self._cache_size:
                 self._tables.popitem(last=False)
         else:
-            self._tables.move_to_end(instance_id)
-        return tables, loaded
+            self._tables.move_to_end(key)
+        return tables
 
     def grade_chunk(self, records: Sequence[Record], skip_invalid: bool) -> tuple[Batch, list[Problem]]:
         """Grade a chunk; a bad record raises InputError, or is listed as skipped with `skip_invalid`."""
         rows: list[dict[str, Any]] = []
-        replays: list[Replay] = []
-        widths: list[int] = []
-        actions: list[list[str | None]] = []
+        graded: list[tuple[tuple[MetricFamily, ...], list[Any]]] = []   # per row: its families and their replays
         skipped: list[Problem] = []
         for record in records:
             try:
-                row, replayed, width, graded_actions = self._grade_record(parse_record(record))
+                row, families, replays = self._grade_record(parse_record(record))
             except InputError as exc:
                 if not skip_invalid:
                     raise
@@ -96,37 +107,51 @@ class Grader:
                                for p in exc.problems)
                 continue
             rows.append(row)
-            replays.append(replayed)
-            widths.append(width)
-            actions.append(graded_actions)
-        columns = step_columns(replays, widths)
-        columns["action"] = np.fromiter(chain.from_iterable(actions), dtype=object, count=len(columns["t"]))
-        counts = error_counts(columns, len(rows))
-        for i, row in enumerate(rows):
-            for name, values in counts.items():
-                row[name] = int(values[i])
-            row["explore_error"] = row["explore_errors"] / row["explore_steps"] if row["explore_steps"] else None
-            row["exploit_error"] = row["exploit_errors"] / row["exploit_steps"] if row["exploit_steps"] else None
-        return Batch(rows, [columns]), skipped
+            graded.append((families, replays))
+        batch = Batch(rows)
+        groups: dict[tuple[MetricFamily, ...], list[int]] = {}
+        for position, (families, _) in enumerate(graded):
+            groups.setdefault(families, []).append(position)
+        for families, positions in groups.items():  # one group per world kind in the chunk, usually one
+            where = np.asarray(positions, dtype=np.int32)
+            steps: dict[str, np.ndarray] = {}
+            episodes: dict[str, np.ndarray] = {}
+            checkpoints: dict[str, np.ndarray] = {}
+            for k, family in enumerate(families):
+                columns = family.columns([graded[p][1][k] for p in positions])
+                names = tuple(columns.trajectories)
+                for position, values in zip(positions, zip(*columns.trajectories.values())):
+                    rows[position].update(zip(names, values))
+                steps.update(columns.steps or {})
+                episodes.update(columns.episodes or {})
+                checkpoints.update(columns.checkpoints or {})
+            for part, add in ((steps, batch.steps), (episodes, batch.episodes), (checkpoints, batch.checkpoints)):
+                if part:
+                    if len(positions) != len(rows):  # positions in the group -> positions in the chunk
+                        part["trajectory"] = where[part["trajectory"]]
+                    add.append(part)
+        return batch, skipped
 
-    def _grade_record(self, record: Record) -> tuple[dict[str, Any], Replay, int, list[str | None]]:
+    def _grade_record(self, record: Record) -> tuple[dict[str, Any], tuple[MetricFamily, ...], list[Any]]:
         doc = check_trajectory(record)
         file, line = record.file, record.line
-        if doc.get("env", "grid_dag") != "grid_dag":
-            raise InputError(Problem(file, line, "env", f"{doc['env']!r} trajectories are kept as text and not "
-                                                        "graded by replay; expected 'grid_dag'. If it was played in "
-                                                        "an instance of the bench, convert its log again with "
-                                                        "`eebench convert ... --bench BENCH` (or --instance ID)"))
         instance_id = doc["instance"]
+        if doc.get("env") == LOGGED:  # no world: no bench needed, graded by the families of `logged`
+            return self._row(doc, file, line, LOGGED, LoggedInstance(instance_id), None)
+        if self.library is None:
+            raise InputError(Problem(file, line, "instance", f"grading instance {instance_id!r} needs --bench (only "
+                                                             "env logged trajectories grade without one)"))
         try:
-            tables, loaded = self.tables(instance_id)
+            loaded = self.library.get(instance_id)
         except InputError as exc:
             if self.library.path_for(instance_id) is None:  # unknown id: locate the reference in the log
                 raise InputError(Problem(file, line, "instance", f"{exc.problems[0]}; give --bench the instances it "
                                                                  "was played in (or `eebench convert --instance ID`)")
                                  ) from None
             raise
+        env = check_trajectory_env(doc.get("env"), loaded, file, line).env  # the instance's kind decides
         instance, sha = loaded.instance, loaded.sha256
+        assert self.bench is not None
         expected = (self.bench.instances or {}).get(instance_id, sha)
         if sha != expected:  # the file read now is not the one the bundle's manifest promised (changed since verify)
             raise InputError.at(loaded.file, f"instance {instance_id!r} is {sha[:12]}..., but {self.bench.where} "
@@ -137,31 +162,43 @@ class Grader:
                                      f"the log was played in instance {claimed[:12]}..., but {instance_id!r} in "
                                      f"{self.bench.where} is {expected[:12]}...; grade against the same instance "
                                      "(--bench the version it was played in)"))
+        return self._row(doc, file, line, env, instance, sha)
+
+    def _row(self, doc: dict[str, Any], file: str, line: int | None, env: str, instance: Any,
+             sha: str | None) -> tuple[dict[str, Any], tuple[MetricFamily, ...], list[Any]]:
+        families = self.families(env)
+        if not families:
+            raise InputError(Problem(file, line, "env", f"no metric family grades {env!r} trajectories yet"))
+        earlier: dict[str, Any] = {}
+        trajectory = Trajectory(doc, file, line, earlier)
+        replays = []
+        for family in families:  # in registry order, each seeing the replays before it
+            replays.append(replay := family.replay(self.tables(family, instance), instance, trajectory))
+            earlier[family.name] = replay
         steps = doc["steps"]
-        actions = list(map(_ACTION, steps))
-        replayed = replay(tables, actions)
+        instance_id = doc["instance"]
+        bench = self.bench
         agent = doc.get("agent") or {}
         meta = instance.meta or {}
         row = {
-            "trajectory_id": doc["id"], "instance_id": instance_id, "instance_sha256": sha,
+            **_EMPTY_ROW,
+            "trajectory_id": doc["id"], "instance_id": instance_id, "instance_sha256": sha, "env": env,
             **{("agent_name" if k == "name" else k): agent.get(k) for k in AGENT_LABELS},
-            "success": replayed.success, "end_reason": replayed.end_reason, "n_steps": len(replayed.cells_to),
-            "ignored_actions": replayed.ignored_actions,
-            "metric_version": METRIC_VERSION, "graded_at": self.graded_at, "budget": instance.budget,
-            "optimal_steps": tables.optimal_steps, "nodes_total": len(instance.nodes),
-            "nodes_achieved": replayed.nodes_achieved, "free_cells": tables.free_cells,
-            "cells_observed": replayed.cells_observed,
+            "metric_version": metric_version(families), "graded_at": self.graded_at,
             "preset": meta.get("preset") if isinstance(meta.get("preset"), str) else None,
             **_usage(steps),
             "source_file": file, "source_line": line,
-            "bench_name": self.bench.name, "bench_version": self.bench.version,
-            "bench_digest": self.bench.digest, "eebench_version": __version__,
+            "bench_name": None if bench is None else bench.name,
+            "bench_version": None if bench is None else bench.version,
+            "bench_digest": None if bench is None else bench.digest, "eebench_version": __version__,
         }
-        return row, replayed, tables.world.width, actions[:len(replayed.cells_to)]
+        return row, families, replays
+
+
+_EMPTY_ROW = dict.fromkeys(c.name for c in TRAJECTORY_COLUMNS)  # a column no family fills is NULL
 
 
 USAGE_FIELDS = ("tokens_in", "tokens_out", "latency_ms")
-_ACTION = itemgetter("action")
 
 
 def _usage(steps: list[dict[str, Any]]) -> dict[str, int | float | None]:
@@ -199,9 +236,9 @@ def _chunks(files: Sequence[Path]) -> Iterator[list[Record]]:
 _worker: Grader | None = None
 
 
-def _init_worker(bench: Bench, graded_at: dt.datetime) -> None:
+def _init_worker(bench: Bench | None, graded_at: dt.datetime, checkpoints: CheckpointLibrary | None) -> None:
     global _worker
-    _worker = Grader(bench, graded_at)
+    _worker = Grader(bench, graded_at, checkpoints=checkpoints)
 
 
 def _work(records: list[Record], skip_invalid: bool) -> tuple[Batch | None, list[Problem], InputError | None]:
@@ -213,18 +250,19 @@ def _work(records: list[Record], skip_invalid: bool) -> tuple[Batch | None, list
         return None, [], exc
 
 
-def _graded_chunks(chunks: Iterator[list[Record]], bench: Bench, graded_at: dt.datetime, workers: int,
-                   skip_invalid: bool) -> Iterator[tuple[list[Record], Batch, list[Problem]]]:
+def _graded_chunks(chunks: Iterator[list[Record]], bench: Bench | None, graded_at: dt.datetime, workers: int,
+                   skip_invalid: bool, checkpoints: CheckpointLibrary | None
+                   ) -> Iterator[tuple[list[Record], Batch, list[Problem]]]:
     """Grade chunks in order, here or in a pool of worker processes with a bounded number in flight."""
     if workers <= 1:
-        grader = Grader(bench, graded_at)
+        grader = Grader(bench, graded_at, checkpoints=checkpoints)
         for chunk in chunks:
             batch, skipped = grader.grade_chunk(chunk, skip_invalid)
             yield chunk, batch, skipped
         return
     context = multiprocessing.get_context("spawn")  # no fork of a process holding a DuckDB connection
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
-                                                initargs=(bench, graded_at)) as pool:
+                                                initargs=(bench, graded_at, checkpoints)) as pool:
         pending: deque[tuple[list[Record], concurrent.futures.Future]] = deque()
         for chunk in chunks:
             pending.append((chunk, pool.submit(_work, chunk, skip_invalid)))
@@ -241,10 +279,16 @@ def _result(chunk: list[Record], future: concurrent.futures.Future) -> tuple[lis
     return chunk, batch, skipped
 
 
-def grade_files(files: Sequence[Path], bench: Bench, db: Path, *, workers: int = 1, skip_invalid: bool = False,
-                progress: Callable[[int, int], None] | None = None) -> GradeReport:
+def grade_files(files: Sequence[Path], bench: Bench | None, db: Path, *, workers: int = 1, skip_invalid: bool = False,
+                progress: Callable[[int, int], None] | None = None,
+                checkpoints: CheckpointLibrary | None = None) -> GradeReport:
     """Grade every trajectory of `files` into the DuckDB file `db`, in one transaction; `progress` is told the
-    records read and the steps graded of each chunk. The file `-` is standard input."""
+    records read and the steps graded of each chunk. The file `-` is standard input.
+
+    `bench` may be None when every trajectory is `env: logged`. `checkpoints`: the sets coverage applies (default:
+    the shipped ones); a given set that matches no graded trajectory, and every checkpoint no trajectory hit, are
+    listed in the report's `coverage_notes`.
+    """
     given: dict[Path, Path] = {}
     for path in files:
         if str(path) == "-":
@@ -257,12 +301,13 @@ def grade_files(files: Sequence[Path], bench: Bench, db: Path, *, workers: int =
         given[resolved] = Path(path)
     started = time.perf_counter()
     graded_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-    Grader(bench, graded_at)  # fail early on a bad bench folder, before the database is touched
+    Grader(bench, graded_at, checkpoints=checkpoints)  # a bad bench folder fails early, before the database is touched
     report = GradeReport()
     store = ResultStore(db)
     try:
         pending = Batch()
-        for chunk, batch, skipped in _graded_chunks(_chunks(files), bench, graded_at, workers, skip_invalid):
+        for chunk, batch, skipped in _graded_chunks(_chunks(files), bench, graded_at, workers, skip_invalid,
+                                                    checkpoints):
             report.skipped.extend(skipped)
             pending.extend(batch)
             if pending.n_steps >= FLUSH_STEPS:
@@ -273,6 +318,7 @@ def grade_files(files: Sequence[Path], bench: Bench, db: Path, *, workers: int =
         store.write(pending)
         _check_unique(store, report, skip_invalid)
         report.trajectories, report.steps = store.staged_trajectories(), store.staged_steps()
+        report.coverage_notes = _coverage_notes(store, checkpoints)
         store.commit()
     except BaseException:
         store.abort()
@@ -292,3 +338,27 @@ def _check_unique(store: ResultStore, report: GradeReport, skip_invalid: bool) -
     if problems:
         report.skipped.extend(problems)
         store.drop_duplicates()
+
+
+NEVER_HIT_SHOWN = 8  # checkpoint ids named in the note; the query it prints lists them all
+
+
+def _coverage_notes(store: ResultStore, checkpoints: CheckpointLibrary | None) -> list[str]:
+    """What coverage must not leave silently at zero: given sets that matched no graded trajectory, and
+    checkpoints that no graded trajectory hit."""
+    notes = []
+    instances = store.staged_instance_ids()
+    for checkpoint_set in checkpoints.given if checkpoints is not None else ():
+        if not any(map(checkpoint_set.matches, instances)):
+            patterns = checkpoint_set.instances
+            shown = ", ".join(patterns[:3]) + (f" and {len(patterns) - 3} more" if len(patterns) > 3 else "")
+            notes.append(f"{checkpoint_set.where} ({checkpoint_set.name}): matches no graded trajectory (instances "
+                         f"{shown})")
+    never = store.never_hit()
+    if never:
+        shown = ", ".join(never[:NEVER_HIT_SHOWN]) + (f" and {len(never) - NEVER_HIT_SHOWN} more"
+                                                       if len(never) > NEVER_HIT_SHOWN else "")
+        were = "checkpoint was" if len(never) == 1 else "checkpoints were"
+        notes.append(f"{len(never)} {were} hit by no graded trajectory: {shown} (all: SELECT checkpoint_id "
+                     "FROM checkpoints GROUP BY ALL HAVING count(hit_after_steps) = 0)")
+    return notes

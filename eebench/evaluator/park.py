@@ -20,10 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import chain
-from typing import NamedTuple
+from operator import itemgetter
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from eebench.evaluator.families import FamilyColumns, Trajectory
 from eebench.world.geometry import all_pairs_distances
 from eebench.world.grid_dag import ACTION_INDEX, GridDagInstance, GridDagWorld, parse_action
 from eebench.world.planning import shortest_completion
@@ -320,3 +322,69 @@ def _case(pending: int, goal_pending: bool, goal_cell: int, unobserved: int) -> 
     else:
         case, targets = 4, unobserved | pending
     return case, targets, targets.bit_count()
+
+
+_ACTION = itemgetter("action")
+
+
+class ParkReplay(NamedTuple):
+    """One trajectory as the Park family graded it: the replay, the map width and the graded actions."""
+
+    replay: Replay
+    tables: ParkTables
+    actions: list[str | None]
+
+
+class ParkFamily:
+    """The metric family of Park et al. (2026) for `env: grid_dag`: fills `steps` and the Park columns of
+    `trajectories`."""
+
+    name = "park"
+    version = METRIC_VERSION
+    envs = frozenset({"grid_dag"})
+    fills = {
+        "trajectories": ("success", "end_reason", "n_steps", "ignored_actions", "invalid_moves", "explore_steps",
+                         "exploit_steps", "explore_errors", "exploit_errors", "explore_error", "exploit_error",
+                         "budget", "optimal_steps", "nodes_total", "nodes_achieved", "free_cells",
+                         "cells_observed"),
+        "steps": ("t", "action", "from_x", "from_y", "to_x", "to_y", "valid", "case_id", "n_targets",
+                  "gain", "progress", "stale", "error"),
+    }
+
+    def tables(self, instance: GridDagInstance) -> ParkTables:
+        return ParkTables(instance)
+
+    def replay(self, tables: ParkTables, instance: GridDagInstance, trajectory: Trajectory) -> ParkReplay:
+        actions = list(map(_ACTION, trajectory.doc["steps"]))
+        replayed = replay(tables, actions)
+        return ParkReplay(replayed, tables, actions[:len(replayed.cells_to)])
+
+    def columns(self, replays: Sequence[ParkReplay]) -> FamilyColumns:
+        runs = [r.replay for r in replays]
+        steps = step_columns(runs, [r.tables.world.width for r in replays])
+        n = len(steps["t"])
+        steps["action"] = np.fromiter(chain.from_iterable(r.actions for r in replays), dtype=object, count=n)
+        counts = error_counts(steps, len(runs))
+        explore_steps, exploit_steps = counts["explore_steps"].tolist(), counts["exploit_steps"].tolist()
+        explore_errors, exploit_errors = counts["explore_errors"].tolist(), counts["exploit_errors"].tolist()
+        trajectories: dict[str, list[Any]] = {
+            "success": [r.success for r in runs],
+            "end_reason": [r.end_reason for r in runs],
+            "n_steps": [len(r.cells_to) for r in runs],
+            "ignored_actions": [r.ignored_actions for r in runs],
+            "invalid_moves": counts["invalid_moves"].tolist(),
+            "explore_steps": explore_steps, "exploit_steps": exploit_steps,
+            "explore_errors": explore_errors, "exploit_errors": exploit_errors,
+            "explore_error": [e / s if s else None for e, s in zip(explore_errors, explore_steps)],
+            "exploit_error": [e / s if s else None for e, s in zip(exploit_errors, exploit_steps)],
+            "budget": [r.tables.world.budget for r in replays],
+            "optimal_steps": [r.tables.optimal_steps for r in replays],
+            "nodes_total": [len(r.tables.world.node_cell) for r in replays],
+            "nodes_achieved": [r.nodes_achieved for r in runs],
+            "free_cells": [r.tables.free_cells for r in replays],
+            "cells_observed": [r.cells_observed for r in runs],
+        }
+        return FamilyColumns(trajectories, steps)
+
+
+FAMILY = ParkFamily()

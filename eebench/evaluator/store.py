@@ -1,7 +1,9 @@
 """Graded results in DuckDB: the tables (defined once, with their documentation), bulk writes, read-only queries.
 
-Tables `trajectories` and `steps` hold one row per graded episode and per graded step; `meta` records the
-schema and metric versions. Rows of a trajectory id are replaced, never duplicated, when it is graded again.
+Tables `trajectories`, `steps`, `episodes` and `checkpoints` hold one row per graded trajectory, step, episode and
+checkpoint of a trajectory, with columns that are NULL where a metric family does not apply; `meta` records the schema and metric versions. A results file
+of an older schema is upgraded in place by the next grade, in its transaction (`_upgrade`). Rows of a trajectory
+id are replaced, never duplicated, when it is graded again.
 Writes are staged as NumPy column batches and reach the results file in one transaction (see ResultStore).
 """
 
@@ -25,9 +27,15 @@ import numpy as np
 
 from eebench import __version__
 from eebench.errors import InputError
+from eebench.evaluator.families import registered
 from eebench.evaluator.park import EXPLOIT_CASES, EXPLORE_CASES, METRIC_VERSION
 
-SCHEMA_VERSION = 1  # of the tables below; a change of meaning or layout bumps it
+SCHEMA_VERSION = 3  # of the tables below; a change of meaning or layout bumps it (and gets a step in _upgrade)
+
+
+
+def _cases(cases: tuple[int, ...]) -> str:
+    return ", ".join(map(str, cases))
 
 
 def _attributed(cases: tuple[int, ...]) -> str:
@@ -43,31 +51,37 @@ class Column(NamedTuple):
 TRAJECTORY_COLUMNS = (
     Column("trajectory_id", "VARCHAR NOT NULL", "The trajectory's `id`; unique in the table."),
     Column("instance_id", "VARCHAR NOT NULL", "The instance it was played in."),
-    Column("instance_sha256", "VARCHAR NOT NULL", "sha256 of the instance's canonical JSON, as graded."),
+    Column("instance_sha256", "VARCHAR", "sha256 of the instance's canonical JSON, as graded (NULL for logged)."),
     Column("agent_name", "VARCHAR", "`agent.name` of the trajectory."),
     Column("model", "VARCHAR", "`agent.model`."),
     Column("prompt", "VARCHAR", "`agent.prompt`."),
     Column("harness", "VARCHAR", "`agent.harness`."),
-    Column("success", "BOOLEAN NOT NULL", "The goal was achieved within the budget."),
+    Column("success", "BOOLEAN", "The goal was achieved within the budget."),
     Column("end_reason", "VARCHAR NOT NULL",
-           "`goal` (achieved), `budget` (spent first) or `end_of_log` (the actions ran out first)."),
-    Column("n_steps", "INTEGER NOT NULL", "Graded steps (actions up to the goal or the budget)."),
-    Column("ignored_actions", "INTEGER NOT NULL", "Actions after the goal or the budget: in the log, not graded."),
-    Column("invalid_moves", "INTEGER NOT NULL", "Graded steps whose action was inadmissible (the agent stayed)."),
-    Column("explore_steps", "INTEGER NOT NULL", "Steps in cases 1 and 4 (exploration required)."),
-    Column("exploit_steps", "INTEGER NOT NULL", "Steps in cases 2, 3 and 4 (exploitation required)."),
-    Column("explore_errors", "INTEGER NOT NULL", "Errors in cases 1 and 4."),
-    Column("exploit_errors", "INTEGER NOT NULL", "Errors in cases 2, 3 and 4."),
+           "`goal` (achieved), `budget` (spent first) or `end_of_log` (the actions ran out first); rooms: "
+           "`episodes` (every episode of the instance ended) or `end_of_log`."),
+    Column("n_steps", "INTEGER NOT NULL", "Graded steps (actions up to the goal or the budget; rooms: of every "
+                                          "episode)."),
+    Column("ignored_actions", "INTEGER NOT NULL", "Actions after the goal or the budget (rooms: after the world "
+                                                  "ended an episode or the last episode): in the log, not graded."),
+    Column("invalid_moves", "INTEGER", "Graded steps whose action was inadmissible (the agent stayed); NULL for "
+                                       "logged (no rules to judge)."),
+    Column("explore_steps", "INTEGER", "Steps in cases 1 and 4 (exploration required)."),
+    Column("exploit_steps", "INTEGER", "Steps in cases 2, 3 and 4 (exploitation required)."),
+    Column("explore_errors", "INTEGER", "Errors in cases 1 and 4."),
+    Column("exploit_errors", "INTEGER", "Errors in cases 2, 3 and 4."),
     Column("explore_error", "DOUBLE", "explore_errors / explore_steps; NULL when there is no such step."),
     Column("exploit_error", "DOUBLE", "exploit_errors / exploit_steps; NULL when there is no such step."),
-    Column("metric_version", "VARCHAR NOT NULL", f"Version of the metric that graded the row (now `{METRIC_VERSION}`)."),
+    Column("metric_version", "VARCHAR NOT NULL",
+           f"Version of the metric family that graded the row (now `{METRIC_VERSION}` for grid_dag, `gaps/1` for "
+           "rooms)."),
     Column("graded_at", "TIMESTAMP NOT NULL", "When it was graded (UTC)."),
-    Column("budget", "INTEGER NOT NULL", "The instance's budget."),
-    Column("optimal_steps", "INTEGER NOT NULL", "Fewest steps that achieve the goal with full knowledge."),
-    Column("nodes_total", "INTEGER NOT NULL", "Nodes of the task DAG."),
-    Column("nodes_achieved", "INTEGER NOT NULL", "Nodes achieved by the end of grading."),
-    Column("free_cells", "INTEGER NOT NULL", "Free cells of the map."),
-    Column("cells_observed", "INTEGER NOT NULL", "Cells observed by the end of grading (the start included)."),
+    Column("budget", "INTEGER", "The instance's budget."),
+    Column("optimal_steps", "INTEGER", "Fewest steps that achieve the goal with full knowledge."),
+    Column("nodes_total", "INTEGER", "Nodes of the task DAG."),
+    Column("nodes_achieved", "INTEGER", "Nodes achieved by the end of grading."),
+    Column("free_cells", "INTEGER", "Free cells of the map."),
+    Column("cells_observed", "INTEGER", "Cells observed by the end of grading (the start included)."),
     Column("preset", "VARCHAR", "The generator preset of the instance (`meta.preset`), NULL if hand-made."),
     Column("tokens_in", "BIGINT", "Sum of the steps' `tokens_in` (all steps of the log); NULL if none has it."),
     Column("tokens_out", "BIGINT", "Sum of the steps' `tokens_out`; NULL if none has it."),
@@ -78,32 +92,109 @@ TRAJECTORY_COLUMNS = (
     Column("bench_version", "VARCHAR", "Version of that bundle."),
     Column("bench_digest", "VARCHAR", "Digest of that bundle."),
     Column("eebench_version", "VARCHAR NOT NULL", "Version of eebench that graded the row."),
+    # schema 2: the world kind, and the gaps family of Grams et al. (NULL for grid_dag)
+    Column("env", "VARCHAR NOT NULL", "The world kind of the instance (`grid_dag`, `rooms`), or `logged`."),
+    Column("n_episodes", "INTEGER", "Episodes played (the last one perhaps cut short by the end of the log)."),
+    Column("max_return", "DOUBLE", "R_max: the best return of one episode on the full instance."),
+    Column("total_gap_last", "DOUBLE", "total_gap of the last episode played; NULL when R_max = 0."),
+    Column("explore_gap_last", "DOUBLE", "explore_gap of the last episode played."),
+    Column("exploit_gap_last", "DOUBLE", "exploit_gap of the last episode played."),
+    Column("total_gap_mean", "DOUBLE", "Mean of total_gap over the episodes played."),
+    Column("explore_gap_mean", "DOUBLE", "Mean of explore_gap over the episodes played."),
+    Column("exploit_gap_mean", "DOUBLE", "Mean of exploit_gap over the episodes played."),
+    Column("coverage", "DOUBLE", "coverage of the last episode played: rooms known / all rooms."),
+    Column("redundancy", "DOUBLE", "Steps whose (room before the step, action stripped and lower-cased) occurred "
+                                   "earlier in the trajectory / all steps; NULL without steps."),
+    Column("sample_efficiency", "INTEGER",
+           "Steps up to the end of the first episode whose R_exploit reaches 90% of the trajectory's largest "
+           "R_exploit; NULL when that is 0."),
+    # schema 3: the coverage family (ECC of Look Before You Leap, revisits of EAPO), every world kind
+    Column("checkpoints_total", "INTEGER", "Checkpoints of the trajectory: those of every checkpoint set that "
+                                          "matches its instance (0 when none applies)."),
+    Column("checkpoints_hit", "INTEGER", "Those it hit (the initial state's count, after 0 steps)."),
+    Column("ecc", "DOUBLE", "Exploration Checkpoint Coverage: checkpoints_hit / checkpoints_total; NULL when no "
+                            "checkpoint applies."),
+    Column("distinct_states", "INTEGER", "Distinct states visited, the initial state included; NULL for a logged "
+                                        "trajectory in which no state is known."),
+    Column("exploration_degree", "DOUBLE", "States visited two or more times / distinct_states (EAPO, Appendix "
+                                           "D.7.5); NULL when distinct_states is."),
+    Column("coverage_version", "VARCHAR", "Version of the coverage family that filled the five columns above, "
+                                          f"`steps.visit_depth`, `steps.ecc` and `checkpoints` (now `coverage/1`)."),
 )
+V1_TRAJECTORY_COLUMNS = 36   # the first columns were schema 1's, in this order
 
 STEP_COLUMNS = (
     Column("trajectory_id", "VARCHAR NOT NULL", "The trajectory the step belongs to."),
     Column("t", "INTEGER NOT NULL", "Timestep, from 0: the action at t moves the agent from p(t) to p(t+1)."),
     Column("action", "VARCHAR", "The action as written in the log (NULL when none could be read)."),
-    Column("from_x", "SMALLINT NOT NULL", "x (column) of p(t)."),
-    Column("from_y", "SMALLINT NOT NULL", "y (row from the top) of p(t)."),
-    Column("to_x", "SMALLINT NOT NULL", "x of p(t+1); equals from_x after an inadmissible move."),
-    Column("to_y", "SMALLINT NOT NULL", "y of p(t+1)."),
-    Column("valid", "BOOLEAN NOT NULL", "The move was admissible (false: obstacle, map edge or not a move word)."),
-    Column("case_id", "TINYINT NOT NULL",
+    Column("from_x", "SMALLINT", "x (column) of p(t)."),
+    Column("from_y", "SMALLINT", "y (row from the top) of p(t)."),
+    Column("to_x", "SMALLINT", "x of p(t+1); equals from_x after an inadmissible move."),
+    Column("to_y", "SMALLINT", "y of p(t+1)."),
+    Column("valid", "BOOLEAN", "The move was admissible (false: obstacle, map edge or not a move word; rooms: not a "
+                               "door or ball action that applies); NULL for logged."),
+    Column("case_id", "TINYINT",
            "Case of the state at t: 1 explore (no pending node), 2 goal pending, 3 exploit (nothing unobserved), "
            "4 either."),
-    Column("n_targets", "INTEGER NOT NULL", "|T(t)|, the size of the target set."),
-    Column("gain", "TINYINT NOT NULL", "1 if p(t+1) is a target or strictly closer to one, else 0."),
-    Column("progress", "TINYINT NOT NULL", "1 if the step entered an unobserved cell or achieved a pending node."),
-    Column("stale", "INTEGER NOT NULL", "Stale score S(t) = c + e + n of the no-progress segment (0 on progress)."),
-    Column("error", "TINYINT NOT NULL", "err(t) of Park et al., Eq. 1: 1 for an error."),
+    Column("n_targets", "INTEGER", "|T(t)|, the size of the target set."),
+    Column("gain", "TINYINT", "1 if p(t+1) is a target or strictly closer to one, else 0."),
+    Column("progress", "TINYINT", "1 if the step entered an unobserved cell or achieved a pending node."),
+    Column("stale", "INTEGER", "Stale score S(t) = c + e + n of the no-progress segment (0 on progress)."),
+    Column("error", "TINYINT", "err(t) of Park et al., Eq. 1: 1 for an error."),
     # computed by DuckDB from error and case_id on read (never stored), from the one definition in park.py
     Column("explore_error", f"TINYINT GENERATED ALWAYS AS ({_attributed(EXPLORE_CASES)}) VIRTUAL",
            "1 for an error in case 1 or 4."),
     Column("exploit_error", f"TINYINT GENERATED ALWAYS AS ({_attributed(EXPLOIT_CASES)}) VIRTUAL",
            "1 for an error in case 2, 3 or 4."),
+    # schema 2
+    Column("episode", "SMALLINT NOT NULL DEFAULT 0", "The episode of the step, from 0 (0 in single-episode worlds)."),
+    Column("room", "VARCHAR", "rooms: the room the agent is in after the step; NULL for grid_dag."),
+    Column("state", "VARCHAR GENERATED ALWAYS AS "
+                    "(coalesce(room, logged_state, to_x::VARCHAR || ',' || to_y::VARCHAR)) VIRTUAL",
+           "The state after the step: the room id, `x,y` of the cell entered for grid_dag, `logged_state` for "
+           "logged (computed on read)."),
+    # schema 3: the coverage family
+    Column("visit_depth", "INTEGER", "Earlier visits of the step's state (EAPO's visitation depth): 0 on its first "
+                                     "visit; the initial state counts as one visit before the first step (rooms: "
+                                     "the start room at each episode's start). NULL when the state is."),
+    Column("ecc", "DOUBLE", "ECC after the step (the curve); NULL when no checkpoint applies."),
+    Column("phase", "VARCHAR", "The step's `phase` in the log (`explore` or `act`, Explore-then-Act); NULL if none."),
+    Column("logged_state", "VARCHAR", "logged: the state read from the log (the step's `state`, its set's state "
+                                      "regex, else the previous step's); NULL for simulated worlds."),
 )
 STORED_STEP_COLUMNS = tuple(c for c in STEP_COLUMNS if "GENERATED" not in c.type)
+V1_STEP_COLUMNS = 16
+
+EPISODE_COLUMNS = (
+    Column("trajectory_id", "VARCHAR NOT NULL", "The trajectory the episode belongs to."),
+    Column("episode", "SMALLINT NOT NULL", "The episode i, from 0."),
+    Column("n_steps", "INTEGER NOT NULL", "Graded steps of the episode."),
+    Column("agent_return", "DOUBLE NOT NULL", "R_agent(i): the reward the agent collected in the episode."),
+    Column("exploit_return", "DOUBLE NOT NULL",
+           "R_exploit(i): the best return of one episode using the knowledge K(i) after it."),
+    Column("max_return", "DOUBLE NOT NULL", "R_max: the best return of one episode on the full instance."),
+    Column("total_gap", "DOUBLE", "(R_max - R_agent(i)) / R_max; NULL when R_max = 0."),
+    Column("explore_gap", "DOUBLE", "(R_max - R_exploit(i)) / R_max; NULL when R_max = 0."),
+    Column("exploit_gap", "DOUBLE", "(R_exploit(i) - R_agent(i)) / R_max; NULL when R_max = 0. "
+                                    "total_gap = explore_gap + exploit_gap."),
+    Column("coverage", "DOUBLE NOT NULL", "Rooms in K(i) / all rooms."),
+    Column("solver", "VARCHAR NOT NULL", "The method that solved R_exploit(i): `exhaustive` or `cp-sat`."),
+    Column("solver_status", "VARCHAR NOT NULL",
+           "`optimal` when R_exploit(i) and R_max are proven optima; `bound` when a time limit was hit (the row is "
+           "then not an exact measurement: see the bounds)."),
+    Column("exploit_bound", "DOUBLE", "Proven upper bound of R_exploit(i) when its solve hit the time limit; else "
+                                      "NULL."),
+    Column("max_bound", "DOUBLE", "Proven upper bound of R_max when its solve hit the time limit; else NULL."),
+)
+
+CHECKPOINT_COLUMNS = (
+    Column("trajectory_id", "VARCHAR NOT NULL", "The trajectory."),
+    Column("checkpoint_id", "VARCHAR NOT NULL", "A checkpoint of the trajectory: an explicit id of its set, or one "
+                                                "derived by a rule (`node:<id>:discovered`, `node:<id>:achieved`, "
+                                                "`cell:<x>,<y>`, `room:<id>`, `ball:<name>`)."),
+    Column("hit_after_steps", "INTEGER", "Steps taken when it was first hit (0: in the initial state); NULL if "
+                                         "never."),
+)
 
 META_COLUMNS = (
     Column("key", "VARCHAR NOT NULL", "`schema_version`, `metric_version` or `eebench_version`."),
@@ -128,6 +219,7 @@ VIEWS = {
                avg(n_steps::DOUBLE / optimal_steps) FILTER (WHERE success) AS mean_steps_over_optimal,
                avg(invalid_moves::DOUBLE / nullif(n_steps, 0)) AS invalid_move_rate
         FROM trajectories
+        WHERE metric_version LIKE '%park/%'  -- the Park family's rows
         GROUP BY ALL
         ORDER BY ALL
         """),
@@ -142,6 +234,7 @@ VIEWS = {
                avg(exploit_error) AS mean_exploit_error,
                avg(n_steps) FILTER (WHERE success) AS mean_steps_success
         FROM trajectories
+        WHERE metric_version LIKE '%park/%'  -- the Park family's rows
         GROUP BY ALL
         ORDER BY ALL
         """),
@@ -155,10 +248,96 @@ VIEWS = {
                avg(s.gain) AS gain_rate,
                avg(s.progress) AS progress_rate
         FROM steps s JOIN trajectories t USING (trajectory_id)
+        WHERE t.metric_version LIKE '%park/%'  -- the Park family's rows
         GROUP BY ALL
         ORDER BY ALL
         """),
+    "gaps_summary": (
+        "Tables 1 and 2 of Grams et al. per agent, model, prompt, harness and metric version: trajectories and "
+        "episodes graded, the total, exploration and exploitation gaps at the last episode and averaged over "
+        "episodes (means over trajectories; the gap columns count only trajectories with R_max > 0, "
+        "`with_gaps`), the exploitation and exploration shares of the total gap, the mean exploitation and agent "
+        "returns per episode, coverage, redundancy, sample efficiency, and the episodes whose solve hit a time "
+        "limit (`bound_episodes`).",
+        """
+        WITH per_trajectory AS (
+            SELECT trajectory_id, avg(exploit_return) AS exploit_return, avg(agent_return) AS agent_return,
+                   count(*) FILTER (WHERE solver_status <> 'optimal') AS bound_episodes
+            FROM episodes GROUP BY trajectory_id)
+        SELECT t.agent_name, t.model, t.prompt, t.harness, t.metric_version,
+               count(*) AS trajectories,
+               sum(t.n_episodes) AS episodes,
+               count(t.total_gap_last) AS with_gaps,
+               avg(t.total_gap_last) AS total_gap_last,
+               avg(t.exploit_gap_last) AS exploit_gap_last,
+               avg(t.explore_gap_last) AS explore_gap_last,
+               avg(t.exploit_gap_last) / nullif(avg(t.total_gap_last), 0) AS exploit_share_last,
+               avg(t.explore_gap_last) / nullif(avg(t.total_gap_last), 0) AS explore_share_last,
+               avg(t.total_gap_mean) AS total_gap_mean,
+               avg(t.exploit_gap_mean) AS exploit_gap_mean,
+               avg(t.explore_gap_mean) AS explore_gap_mean,
+               avg(t.exploit_gap_mean) / nullif(avg(t.total_gap_mean), 0) AS exploit_share_mean,
+               avg(t.explore_gap_mean) / nullif(avg(t.total_gap_mean), 0) AS explore_share_mean,
+               avg(p.exploit_return) AS exploit_return,
+               avg(p.agent_return) AS agent_return,
+               avg(t.coverage) AS coverage,
+               avg(t.redundancy) AS redundancy,
+               avg(t.sample_efficiency) AS sample_efficiency,
+               count(t.sample_efficiency) AS with_sample_efficiency,
+               coalesce(sum(p.bound_episodes), 0) AS bound_episodes
+        FROM trajectories t LEFT JOIN per_trajectory p USING (trajectory_id)
+        WHERE t.metric_version LIKE '%gaps/%'  -- the gaps family's rows
+        GROUP BY ALL
+        ORDER BY ALL
+        """),    "ecc_curve": (
+        "ECC after t steps, t from 0 (the initial state) to the trajectory's graded steps: the share of its "
+        "checkpoints whose hit_after_steps <= t; trajectories without checkpoints have no rows.",
+        """
+        SELECT trajectory_id, 0 AS t, avg((hit_after_steps = 0)::INTEGER) AS ecc
+        FROM checkpoints GROUP BY trajectory_id
+        UNION ALL
+        SELECT trajectory_id, t + 1 AS t, ecc FROM steps WHERE ecc IS NOT NULL
+        """),
+    "coverage_summary": (
+        "Coverage and revisits per agent, model, prompt, harness, world kind and coverage version: trajectories, "
+        "those with checkpoints, mean ECC (Look Before You Leap), mean checkpoints hit, mean exploration degree "
+        "and distinct states (EAPO), mean steps.",
+        """
+        SELECT agent_name, model, prompt, harness, env, coverage_version,
+               count(*) AS trajectories,
+               count(ecc) AS with_checkpoints,
+               avg(ecc) AS mean_ecc,
+               avg(checkpoints_hit) FILTER (WHERE ecc IS NOT NULL) AS mean_checkpoints_hit,
+               avg(exploration_degree) AS mean_exploration_degree,
+               avg(distinct_states) AS mean_distinct_states,
+               avg(n_steps) AS mean_steps
+        FROM trajectories
+        WHERE coverage_version IS NOT NULL  -- the coverage family's rows
+        GROUP BY ALL
+        ORDER BY ALL
+        """),
+    "phase_summary": (
+        "Explore-then-Act per trajectory and phase (NULL: steps without a phase): steps, the first and last step, "
+        "ECC at the end of the phase, distinct states the phase's steps ended in, and for grid_dag the "
+        "exploration and exploitation errors of the phase's steps.",
+        f"""
+        SELECT s.trajectory_id, t.agent_name, t.model, t.prompt, t.harness, t.env, s.phase,
+               count(*) AS steps,
+               min(s.t) AS first_t,
+               max(s.t) AS last_t,
+               arg_max(s.ecc, s.t) AS ecc_end,
+               count(DISTINCT s.state) AS distinct_states,
+               sum(s.explore_error) / nullif(count(*) FILTER (WHERE s.case_id IN ({_cases(EXPLORE_CASES)})), 0)
+                   AS explore_error,
+               sum(s.exploit_error) / nullif(count(*) FILTER (WHERE s.case_id IN ({_cases(EXPLOIT_CASES)})), 0)
+                   AS exploit_error
+        FROM steps s JOIN trajectories t USING (trajectory_id)
+        WHERE t.coverage_version IS NOT NULL
+        GROUP BY ALL
+        ORDER BY s.trajectory_id, first_t
+        """),
 }
+
 
 _READ_ONLY_STATEMENTS = ("SELECT", "EXPLAIN")
 _FIRST_COPIES = "(SELECT trajectory_id, min(trajectory_key) AS trajectory_key, arg_min(source_file, trajectory_key) AS source_file, arg_min(source_line, trajectory_key) AS source_line FROM trajectories GROUP BY trajectory_id)"
@@ -169,7 +348,10 @@ MEMORY_LIMIT = "64MB"  # DuckDB's memory cap while grading; beyond it pages go t
 # partial row group that the checkpoint compresses and writes again (the writes took 1.5x as long on 2 cores).
 WRITE_THREADS = 1
 ROW_GROUP_ROWS = 122_880  # DuckDB's row group size: appends of whole row groups are written once, as they are
-_STAGED = {"trajectories": (*TRAJECTORY_COLUMNS, _KEY), "steps": (*STORED_STEP_COLUMNS, _KEY)}  # columns inserted
+TABLES = {"trajectories": TRAJECTORY_COLUMNS, "steps": STEP_COLUMNS, "episodes": EPISODE_COLUMNS,
+          "checkpoints": CHECKPOINT_COLUMNS}
+STORED = {"trajectories": TRAJECTORY_COLUMNS, "steps": STORED_STEP_COLUMNS, "episodes": EPISODE_COLUMNS,
+          "checkpoints": CHECKPOINT_COLUMNS}
 
 
 def _connect(path: Path, *, read_only: bool = False, limit: bool = True) -> duckdb.DuckDBPyConnection:
@@ -225,14 +407,19 @@ def _ddl(table: str, columns: Iterable[Column]) -> str:
 
 
 class Batch:
-    """Graded trajectories (one row dict each) and their steps as column parts.
+    """Graded trajectories (one row dict each) and their steps and episodes as column parts.
 
-    In `steps`, the column `trajectory` holds each step's trajectory as a position in `rows`.
+    In `steps` and `episodes`, the column `trajectory` holds each row's trajectory as a position in `rows`; a part
+    holds the columns its metric families fill (the others are NULL).
     """
 
-    def __init__(self, rows: list[dict[str, Any]] | None = None, steps: list[dict[str, np.ndarray]] | None = None):
+    def __init__(self, rows: list[dict[str, Any]] | None = None, steps: list[dict[str, np.ndarray]] | None = None,
+                 episodes: list[dict[str, np.ndarray]] | None = None,
+                 checkpoints: list[dict[str, np.ndarray]] | None = None):
         self.rows = rows or []
         self.steps = steps or []
+        self.episodes = episodes or []
+        self.checkpoints = checkpoints or []
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -245,6 +432,8 @@ class Batch:
         offset = len(self.rows)
         self.rows.extend(other.rows)
         self.steps.extend({**part, "trajectory": part["trajectory"] + offset} for part in other.steps)
+        self.episodes.extend({**part, "trajectory": part["trajectory"] + offset} for part in other.episodes)
+        self.checkpoints.extend({**part, "trajectory": part["trajectory"] + offset} for part in other.checkpoints)
 
 
 class ResultStore:
@@ -278,6 +467,8 @@ class ResultStore:
             self.stage.execute(f"SET threads = {WRITE_THREADS}")
             self.stage.execute(_ddl("trajectories", (*TRAJECTORY_COLUMNS, _KEY)))
             self.stage.execute(_ddl("steps", (*STEP_COLUMNS, _KEY)))  # after the generated columns: it is dropped
+            self.stage.execute(_ddl("episodes", (*EPISODE_COLUMNS, _KEY)))
+            self.stage.execute(_ddl("checkpoints", (*CHECKPOINT_COLUMNS, _KEY)))
         except BaseException:
             self._cleanup()
             raise
@@ -292,8 +483,10 @@ class ResultStore:
             for table, column in con.execute("SELECT table_name, column_name FROM information_schema.columns "
                                              "WHERE table_schema = 'main' ORDER BY ordinal_position").fetchall():
                 columns.setdefault(table, []).append(column)
-            ours = {"meta": ["key", "value"], "trajectories": [c.name for c in TRAJECTORY_COLUMNS],
-                    "steps": [c.name for c in STEP_COLUMNS]}
+            # schema 1's columns come first in every later schema: a file of any version starts with them
+            ours = {"meta": ["key", "value"],
+                    "trajectories": [c.name for c in TRAJECTORY_COLUMNS[:V1_TRAJECTORY_COLUMNS]],
+                    "steps": [c.name for c in STEP_COLUMNS[:V1_STEP_COLUMNS]]}
             if "meta" not in columns and not columns.keys() & ours.keys():
                 return  # a DuckDB file of other tables: ours are added beside them
             for table, names in ours.items():
@@ -319,14 +512,26 @@ class ResultStore:
         self._next_key += len(batch)
         rows = _columns(batch.rows, TRAJECTORY_COLUMNS)
         self._insert("trajectories", {**rows, _KEY.name: keys})
-        owner = np.concatenate([part["trajectory"] for part in batch.steps])  # position in batch.rows
-        self._append_steps({"trajectory_id": rows["trajectory_id"][owner], _KEY.name: keys[owner],
-                            **{c.name: np.concatenate([part[c.name] for part in batch.steps])
-                               for c in STORED_STEP_COLUMNS[1:]}})
+        for table, parts in (("steps", batch.steps), ("episodes", batch.episodes),
+                             ("checkpoints", batch.checkpoints)):
+            kinds: dict[tuple[str, ...], list[dict[str, np.ndarray]]] = {}  # parts with the same columns together
+            for part in parts:
+                kinds.setdefault(tuple(part), []).append(part)
+            for names, same in kinds.items():
+                owner = np.concatenate([part["trajectory"] for part in same])  # position in batch.rows
+                data = {"trajectory_id": rows["trajectory_id"][owner], _KEY.name: keys[owner],
+                        **{name: np.concatenate([part[name] for part in same]) for name in names
+                           if name != "trajectory"}}
+                if table == "steps":
+                    self._append_steps(data)
+                else:
+                    self._insert(table, data)
 
     def _append_steps(self, data: dict[str, np.ndarray]) -> None:
         """Queue step columns; insert the whole row groups queued so far."""
         waiting = self._waiting
+        if waiting and waiting[0].keys() != data.keys():  # another world's columns: what waits goes first
+            self._flush()
         waiting.append(data)
         rows = sum(len(part["t"]) for part in waiting)
         if rows >= ROW_GROUP_ROWS:
@@ -343,7 +548,7 @@ class ResultStore:
             self._waiting.clear()
 
     def _insert(self, table: str, data: dict[str, np.ndarray]) -> None:
-        names = ", ".join(c.name for c in _STAGED[table])
+        names = ", ".join(c.name for c in (*STORED[table], _KEY) if c.name in data)  # the others are NULL
         self.stage.register("batch_rows", data)
         self.stage.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM batch_rows")
         self.stage.unregister("batch_rows")
@@ -362,11 +567,23 @@ class ResultStore:
         self._flush()
         self.stage.execute(f"DELETE FROM trajectories WHERE trajectory_key NOT IN "
                            f"(SELECT trajectory_key FROM {_FIRST_COPIES})")
-        self.stage.execute("DELETE FROM steps WHERE trajectory_key NOT IN (SELECT trajectory_key FROM trajectories)")
+        for table in ("steps", "episodes", "checkpoints"):
+            self.stage.execute(f"DELETE FROM {table} WHERE trajectory_key NOT IN "
+                               "(SELECT trajectory_key FROM trajectories)")
 
     def staged_steps(self) -> int:
         self._flush()
         return self.stage.execute("SELECT coalesce(sum(n_steps), 0) FROM trajectories").fetchone()[0]
+
+    def staged_instance_ids(self) -> list[str]:
+        """The instance ids of the staged trajectories."""
+        return [row[0] for row in self.stage.execute("SELECT DISTINCT instance_id FROM trajectories").fetchall()]
+
+    def never_hit(self) -> list[str]:
+        """Checkpoint ids that no staged trajectory hit, sorted."""
+        return [row[0] for row in self.stage.execute(
+            "SELECT checkpoint_id FROM checkpoints GROUP BY ALL HAVING count(hit_after_steps) = 0 ORDER BY 1"
+        ).fetchall()]
 
     def staged_trajectories(self) -> int:
         self._flush()
@@ -406,7 +623,7 @@ class ResultStore:
         con = self.stage
         try:
             with _transaction(con):
-                for table in ("trajectories", "steps"):
+                for table in TABLES:
                     con.execute(f"ALTER TABLE {table} DROP COLUMN {_KEY.name}")
                 self._write_meta_and_views(con)
             con.execute("CHECKPOINT")  # everything in the file itself: no write-ahead log to carry along
@@ -422,14 +639,15 @@ class ResultStore:
             con.execute(f"ATTACH {_quoted(self._stage_path)} AS stage (READ_ONLY)")
             con.execute(f"SET threads = {WRITE_THREADS}")
             with _transaction(con):
+                _upgrade(con)
                 con.execute(_ddl("meta", META_COLUMNS))
-                con.execute(_ddl("trajectories", TRAJECTORY_COLUMNS))
-                con.execute(_ddl("steps", STEP_COLUMNS))
+                for table, columns in TABLES.items():
+                    con.execute(_ddl(table, columns))
                 self._write_meta_and_views(con)
-                for table in ("steps", "trajectories"):
+                for table in ("steps", "episodes", "checkpoints", "trajectories"):
                     con.execute(f"DELETE FROM {table} WHERE trajectory_id IN "
                                 "(SELECT trajectory_id FROM stage.trajectories)")
-                for table, columns in (("trajectories", TRAJECTORY_COLUMNS), ("steps", STORED_STEP_COLUMNS)):
+                for table, columns in STORED.items():
                     names = ", ".join(c.name for c in columns)  # the run's rows are in run order already
                     con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM stage.{table}")
             con.execute("DETACH stage")
@@ -443,7 +661,7 @@ class ResultStore:
             con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
         con.execute("DELETE FROM meta")
         con.executemany("INSERT INTO meta VALUES (?, ?)", [
-            ("schema_version", str(SCHEMA_VERSION)), ("metric_version", METRIC_VERSION),
+            ("schema_version", str(SCHEMA_VERSION)), ("metric_version", ",".join(f.version for f in registered())),
             ("eebench_version", __version__)])
 
     def abort(self) -> None:
@@ -454,6 +672,39 @@ class ResultStore:
 
     def _cleanup(self) -> None:
         shutil.rmtree(self._stage_dir, ignore_errors=True)
+
+
+# Older schemas (in the grade's transaction). Schema 2 added the world kind and the gaps family's columns, made
+# the Park-only columns nullable and gave `steps` `episode`, `room` and the computed `state`; schema 3 added the
+# coverage columns, made `instance_sha256`, `invalid_moves` and `valid` nullable (logged trajectories) and
+# computes `state` from `logged_state` too. DuckDB neither adds a computed column nor changes NOT NULL after an
+# update in one transaction, so `trajectories` and `steps` are rebuilt in the new layout from the columns their old
+# rows have; new tables (`episodes`, `checkpoints`) are made by the caller's DDL.
+_OLD_ROW_FILLS = {"trajectories": {"env": "'grid_dag'"}, "steps": {"episode": "0"}}   # new NOT NULL columns
+
+
+def _upgrade(con: duckdb.DuckDBPyConnection) -> None:
+    """Bring a results file of an older schema to SCHEMA_VERSION, in the caller's transaction."""
+    has_meta = con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
+                           "AND schema_name = 'main' AND table_name = 'meta'").fetchone()[0]
+    found = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() if has_meta else None
+    if found is None or int(found[0]) >= SCHEMA_VERSION:
+        return
+    for name in con.execute("SELECT view_name FROM duckdb_views() WHERE database_name = current_database() "
+                            "AND NOT internal").fetchall():  # ours are made again after the upgrade
+        if name[0] in VIEWS:
+            con.execute(f"DROP VIEW {name[0]}")
+    for table in ("trajectories", "steps"):
+        old = {row[0] for row in con.execute(
+            "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() "
+            "AND schema_name = 'main' AND table_name = ?", [table]).fetchall()}
+        kept = [c.name for c in STORED[table] if c.name in old]
+        fills = {name: value for name, value in _OLD_ROW_FILLS[table].items() if name not in old}
+        con.execute(_ddl(f"{table}_upgraded", TABLES[table]))
+        con.execute(f"INSERT INTO {table}_upgraded ({', '.join([*kept, *fills])}) "
+                    f"SELECT {', '.join([*kept, *fills.values()])} FROM {table}")
+        con.execute(f"DROP TABLE {table}")
+        con.execute(f"ALTER TABLE {table}_upgraded RENAME TO {table}")
 
 
 @contextlib.contextmanager
@@ -475,19 +726,24 @@ def _quoted(path: Path) -> str:
 
 
 def _columns(rows: list[dict[str, Any]], columns: Iterable[Column]) -> dict[str, np.ndarray]:
-    """Row dicts as NumPy columns (a missing field is NULL)."""
+    """Row dicts as NumPy columns; a column that is NULL in every row is left out (DuckDB fills it with NULL:
+    the columns of other metric families cost nothing)."""
     names = [c.name for c in columns]
     try:
         values = zip(*map(itemgetter(*names), rows)) if rows else [()] * len(names)
-        return {name: _column(column) for name, column in zip(names, values, strict=True)}
+        found = {name: _column(column) for name, column in zip(names, values, strict=True)}
     except KeyError:
-        return {name: _column([row.get(name) for row in rows]) for name in names}
+        found = {name: _column([row.get(name) for row in rows]) for name in names}
+    return {name: column for name, column in found.items() if column is not None}
 
 
-def _column(values: Sequence[Any]) -> np.ndarray:
+def _column(values: Sequence[Any]) -> np.ndarray | None:
+    """A column as NumPy; None when every value is NULL."""
     if values and isinstance(values[0], dt.datetime):
         return np.array(values, dtype="datetime64[us]")
     kinds = set(map(type, values))
+    if kinds == {type(None)}:
+        return None
     # text, no value at all, or a nullable number (floats with NaN would lose NULL): keep objects
     if not kinds or type(None) in kinds or any(issubclass(kind, str) for kind in kinds):
         return np.fromiter(values, dtype=object, count=len(values))

@@ -173,7 +173,7 @@ def test_random_only_picks_admissible_moves_uniformly() -> None:
 
 def test_make_agent_refuses_unknown_names() -> None:
     instance = make_instance(["..."], [1, 0], [("G", [2, 0], [])], "G")
-    assert AGENTS == ("random", "frontier", "oracle")
+    assert AGENTS == ("random", "frontier", "oracle", "explore-then-act")
     with pytest.raises(ValueError, match=r"^unknown agent 'greedy'$"):
         make_agent("greedy", instance, 0)
 

@@ -12,7 +12,8 @@ import pytest
 
 from eebench.errors import InputError
 from eebench.evaluator import Bench, grade_files
-from eebench.evaluator.store import STEP_COLUMNS, TRAJECTORY_COLUMNS, VIEWS, ResultStore
+from eebench.evaluator.families import registered
+from eebench.evaluator.store import EPISODE_COLUMNS, SCHEMA_VERSION, STEP_COLUMNS, TRAJECTORY_COLUMNS, VIEWS, ResultStore
 from eebench.instances import write_instances
 from tests.conftest import instance_doc, make_instance, write_json, write_jsonl
 
@@ -60,7 +61,8 @@ def test_grade_writes_the_documented_tables(cli, bench: Path, tmp_path: Path) ->
     assert [c[0] for c in rows(db, "DESCRIBE trajectories")] == [c.name for c in TRAJECTORY_COLUMNS]
     assert [c[0] for c in rows(db, "DESCRIBE steps")] == [c.name for c in STEP_COLUMNS]
     assert sorted(rows(db, "SELECT key, value FROM meta")) == [
-        ("eebench_version", "0.1.0"), ("metric_version", "park/1"), ("schema_version", "1")]
+        ("eebench_version", "0.1.0"), ("metric_version", ",".join(f.version for f in registered())),
+        ("schema_version", str(SCHEMA_VERSION))]
     ok = rows(db, "SELECT success, end_reason, n_steps, ignored_actions, invalid_moves, explore_steps, "
                   "exploit_steps, explore_errors, exploit_errors, exploit_error, budget, optimal_steps, "
                   "nodes_achieved, cells_observed, agent_name, model, prompt, harness, tokens_in, source_line "
@@ -128,8 +130,6 @@ def test_a_failing_run_writes_nothing(cli, bench: Path, tmp_path: Path) -> None:
      r":1: steps\[0\]\.action: expected a string or null, found an integer"),
     ('{"eebench": "trajectory/1", "id": "a", "instance": "t/corridor", "instance_sha256": "' + "0" * 64 +
      '", "steps": []}', r":1: instance_sha256: the log was played in instance 000000000000\.\.\., but 't/corridor'"),
-    ('{"eebench": "trajectory/1", "id": "a", "instance": "t/corridor", "env": "logged", "steps": []}',
-     r":1: env: 'logged' trajectories are kept as text and not graded by replay"),
     ('[1, 2]', r":1: expected a trajectory/1 record, found a list \(an agent's log\? `eebench convert`"),
 ])
 def test_bad_input_is_one_line_exit_2(cli, bench: Path, tmp_path: Path, line: str, message: str) -> None:
@@ -253,7 +253,8 @@ def test_a_newer_results_schema_is_refused(cli, bench: Path, tmp_path: Path) -> 
     con.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
     con.close()
     result = cli("grade", runs, "--bench", bench, "--db", db, code=2)
-    assert result.stderr == (f"error: {db}: results schema version 99 is newer than this eebench writes (1); "
+    assert result.stderr == (f"error: {db}: results schema version 99 is newer than this eebench writes "
+                             f"({SCHEMA_VERSION}); "
                              "upgrade eebench\n")
     not_db = tmp_path / "notes.txt"
     not_db.write_text("hello")

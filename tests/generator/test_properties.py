@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from eebench.agents import play_episode
 from eebench.generator import generate_instance
 from eebench.generator.dag import sample_dag
-from eebench.generator.params import parse_preset, preset_problems
+from eebench.generator.params import Preset, parse_preset, preset_problems
 from eebench.generator.rng import StableRng
 from eebench.instances import check_instance_document
 from eebench.suites import shipped_presets
@@ -167,6 +167,8 @@ def test_the_dag_and_names_do_not_depend_on_the_map_knobs(doc: dict[str, Any], s
 @pytest.mark.slow
 def test_every_shipped_preset_at_200_seeds_validates_and_the_oracle_solves_it() -> None:
     for name, preset in shipped_presets().items():
+        if not isinstance(preset, Preset):  # another world kind's preset (rooms): its own tests cover it
+            continue
         for seed in range(200):
             instance = generate_instance(preset, seed, f"{name}/seed-{seed}")
             check_instance_document(instance.to_document(), "generated")

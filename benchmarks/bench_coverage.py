@@ -1,0 +1,147 @@
+"""Coverage and revisits: what the coverage family adds to grading the main suite (target: at most 30%), and
+grading 100 MB of logged text-game trajectories (target: >= 20 MB/s).
+
+Main suite: 10,000 random-word trajectories of the park2026-main instances with the shipped checkpoints (every
+cell, every node discovered and achieved), graded end to end (`grade_files`: parse, replay, DuckDB) with and
+without the coverage family in the same process; CPU seconds (this process and DuckDB's threads), the best of
+three, as the machine is shared. Logged: trajectories of 40 steps whose observations carry a `-= Room =-` header
+(about 2.5 kB a step with the model's output), graded with a checkpoints file of 12 rooms and 6 regexes; the
+baseline is reading and parsing the same file (`json.loads` per line), the floor of any grader.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchmarks import Result
+from eebench.checkpoints import library
+from eebench.evaluator import Bench, families, grade_files
+from eebench.instances import write_instances
+from eebench.suites import resolve_spec
+
+WORDS = ("up", "down", "left", "right")
+ROOMS = ("Kitchen", "Cellar", "Attic", "Garden", "Hall", "Study", "Pantry", "Bedroom", "Bathroom", "Library",
+         "Garage", "Porch")
+LOGGED_MB = 100
+CHECKPOINTS = """eebench: checkpoints/1
+name: bench-text
+sets:
+  - instances: ["tw/*"]
+    state: {field: observation, regex: '-= (.+?) =-'}
+    checkpoints:
+""" + "".join(f"      - {{id: room-{r.lower()}, state: {r}}}\n" for r in ROOMS) + """\
+      - {id: took-coin, field: action, regex: '^take coin$'}
+      - {id: opened-chest, field: action, regex: '^open (wooden )?chest'}
+      - {id: saw-key, field: observation, regex: 'a (rusty|golden) key'}
+      - {id: ate, field: action, regex: '^eat '}
+      - {id: thought-map, field: reasoning, regex: 'map of the house'}
+      - {id: coin-and-chest, all: [took-coin, opened-chest]}
+"""
+
+
+def _cpu(fn: Callable[[], Any]) -> float:
+    start = time.process_time()
+    fn()
+    return time.process_time() - start
+
+
+def _best(fn: Callable[[], Any], runs: int = 3) -> float:
+    return min(_cpu(fn) for _ in range(runs))
+
+
+def _without_coverage() -> Callable[[], None]:
+    """Take the coverage family out of the registry; returns the undo."""
+    kept = families.registered()
+    families.registered = lambda: tuple(f for f in kept if f.name != "coverage")  # type: ignore[assignment]
+    families.families_for.cache_clear()
+
+    def undo() -> None:
+        families.registered = _registered  # type: ignore[assignment]
+        families.families_for.cache_clear()
+    return undo
+
+
+_registered = families.registered
+
+
+def _main_suite(tmp: Path) -> list[Result]:
+    suite = resolve_spec("park2026-main")
+    instances = list(suite.instances())
+    write_instances(instances, tmp / "main", suite.source())
+    rng = random.Random(0)
+    runs = tmp / "main.jsonl"
+    with runs.open("w") as handle:
+        for k in range(10_000):
+            instance = instances[k % len(instances)]
+            handle.write(json.dumps({"eebench": "trajectory/1", "id": f"run/{k}", "instance": instance.id,
+                                     "agent": {"name": "random-words"},
+                                     "steps": [{"action": rng.choice(WORDS)} for _ in range(instance.budget)]})
+                         + "\n")
+
+    def grade() -> None:
+        db = tmp / "main.duckdb"
+        db.unlink(missing_ok=True)
+        grade_files([runs], Bench(tmp / "main"), db)
+
+    grade()  # warm: imports, shipped checkpoint files
+    with_coverage = _best(grade)
+    undo = _without_coverage()
+    try:
+        without = _best(grade)
+    finally:
+        undo()
+    return [Result("grade main suite, 10k trajectories, with coverage (CPU s; baseline: without)", with_coverage,
+                   "s", without, "<= 1.30x the time without coverage",
+                   f"+{100 * (with_coverage / without - 1):.0f}%")]
+
+
+def _logged(tmp: Path) -> list[Result]:
+    rng = random.Random(1)
+    runs = tmp / "logged.jsonl"
+    size, k = 0, 0
+    with runs.open("w") as handle:
+        while size < LOGGED_MB * 1_000_000:
+            room = rng.choice(ROOMS)
+            steps = []
+            for _ in range(40):
+                if rng.random() < 0.3:
+                    room = rng.choice(ROOMS)
+                action = rng.choice(("go east", "go west", "take coin", "open wooden chest", "eat apple", "look",
+                                     "inventory", "examine table"))
+                observation = (f"-= {room} =-\\nYou are in a {room.lower()}. " + "It is dusty and quiet. " * 12
+                               + rng.choice(("You see a rusty key.", "There is nothing here.", "A chest sits here.")))
+                steps.append({"action": action, "observation": observation,
+                              "raw": "Thought: I should look around the house. " * 20 + f"Action: {action}",
+                              "reasoning": "I will explore systematically. " * 8, "tokens_in": 900, "tokens_out": 80})
+            line = json.dumps({"eebench": "trajectory/1", "id": f"log/{k}", "instance": f"tw/game-{k % 20}",
+                               "env": "logged", "agent": {"name": "llm", "model": "m"}, "steps": steps}) + "\n"
+            handle.write(line)
+            size += len(line)
+            k += 1
+    cp = tmp / "cp.yaml"
+    cp.write_text(CHECKPOINTS)
+    checkpoints = library([cp])
+    mb = runs.stat().st_size / 1e6
+    db = tmp / "logged.duckdb"
+    start = time.perf_counter()
+    grade_files([runs], None, db, checkpoints=checkpoints)
+    seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    with runs.open("rb") as handle:
+        for raw in handle:
+            json.loads(raw)
+    parse = time.perf_counter() - start
+    return [Result(f"grade {mb:.0f} MB of logged trajectories ({k:,}, 40 steps each); baseline: json.loads",
+                   mb / seconds, "MB/s", mb / parse, ">= 20 MB/s")]
+
+
+def run() -> list[Result]:
+    with tempfile.TemporaryDirectory() as folder:
+        tmp = Path(folder)
+        return _main_suite(tmp) + _logged(tmp)

@@ -1,0 +1,223 @@
+"""Exploration checkpoints (checkpoints/1): load, check and compile the declarative file, once, for the grader.
+
+A file holds sets; a set names the instances it applies to (fnmatch patterns over instance ids), optionally how
+a logged step's state is read, rules that derive checkpoints from a simulated world, and explicit checkpoints: a
+regex searched in a field of a step, a state to be in, or `all` of other checkpoints of the set. Every regex is
+compiled here, once; the grader (evaluator/coverage.py) only evaluates.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from enum import Enum
+from fnmatch import fnmatchcase
+from importlib import resources
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from eebench.documents import expect_kind, load_document, validate_schema
+from eebench.errors import InputError, Problem, did_you_mean, one_of
+
+KIND = "checkpoints"
+
+
+class Field(str, Enum):
+    """The field of a step a checkpoint's regex is searched in."""
+
+    OBSERVATION = "observation"
+    ACTION = "action"
+    RAW = "raw"
+    REASONING = "reasoning"
+    STATE = "state"
+
+
+class Rule(str, Enum):
+    """Checkpoints derived from a simulated world; ids `node:<id>:discovered`, `node:<id>:achieved`, `cell:<x>,<y>`,
+    `room:<id>`, `ball:<name>`."""
+
+    NODE_DISCOVERED = "node_discovered"
+    NODE_ACHIEVED = "node_achieved"
+    CELL_OBSERVED = "cell_observed"
+    ROOM_VISITED = "room_visited"
+    BALL_COLLECTED = "ball_collected"
+
+
+# The ids each rule derives; an `all` may name them (one an instance lacks is never hit)
+RULE_IDS = {
+    Rule.NODE_DISCOVERED: re.compile(r"node:.+:discovered"),
+    Rule.NODE_ACHIEVED: re.compile(r"node:.+:achieved"),
+    Rule.CELL_OBSERVED: re.compile(r"cell:[0-9]+,[0-9]+"),
+    Rule.ROOM_VISITED: re.compile(r"room:.+"),
+    Rule.BALL_COLLECTED: re.compile(r"ball:.+"),
+}
+
+
+class Checkpoint(NamedTuple):
+    """One explicit checkpoint, compiled: exactly one of (field, regex), state or all is set."""
+
+    id: str
+    field: Field | None = None
+    regex: re.Pattern[str] | None = None
+    state: str | None = None
+    all: tuple[str, ...] | None = None
+
+
+class StateReader(NamedTuple):
+    """How a logged step's state is read when the step has no `state`: first group (or whole match) of regex."""
+
+    field: Field
+    regex: re.Pattern[str]
+
+    def read(self, step: dict[str, Any]) -> str | None:
+        text = step.get(self.field.value)
+        if not isinstance(text, str):
+            return None
+        found = self.regex.search(text)
+        if found is None:
+            return None
+        return found.group(1) if found.re.groups else found.group(0)
+
+
+class CheckpointSet(NamedTuple):
+    """One set of a checkpoints file, compiled; `all` members are listed so that members come first."""
+
+    file: str
+    index: int                        # its position in the file's `sets`
+    name: str                         # the file's `name`
+    instances: tuple[str, ...]
+    state: StateReader | None
+    rules: tuple[Rule, ...]
+    checkpoints: tuple[Checkpoint, ...]
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}: sets[{self.index}]"
+
+    def matches(self, instance_id: str) -> bool:
+        """fnmatch, case-sensitive on every platform (`*` also crosses `/`)."""
+        return any(fnmatchcase(instance_id, pattern) for pattern in self.instances)
+
+
+class CheckpointLibrary(NamedTuple):
+    """The sets a grading run applies: the files given (`--checkpoints`), and the shipped ones.
+
+    A trajectory takes every given set that matches its instance id; when none does, it takes every shipped set
+    that matches (so giving a file for some instances never drops the shipped checkpoints of the others).
+    """
+
+    given: tuple[CheckpointSet, ...] = ()
+    shipped: tuple[CheckpointSet, ...] = ()
+
+    def sets_for(self, instance_id: str) -> tuple[CheckpointSet, ...]:
+        given = tuple(s for s in self.given if s.matches(instance_id))
+        return given or tuple(s for s in self.shipped if s.matches(instance_id))
+
+
+def load_checkpoints(path: Path | str) -> tuple[CheckpointSet, ...]:
+    """The compiled sets of a checkpoints/1 file; InputError naming file and field path for every problem."""
+    file = str(path)
+    doc = load_document(path)
+    expect_kind(doc, file, KIND)
+    validate_schema(doc, KIND, file)
+    problems: list[Problem] = []
+    sets = tuple(_compile_set(doc["name"], file, i, raw, problems) for i, raw in enumerate(doc["sets"]))
+    if problems:
+        raise InputError(problems)
+    return sets
+
+
+def library(files: list[Path] | tuple[Path, ...] = (), *, shipped: bool = True) -> CheckpointLibrary:
+    """The library of a grading run: the given files (each loaded and checked) and the shipped sets."""
+    given: list[CheckpointSet] = []
+    problems: list[Problem | str] = []
+    for path in files:
+        try:
+            given.extend(load_checkpoints(path))
+        except InputError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise InputError(problems)
+    return CheckpointLibrary(tuple(given), shipped_sets() if shipped else ())
+
+
+@functools.cache
+def shipped_sets() -> tuple[CheckpointSet, ...]:
+    """Every set of the files shipped in eebench/specs/checkpoints/ (searched recursively), by path."""
+    root = resources.files("eebench").joinpath("specs", "checkpoints")
+    files = sorted(Path(str(root)).rglob("*.yaml")) if Path(str(root)).is_dir() else []
+    return tuple(s for path in files for s in load_checkpoints(path))
+
+
+def _compile_set(name: str, file: str, index: int, raw: dict[str, Any], problems: list[Problem]) -> CheckpointSet:
+    at = f"sets[{index}]"
+
+    def problem(field: str, message: str) -> None:
+        problems.append(Problem(file, None, f"{at}.{field}", message))
+
+    rules: list[Rule] = []
+    known_rules = [r.value for r in Rule]
+    for i, rule in enumerate(raw.get("rules", [])):
+        if rule in known_rules:
+            rules.append(Rule(rule))
+        else:
+            problem(f"rules[{i}]", f"unknown rule {rule!r}{did_you_mean(rule, known_rules)}; expected "
+                                   f"{one_of(known_rules)}")
+    state = None
+    if "state" in raw:
+        pattern = _regex(raw["state"]["regex"], lambda m: problem("state.regex", m))
+        if pattern is not None:
+            state = StateReader(Field(raw["state"]["field"]), pattern)
+    checkpoints: dict[str, tuple[int, Checkpoint]] = {}
+    for i, item in enumerate(raw.get("checkpoints", [])):
+        cid = item["id"]
+        if cid in checkpoints:
+            problem(f"checkpoints[{i}].id", f"duplicate id {cid!r} (also checkpoints[{checkpoints[cid][0]}])")
+            continue
+        if "regex" in item:
+            pattern = _regex(item["regex"], lambda m, i=i: problem(f"checkpoints[{i}].regex", m))
+            checkpoint = Checkpoint(cid, Field(item["field"]), pattern)
+        elif "state" in item:
+            checkpoint = Checkpoint(cid, state=item["state"])
+        else:
+            checkpoint = Checkpoint(cid, all=tuple(item["all"]))
+        checkpoints[cid] = (i, checkpoint)
+    derived = [RULE_IDS[rule] for rule in rules]
+    for cid, (i, checkpoint) in checkpoints.items():
+        for k, member in enumerate(checkpoint.all or ()):
+            if member not in checkpoints and not any(form.fullmatch(member) for form in derived):
+                problem(f"checkpoints[{i}].all[{k}]", f"unknown checkpoint {member!r} of this set"
+                                                      f"{did_you_mean(member, checkpoints)}")
+    ordered = _members_first(checkpoints, lambda i, m: problem(f"checkpoints[{i}].all", m))
+    return CheckpointSet(file, index, name, tuple(raw["instances"]), state, tuple(rules), ordered)
+
+
+def _regex(text: str, report: Any) -> re.Pattern[str] | None:
+    try:
+        return re.compile(text)
+    except (re.error, OverflowError, RecursionError) as exc:
+        report(f"invalid regular expression {text!r}: {exc}")
+        return None
+
+
+def _members_first(checkpoints: dict[str, tuple[int, Checkpoint]], report: Any) -> tuple[Checkpoint, ...]:
+    """The checkpoints in file order, except that an `all` comes after its members; a cycle is reported."""
+    done: dict[str, None] = {}
+    visiting: list[str] = []
+
+    def visit(cid: str) -> None:
+        if cid in done or cid not in checkpoints:
+            return
+        if cid in visiting:
+            cycle = visiting[visiting.index(cid):] + [cid]
+            report(checkpoints[cid][0], f"`all` forms a cycle: {' -> '.join(cycle)}")
+            return
+        visiting.append(cid)
+        for member in checkpoints[cid][1].all or ():
+            visit(member)
+        visiting.pop()
+        done[cid] = None
+
+    for cid in checkpoints:
+        visit(cid)
+    return tuple(checkpoints[cid][1] for cid in done)

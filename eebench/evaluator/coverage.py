@@ -1,0 +1,444 @@
+"""Exploration coverage and revisits for every world kind: ECC (Look Before You Leap, Section 3.2) and EAPO's
+visitation depth and exploration degree (Eq. 12, Appendix D.7.5).
+
+The state of a step is where it leaves the agent: grid_dag the cell (`x,y`), rooms the room, a logged trajectory
+the step's `state` field, else the first group (or the whole match) of its checkpoint set's state regex, else the
+previous step's state (none before the first). The initial state (grid_dag's start cell; the start room at the
+beginning of each rooms episode) is one visit before the first step; a logged trajectory has none.
+- visit_depth of a step: earlier visits of its state (0 on the first; a step that stays put is a visit too).
+- distinct_states: states visited, the initial one included; exploration_degree: states visited twice or more /
+  distinct_states.
+- A checkpoint is hit after k steps when its predicate first holds for step k (1-based), after 0 when it holds
+  in the initial state. ECC = checkpoints hit / checkpoints of the trajectory (NULL when none apply); the curve
+  is the ECC after each step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from itertools import chain, groupby
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from eebench.checkpoints import CheckpointLibrary, CheckpointSet, Field, Rule, StateReader, shipped_sets
+from eebench.documents import json_type
+from eebench.errors import InputError, Problem, did_you_mean
+from eebench.evaluator.families import FamilyColumns, Trajectory
+from eebench.world.grid_dag import GridDagInstance, GridDagWorld
+
+METRIC_VERSION = "coverage/1"  # bump when any graded value for the same input would change
+LOGGED = "logged"
+PHASES = ("explore", "act")    # of a step's `phase` (Explore-then-Act)
+NEVER = 2 ** 62                # hit after this many steps: never (larger than any step, so min and max just work)
+
+
+class LoggedInstance(NamedTuple):
+    """What a logged trajectory is graded in: no world, only the id its checkpoints are matched against."""
+
+    id: str
+    meta: dict[str, Any] | None = None
+
+
+class Plan(NamedTuple):
+    """The checkpoints of one instance, compiled to lookups. A checkpoint defined by several matching sets (the
+    same id) is hit when the first of its definitions holds."""
+
+    ids: tuple[str, ...]
+    by_state: dict[Hashable, tuple[int, ...]]           # hit at the first visit of the state
+    state_regex: tuple[tuple[int, Any], ...]             # logged: searched in a state's text at its first visit
+    by_field: tuple[tuple[str, tuple[tuple[int, Any], ...]], ...]   # searched in a step's field
+    achieved: dict[int, tuple[int, ...]]                 # grid_dag node index -> its `achieved` checkpoints
+    balls: dict[str, tuple[int, ...]]                    # rooms ball name -> its `collected` checkpoints
+    alls: tuple[tuple[int, tuple[int, ...]], ...]        # members before the checkpoints that need them
+    reader: StateReader | None                           # logged: how a state is read from a step
+
+
+def _plan(sets: Sequence[CheckpointSet], states: dict[str, Hashable] | None,
+          rules: dict[Rule, list[tuple[str, str, Hashable]]]) -> Plan:
+    """Compile `sets` for one instance. `states`: the world's state texts -> state keys (None: logged, open);
+    `rules`: per rule, (checkpoint id, kind, key) with kind `state`, `achieved` or `ball`."""
+    index: dict[str, int] = {}
+    by_state: dict[Hashable, list[int]] = {}
+    state_regex: list[tuple[int, Any]] = []
+    by_field: dict[str, list[tuple[int, Any]]] = {}
+    achieved: dict[int, list[int]] = {}
+    balls: dict[str, list[int]] = {}
+    alls: list[tuple[int, tuple[int, ...]]] = []
+    reader = next((s.state for s in sets if s.state is not None), None)
+
+    def add(cid: str) -> int:
+        return index.setdefault(cid, len(index))
+
+    for checkpoint_set in sets:
+        for rule in checkpoint_set.rules:
+            for cid, kind, key in rules.get(rule, ()):
+                i = add(cid)
+                target = by_state if kind == "state" else achieved if kind == "achieved" else balls
+                target.setdefault(key, []).append(i)  # type: ignore[attr-defined]
+        for checkpoint in checkpoint_set.checkpoints:
+            i = add(checkpoint.id)
+            if checkpoint.all is not None:
+                members = tuple(index.get(m, -1) for m in checkpoint.all)  # members come first in a set
+                if -1 not in members:  # a rule's id this instance lacks: never hit
+                    alls.append((i, members))
+            elif checkpoint.state is not None:
+                if states is None:
+                    by_state.setdefault(checkpoint.state, []).append(i)
+                elif checkpoint.state in states:  # a state the world does not have is never hit
+                    by_state.setdefault(states[checkpoint.state], []).append(i)
+            elif checkpoint.field is Field.STATE:
+                if states is None:
+                    state_regex.append((i, checkpoint.regex))
+                else:  # a simulated world's states are finite: decided once per instance
+                    for text, key in states.items():
+                        if checkpoint.regex.search(text):  # type: ignore[union-attr]
+                            by_state.setdefault(key, []).append(i)
+            else:
+                field = checkpoint.field.value  # type: ignore[union-attr]
+                by_field.setdefault(field, []).append((i, checkpoint.regex))
+    return Plan(tuple(index), {k: tuple(v) for k, v in by_state.items()}, tuple(state_regex),
+                tuple((f, tuple(v)) for f, v in by_field.items()), {k: tuple(v) for k, v in achieved.items()},
+                {k: tuple(v) for k, v in balls.items()}, tuple(alls), reader)
+
+
+class GridTables:
+    """grid_dag, per instance: the checkpoint plan, the node cells, and the cells whose node is achieved on entry
+    at the start (no prerequisites). The moves are the Park family's: its replay is the one replay of the rules."""
+
+    __slots__ = ("world", "plan", "node_cells", "achievable", "_park")
+
+    def __init__(self, instance: GridDagInstance, sets: Sequence[CheckpointSet]):
+        self.world = world = GridDagWorld(instance)
+        width = world.width
+        cells = [cell for cell in range(world.n_cells) if world.free[cell]]
+        states = {f"{cell % width},{cell // width}": cell for cell in cells}
+        rules: dict[Rule, list[tuple[str, str, Hashable]]] = {
+            Rule.CELL_OBSERVED: [(f"cell:{text}", "state", cell) for text, cell in states.items()],
+            Rule.NODE_DISCOVERED: [(f"node:{node}:discovered", "state", world.node_cell[i])
+                                   for i, node in enumerate(world.node_ids)],
+            Rule.NODE_ACHIEVED: [(f"node:{node}:achieved", "achieved", i) for i, node in enumerate(world.node_ids)],
+        }
+        self.plan = _plan(sets, states, rules)
+        self.node_cells = tuple((node, cell) for node, cell in enumerate(world.node_cell)
+                                if world.node_at[cell] == node)
+        self.achievable = frozenset(cell for node, cell in self.node_cells if world.prerequisites_met(node, 0))
+        self._park: Any = None
+
+    def park_replay(self, instance: GridDagInstance, trajectory: Trajectory) -> Any:
+        """The Park family's replay, when the grader did not run it before (a family used on its own)."""
+        from eebench.evaluator.park import FAMILY as PARK
+
+        if self._park is None:
+            self._park = PARK.tables(instance)
+        return PARK.replay(self._park, instance, trajectory)
+
+
+class RoomsTables(NamedTuple):
+    world: Any       # RoomsWorld
+    plan: Plan
+
+
+def _rooms_tables(instance: Any, sets: Sequence[CheckpointSet]) -> RoomsTables:
+    from eebench.world.rooms import RoomsWorld
+
+    rules: dict[Rule, list[tuple[str, str, Hashable]]] = {
+        Rule.ROOM_VISITED: [(f"room:{room}", "state", room) for room in instance.rooms],
+        Rule.BALL_COLLECTED: [(f"ball:{ball.name}", "ball", ball.name) for ball in instance.balls],
+    }
+    return RoomsTables(RoomsWorld(instance), _plan(sets, {room: room for room in instance.rooms}, rules))
+
+
+class Coverage(NamedTuple):
+    """One trajectory graded: per graded step its state's visit depth, phase and (logged) state; the hits."""
+
+    env: str
+    n_steps: int
+    depth: list[int | None]
+    phases: list[Any] | None               # None: no step has a phase
+    states: list[str | None] | None        # logged only: the state read for each step
+    steps: list[dict[str, Any]] | None      # logged only: the steps (for t and action)
+    ids: tuple[str, ...]
+    hits: list[int]                        # per checkpoint: hit after this many steps, or NEVER
+    distinct: int | None
+    revisited: int                         # states visited two or more times
+
+
+def _visits(keys: Sequence[Hashable | None], starts: dict[int, int], initial: Hashable | None
+            ) -> tuple[list[int | None], list[tuple[Hashable, int]], dict[Hashable, int]]:
+    """Visit depth per step, first visits as (state, steps before it + 1, or 0 for the initial state), counts.
+
+    `starts`: step index -> how many visits of `initial` happen just before it (episode starts)."""
+    counts: dict[Hashable, int] = {}
+    first: list[tuple[Hashable, int]] = []
+    depth: list[int | None] = []
+    for k, key in enumerate(keys):
+        if k in starts:
+            if initial not in counts:
+                first.append((initial, k))
+                counts[initial] = 0
+            counts[initial] += starts[k]
+        if key is None:
+            depth.append(None)
+            continue
+        seen = counts.get(key, 0)
+        if not seen:
+            first.append((key, k + 1))
+        counts[key] = seen + 1
+        depth.append(seen)
+    return depth, first, counts
+
+
+def _hits(plan: Plan, first: Sequence[tuple[Hashable, int]], steps: Sequence[dict[str, Any]],
+          events: Sequence[tuple[dict[Any, tuple[int, ...]], Any, int]]) -> list[int]:
+    """When each checkpoint of `plan` is first hit (steps taken), or NEVER."""
+    hits = [NEVER] * len(plan.ids)
+    by_state, state_regex = plan.by_state, plan.state_regex
+    for key, k in first:   # first visits come in step order: the first one to set a checkpoint is the earliest
+        for i in by_state.get(key, ()):
+            if hits[i] == NEVER:
+                hits[i] = k
+        if state_regex and isinstance(key, str):
+            for i, regex in state_regex:
+                if hits[i] == NEVER and regex.search(key):
+                    hits[i] = k
+    for table, key, k in events:
+        for i in table.get(key, ()):
+            hits[i] = min(hits[i], k)
+    for field, checkpoints in plan.by_field:
+        waiting = list(checkpoints)
+        for k, step in enumerate(steps, start=1):
+            text = step.get(field)
+            if type(text) is not str:
+                continue
+            found = [item for item in waiting if item[1].search(text)]
+            for i, _ in found:
+                hits[i] = min(hits[i], k)
+            if found:
+                waiting = [item for item in waiting if item not in found]
+                if not waiting:
+                    break
+    for i, members in plan.alls:   # members come first; NEVER is larger than any step, so it carries over
+        hits[i] = min(hits[i], max(hits[m] for m in members))
+    return hits
+
+
+def _phases(steps: Sequence[dict[str, Any]]) -> list[Any] | None:
+    """Each step's phase; None when no step has one (the common case, seen in one C-level pass when every step
+    holds only its action)."""
+    if {1}.issuperset(map(len, steps)):
+        return None
+    phases = [step.get("phase") for step in steps]
+    return phases if any(p is not None for p in phases) else None
+
+
+class CoverageFamily:
+    """Coverage and revisits on every world kind; a logged trajectory is graded by this family alone."""
+
+    name = "coverage"
+    version = METRIC_VERSION
+    envs = frozenset({"grid_dag", "rooms", LOGGED})
+    adds_to_others = True   # its version goes in `coverage_version`; a row's metric_version names the others
+    fills = {
+        "trajectories": ("checkpoints_total", "checkpoints_hit", "ecc", "distinct_states", "exploration_degree",
+                         "coverage_version"),
+        "steps": ("visit_depth", "ecc", "phase"),
+        "checkpoints": ("checkpoint_id", "hit_after_steps"),
+    }
+    logged_fills = {   # for logged trajectories, which no other family grades
+        "trajectories": ("end_reason", "n_steps", "ignored_actions"),
+        "steps": ("t", "action", "episode", "logged_state"),
+    }
+
+    def __init__(self, checkpoints: CheckpointLibrary | None = None):
+        self.checkpoints = checkpoints
+
+    def configure(self, checkpoints: CheckpointLibrary) -> CoverageFamily:
+        """The family as a grading run uses it: with the run's checkpoint sets."""
+        return CoverageFamily(checkpoints)
+
+    def _library(self) -> CheckpointLibrary:
+        return self.checkpoints if self.checkpoints is not None else CheckpointLibrary((), shipped_sets())
+
+    def tables(self, instance: Any) -> GridTables | RoomsTables | Plan:
+        sets = self._library().sets_for(instance.id)
+        if isinstance(instance, GridDagInstance):
+            return GridTables(instance, sets)
+        if isinstance(instance, LoggedInstance):
+            return _plan(sets, None, {})
+        return _rooms_tables(instance, sets)
+
+    def replay(self, tables: Any, instance: Any, trajectory: Trajectory) -> Coverage:
+        steps = trajectory.doc["steps"]
+        if isinstance(tables, GridTables):
+            park = (trajectory.earlier or {}).get("park") or tables.park_replay(instance, trajectory)
+            graded = _grid(tables, park.replay.start, park.replay.cells_to, steps)
+        elif isinstance(tables, RoomsTables):
+            graded = _rooms(tables, trajectory)
+        else:
+            graded = _logged(tables, steps, trajectory)
+        for i, phase in enumerate(graded.phases or ()):
+            if phase is not None and phase not in PHASES:
+                raise InputError(Problem(trajectory.file, trajectory.line, f"steps[{i}].phase",
+                                         f"expected explore or act, found {phase!r}{did_you_mean(phase, PHASES)}"))
+        return graded
+
+    def columns(self, replays: Sequence[Coverage]) -> FamilyColumns:
+        """Columns of a chunk at once: the curves of all its trajectories from one bincount and one cumsum."""
+        n_trajectories = len(replays)
+        lengths = np.fromiter((r.n_steps for r in replays), dtype=np.int64, count=n_trajectories)
+        n = int(lengths.sum())
+        trajectory = np.repeat(np.arange(n_trajectories, dtype=np.int32), lengths)
+        n_ids = np.fromiter((len(r.ids) for r in replays), dtype=np.int64, count=n_trajectories)
+        owner = np.repeat(np.arange(n_trajectories, dtype=np.int64), n_ids)   # each checkpoint's trajectory
+        hit_after = np.fromiter(chain.from_iterable(r.hits for r in replays), dtype=np.int64, count=int(n_ids.sum()))
+        hit = hit_after != NEVER
+        hit_counts = np.bincount(owner[hit], minlength=n_trajectories)
+        # the curve: per trajectory a segment of n_steps + 1 counters (after 0 .. n steps), cumulated
+        segment = lengths + 1
+        segment_start = np.cumsum(segment) - segment
+        counters = np.bincount(segment_start[owner[hit]] + hit_after[hit], minlength=int(segment.sum()))
+        cumulated = np.cumsum(counters)
+        before = cumulated[segment_start] - counters[segment_start]   # hits of the trajectories before
+        step_of = np.arange(n, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths) + 1
+        totals = n_ids.astype(np.float64)
+        totals[totals == 0] = np.nan   # no checkpoint: NULL, not 0
+        curve = (cumulated[np.repeat(segment_start, lengths) + step_of] - before[trajectory]) / totals[trajectory]
+        if replays and replays[0].env == LOGGED:  # states may be unknown: NaN reaches DuckDB as NULL
+            depth = np.fromiter((np.nan if d is None else d for d in chain.from_iterable(r.depth for r in replays)),
+                                dtype=np.float64, count=n)
+        else:
+            depth = np.fromiter(chain.from_iterable(r.depth for r in replays), dtype=np.int32, count=n)
+        steps: dict[str, np.ndarray] = {"trajectory": trajectory, "visit_depth": depth, "ecc": curve}
+        eccs = hit_counts / totals
+        if any(r.phases is not None for r in replays):   # else the column is left NULL, at no cost
+            steps["phase"] = np.fromiter(chain.from_iterable(r.phases or [None] * r.n_steps for r in replays),
+                                         dtype=object, count=n)
+        trajectories: dict[str, list[Any]] = {
+            "checkpoints_total": n_ids.tolist(),
+            "checkpoints_hit": hit_counts.tolist(),
+            "ecc": [None if e != e else e for e in eccs.tolist()],   # NaN (no checkpoint) -> NULL
+            "distinct_states": [r.distinct for r in replays],
+            "exploration_degree": [r.revisited / r.distinct if r.distinct else None for r in replays],
+            "coverage_version": [METRIC_VERSION] * n_trajectories,
+        }
+        if replays and replays[0].env == LOGGED:
+            trajectories.update({"end_reason": ["end_of_log"] * n_trajectories, "n_steps": lengths.tolist(),
+                                 "ignored_actions": [0] * n_trajectories})
+            all_steps = list(chain.from_iterable(r.steps for r in replays))  # type: ignore[arg-type]
+            steps.update({
+                "t": (step_of - 1).astype(np.int32),
+                "action": np.fromiter((s["action"] for s in all_steps), dtype=object, count=n),
+                "episode": np.zeros(n, dtype=np.int16),
+                "logged_state": np.fromiter(chain.from_iterable(r.states for r in replays),  # type: ignore[arg-type]
+                                            dtype=object, count=n),
+            })
+        checkpoints = {
+            "trajectory": owner.astype(np.int32),
+            "checkpoint_id": np.fromiter(chain.from_iterable(r.ids for r in replays), dtype=object, count=len(owner)),
+            "hit_after_steps": np.where(hit, hit_after, np.nan),   # NaN (never) reaches DuckDB as NULL
+        }
+        return FamilyColumns(trajectories, steps, checkpoints=checkpoints)
+
+
+def _grid(tables: GridTables, start: int, cells: Sequence[int], steps: list[dict[str, Any]]) -> Coverage:
+    """Count the visits of the cells the Park replay entered (up to the goal or the budget); a node is achieved
+    where the agent enters its cell with its prerequisites met: those cells are kept as a set, changed only when
+    a node is achieved, so a step costs a few list operations."""
+    plan, node_at, node_cells = tables.plan, tables.world.node_at, tables.node_cells
+    prerequisites_met = tables.world.prerequisites_met
+    counts = [0] * tables.world.n_cells
+    counts[start] = 1
+    first: list[tuple[Hashable, int]] = [(start, 0)]
+    achievable = tables.achievable
+    achieved = 0
+    events: list[tuple[dict[Any, tuple[int, ...]], Any, int]] = []
+    depth: list[int | None] = []
+    append = depth.append
+    k = 0
+    for cell in cells:
+        k += 1
+        seen = counts[cell]
+        if not seen:
+            first.append((cell, k))
+        counts[cell] = seen + 1
+        append(seen)
+        if cell in achievable:
+            node = node_at[cell]
+            achieved |= 1 << node
+            events.append((plan.achieved, node, k))
+            achievable = frozenset(other_cell for other, other_cell in node_cells
+                                   if not achieved >> other & 1 and prerequisites_met(other, achieved))
+    graded = steps[:k]
+    hits = _hits(plan, first, graded, events) if plan.ids else []
+    return Coverage("grid_dag", k, depth, _phases(graded), None, None, plan.ids, hits, len(first),
+                    len(counts) - counts.count(0) - counts.count(1))   # states visited twice or more, in C
+
+
+def _rooms(tables: RoomsTables, trajectory: Trajectory) -> Coverage:
+    """The rooms steps as the gaps family replayed them (replayed here when it did not run before); the start
+    room is visited at each episode's start."""
+    from eebench.world.rooms import replay
+
+    steps = trajectory.doc["steps"]
+    logged = [step["episode"] for step in steps] if steps and all("episode" in s for s in steps) else None
+    gaps = (trajectory.earlier or {}).get("gaps")
+    if gaps is not None:
+        replayed = gaps.replay
+    else:
+        try:
+            replayed = replay(tables.world, [step["action"] for step in steps], logged)
+        except InputError as exc:  # the world names the step; the file and line are ours to add
+            raise InputError([Problem(trajectory.file, trajectory.line, p.field, p.message)
+                              if isinstance(p, Problem) else Problem(trajectory.file, trajectory.line, None, p)
+                              for p in exc.problems]) from None
+    if logged is None:
+        graded = steps[:len(replayed.steps)]
+    else:  # per logged episode, the steps after the world ended it are not graded
+        graded = list(chain.from_iterable(
+            [step for step, _ in group][:replayed.episode_steps[episode]]
+            for episode, group in groupby(zip(steps, logged), key=lambda pair: pair[1])))
+    start = tables.world.instance.start
+    starts: dict[int, int] = {}
+    episode = -1
+    for k, step in enumerate(replayed.steps):
+        if step.episode != episode:  # an episode begins (and any the log skipped, played with no step)
+            starts[k] = step.episode - episode
+            episode = step.episode
+    if not replayed.steps:
+        starts[0] = max(len(replayed.returns), 1)
+    keys = [step.room for step in replayed.steps]
+    depth, first, counts = _visits(keys, starts, start)
+    if not keys:  # no step: the initial visits only
+        first, counts = [(start, 0)], {start: starts[0]}
+    events: list[tuple[dict[Any, tuple[int, ...]], Any, int]] = [
+        (tables.plan.balls, step.name, k) for k, step in enumerate(replayed.steps, start=1)
+        if step.kind == "ball" and step.valid]
+    plan = tables.plan
+    hits = _hits(plan, first, graded, events) if plan.ids else []
+    return Coverage("rooms", len(keys), depth, _phases(graded), None, None, plan.ids, hits, len(counts),
+                    sum(c >= 2 for c in counts.values()))
+
+
+def _logged(plan: Plan, steps: list[dict[str, Any]], trajectory: Trajectory) -> Coverage:
+    """States read from the log; no initial state."""
+    reader = plan.reader
+    states: list[str | None] = []
+    state: str | None = None
+    for i, step in enumerate(steps):
+        own = step.get("state")
+        if isinstance(own, str):
+            state = own
+        elif own is not None:
+            raise InputError(Problem(trajectory.file, trajectory.line, f"steps[{i}].state",
+                                     f"expected a string or null, found {json_type(own)}"))
+        elif reader is not None and (read := reader.read(step)) is not None:
+            state = read
+        states.append(state)
+    depth, first, counts = _visits(states, {}, None)
+    hits = _hits(plan, first, steps, ()) if plan.ids else []
+    return Coverage(LOGGED, len(steps), depth, _phases(steps), states, steps, plan.ids, hits,
+                    len(counts) or None, sum(c >= 2 for c in counts.values()))
+
+
+FAMILY = CoverageFamily()

@@ -1,0 +1,88 @@
+"""The metric-family seam: which world kinds a family grades, which columns it fills, and the registry.
+
+A family is a pure function of (instance, trajectory) to column arrays, split in three so that it can be fast:
+`tables` precomputes once per instance what every trajectory of that instance shares, `replay` grades one
+trajectory (raising `InputError` for bad input, so one bad record can be skipped alone), and `columns` turns the
+replays of a chunk into columns at once (NumPy, not row by row). Grading a trajectory runs every family whose
+`envs` holds its world's kind; the store (store.py) is the one place that knows DuckDB and its column types.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple, Protocol
+
+import numpy as np
+
+
+class Trajectory(NamedTuple):
+    """What a family reads of one trajectory: its checked document, where it was read (for messages), and the
+    replays of the families that graded it before, by name (so a family adding to a world's own family replays
+    the world's rules once: coverage reads the cells the Park replay entered)."""
+
+    doc: dict[str, Any]
+    file: str
+    line: int | None
+    earlier: Mapping[str, Any] | None = None
+
+
+class FamilyColumns(NamedTuple):
+    """A chunk's results: `trajectories` has one value per replay (in order); `steps`, `episodes` and
+    `checkpoints` one row per step, episode or checkpoint of a trajectory, with the column `trajectory` giving the
+    replay's position in the chunk."""
+
+    trajectories: Mapping[str, Sequence[Any] | np.ndarray]
+    steps: Mapping[str, np.ndarray] | None = None
+    episodes: Mapping[str, np.ndarray] | None = None
+    checkpoints: Mapping[str, np.ndarray] | None = None
+
+
+class MetricFamily(Protocol):
+    """A module of the evaluator that grades some world kinds and fills some columns."""
+
+    name: str                      # e.g. "park"
+    version: str                   # the metric version recorded on every row it grades, e.g. "park/1"
+    envs: frozenset[str]           # the world kinds (instance `env`) it grades
+    fills: Mapping[str, tuple[str, ...]]   # table -> the columns it fills (the store defines them all)
+
+    def tables(self, instance: Any) -> Any:
+        """What every trajectory of `instance` shares (distances, solver caches): built once per instance."""
+        ...
+
+    def replay(self, tables: Any, instance: Any, trajectory: Trajectory) -> Any:
+        """Grade one trajectory; InputError (located at the trajectory) when it cannot be graded."""
+        ...
+
+    def columns(self, replays: Sequence[Any]) -> FamilyColumns:
+        """Columns of many replays at once."""
+        ...
+
+    # Optional: `configure(checkpoints)` returns the family as a grading run uses it (coverage: the run's
+    # checkpoint sets); `adds_to_others = True` says it grades alongside the world's own family and records its
+    # version in a column of its own, so a row's `metric_version` keeps naming the others.
+
+
+@functools.cache
+def registered() -> tuple[MetricFamily, ...]:
+    """Every metric family, in the order their columns are filled (imported on first use: families import this
+    module for its types)."""
+    from eebench.evaluator.coverage import FAMILY as COVERAGE
+    from eebench.evaluator.gaps import FAMILY as GAPS
+    from eebench.evaluator.park import FAMILY as PARK
+
+    return (PARK, GAPS, COVERAGE)
+
+
+@functools.cache
+def families_for(env: str) -> tuple[MetricFamily, ...]:
+    """The families that grade a world kind, in registry order (none: the kind is not graded yet)."""
+    return tuple(f for f in registered() if env in f.envs)
+
+
+@functools.cache
+def metric_version(families: tuple[MetricFamily, ...]) -> str:
+    """The versions of the families that graded a row, as one value (e.g. `park/1`, or `a/1+b/2`); a family that
+    adds to others is left out unless it graded the row alone."""
+    own = tuple(f for f in families if not getattr(f, "adds_to_others", False)) or families
+    return "+".join(f.version for f in own)

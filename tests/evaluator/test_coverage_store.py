@@ -1,0 +1,226 @@
+"""Coverage through `eebench grade`: the checkpoints table, the new columns and views on every world kind in one
+results file, the summary notes, logged trajectories without a bench, and the schema 2 -> 3 upgrade."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from eebench.evaluator.store import SCHEMA_VERSION
+from eebench.instances import write_instances
+from eebench.world.kinds import envs
+from eebench.world.rooms import RoomsInstance
+from tests.conftest import make_instance, write_jsonl
+from tests.evaluator.test_gaps import LINE
+from tests.evaluator.test_grade import CORRIDOR, SOLVE, trajectory
+
+V2_FILE = Path(__file__).parent / "data" / "results-v2.duckdb.gz"
+CHECKPOINTS = r"""eebench: checkpoints/1
+name: test
+sets:
+  - instances: ["t/*"]
+    rules: [cell_observed, node_achieved, room_visited, ball_collected]
+  - instances: ["tw/*"]
+    state: {field: observation, regex: '-= (.+?) =-'}
+    checkpoints:
+      - {id: kitchen, state: Kitchen}
+      - {id: cellar, state: Cellar}
+  - instances: ["nothing/*"]
+    checkpoints: [{id: x, state: x}]
+"""
+
+
+def rows(db: Path, sql: str) -> list[tuple]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+ROOMS = "rooms" in envs()   # the rooms world kind is registered on another branch
+
+
+@pytest.fixture
+def bench(tmp_path: Path) -> Path:
+    folder = tmp_path / "bench"
+    write_instances([make_instance(**CORRIDOR, instance_id="t/corridor"),
+                     *([RoomsInstance.from_document(LINE)] if ROOMS else [])], folder, {"kind": "test"})
+    return folder
+
+
+def logged(traj_id: str, rooms: list[str], phases: list[str | None] | None = None) -> dict[str, Any]:
+    return {"eebench": "trajectory/1", "id": traj_id, "instance": "tw/game-1", "env": "logged",
+            "agent": {"name": "llm", "model": "m1", "prompt": "base"},
+            "steps": [{"action": "go", "observation": f"-= {room} =-", **({"phase": p} if p else {})}
+                      for room, p in zip(rooms, phases or [None] * len(rooms))]}
+
+
+def test_every_world_kind_in_one_results_file(cli: Any, bench: Path, tmp_path: Path) -> None:
+    cp = tmp_path / "cp.yaml"
+    cp.write_text(CHECKPOINTS)
+    runs = write_jsonl(tmp_path / "runs.jsonl", [
+        trajectory("grid", SOLVE),
+        logged("text", ["Kitchen", "Hall", "Kitchen"], ["explore", "explore", "act"]),
+    ])
+    db = tmp_path / "r.duckdb"
+    out = cli("grade", runs, "--bench", bench, "--checkpoints", cp, "--db", db).stdout
+    assert f"coverage: {cp}: sets[2] (test): matches no graded trajectory (instances nothing/*)" in out
+    assert ("coverage: 1 checkpoint was hit by no graded trajectory: cellar (all: SELECT checkpoint_id "
+            "FROM checkpoints GROUP BY ALL HAVING count(hit_after_steps) = 0)") in out
+    assert rows(db, "SELECT trajectory_id, env, metric_version, coverage_version, checkpoints_total, checkpoints_hit, "
+                    "ecc, distinct_states, exploration_degree, instance_sha256 IS NULL, invalid_moves "
+                    "FROM trajectories ORDER BY 1") == [
+        ("grid", "grid_dag", "park/1", "coverage/1", 9, 9, 1.0, 7, 3 / 7, False, 0),
+        ("text", "logged", "coverage/1", "coverage/1", 2, 1, 0.5, 2, 1 / 2, True, None)]
+    assert rows(db, "SELECT t, state, visit_depth, ecc, phase, valid FROM steps WHERE trajectory_id = 'text' "
+                    "ORDER BY t") == [(0, "Kitchen", 0, 0.5, "explore", None), (1, "Hall", 0, 0.5, "explore", None),
+                                      (2, "Kitchen", 1, 0.5, "act", None)]
+    # the curve from t = 0 (the initial state) to the last step, consistent with hit_after_steps
+    curve = rows(db, "SELECT t, ecc FROM ecc_curve WHERE trajectory_id = 'grid' ORDER BY t")
+    assert [t for t, _ in curve] == list(range(10))
+    assert curve == rows(db, "SELECT t, avg((hit_after_steps <= t)::INTEGER) FROM checkpoints, range(10) r(t) "
+                             "WHERE trajectory_id = 'grid' GROUP BY t ORDER BY t")
+    assert rows(db, "SELECT env, trajectories, with_checkpoints, mean_ecc FROM coverage_summary ORDER BY env") == [
+        ("grid_dag", 1, 1, 1.0), ("logged", 1, 1, 0.5)]
+    assert rows(db, "SELECT trajectory_id, phase, steps, ecc_end, distinct_states, explore_error FROM phase_summary "
+                    "ORDER BY trajectory_id, first_t") == [
+        ("grid", None, 9, 1.0, 7, 0.0),
+        ("text", "explore", 2, 0.5, 2, None), ("text", "act", 1, 0.5, 1, None)]
+
+
+@pytest.mark.skipif(not ROOMS, reason="the rooms world kind is not registered on this branch yet")
+def test_rooms_through_grade(cli: Any, bench: Path, tmp_path: Path) -> None:
+    cp = tmp_path / "cp.yaml"
+    cp.write_text(CHECKPOINTS)
+    runs = write_jsonl(tmp_path / "runs.jsonl", [trajectory("rooms", ["x ball", "d1 door", "y ball"],
+                                                            instance="t/rooms")])
+    db = tmp_path / "r.duckdb"
+    cli("grade", runs, "--bench", bench, "--checkpoints", cp, "--db", db)
+    # A (start), x ball in A, d1 to B, y ball in B (the ball limit ends episode 0): A and B twice each
+    assert rows(db, "SELECT env, metric_version, checkpoints_total, checkpoints_hit, ecc, distinct_states, "
+                    "exploration_degree FROM trajectories") == [("rooms", "gaps/1", 6, 4, 4 / 6, 2, 1.0)]
+    assert rows(db, "SELECT state, visit_depth FROM steps ORDER BY t") == [("A", 1), ("B", 0), ("B", 1)]
+    assert rows(db, "SELECT checkpoint_id, hit_after_steps FROM checkpoints ORDER BY 1") == [
+        ("ball:x", 1), ("ball:y", 3), ("ball:z", None), ("room:A", 0), ("room:B", 2), ("room:C", None)]
+    assert rows(db, "SELECT steps, ecc_end, distinct_states FROM phase_summary") == [(3, 4 / 6, 2)]
+
+
+def test_logged_trajectories_need_no_bench_but_others_do(cli: Any, tmp_path: Path) -> None:
+    runs = write_jsonl(tmp_path / "runs.jsonl", [logged("a", ["Kitchen"])])
+    db = tmp_path / "r.duckdb"
+    assert cli("grade", runs, "--db", db).stdout.startswith("graded 1 trajectories (1 steps)")
+    bad = write_jsonl(tmp_path / "bad.jsonl", [logged("b", ["Hall"]), trajectory("grid", SOLVE)])
+    result = cli("grade", bad, "--db", db, code=2)
+    assert result.stderr == (f"error: {bad}:2: instance: grading instance 't/corridor' needs --bench (only env "
+                             "logged trajectories grade without one)\n")
+    assert rows(db, "SELECT trajectory_id FROM trajectories") == [("a",)]
+
+
+def test_shipped_checkpoints_apply_by_default(cli: Any, tmp_path: Path) -> None:
+    bench = tmp_path / "bench"
+    write_instances([make_instance(**CORRIDOR, instance_id="park2026-main/corridor")], bench, {"kind": "test"})
+    runs = write_jsonl(tmp_path / "runs.jsonl", [trajectory("g", SOLVE, instance="park2026-main/corridor")])
+    db = tmp_path / "r.duckdb"
+    assert "coverage:" not in cli("grade", runs, "--bench", bench, "--db", db).stdout
+    # 7 cells, P and G discovered and achieved
+    assert rows(db, "SELECT checkpoints_total, checkpoints_hit FROM trajectories") == [(11, 11)]
+
+
+def test_workers_grade_the_same(cli: Any, bench: Path, tmp_path: Path) -> None:
+    cp = tmp_path / "cp.yaml"
+    cp.write_text(CHECKPOINTS)
+    runs = write_jsonl(tmp_path / "runs.jsonl", [trajectory("grid", SOLVE), logged("text", ["Kitchen", "Hall"])])
+    one, two = tmp_path / "1.duckdb", tmp_path / "2.duckdb"
+    cli("grade", runs, "--bench", bench, "--checkpoints", cp, "--db", one)
+    cli("grade", runs, "--bench", bench, "--checkpoints", cp, "--db", two, "--workers", "2")
+    for sql in ("SELECT * EXCLUDE (graded_at) FROM trajectories ORDER BY 1", "SELECT * FROM steps ORDER BY 1, 2",
+                "SELECT * FROM checkpoints ORDER BY ALL"):
+        assert rows(one, sql) == rows(two, sql)
+
+
+def test_the_next_grade_upgrades_a_schema_2_file(cli: Any, bench: Path, tmp_path: Path) -> None:
+    db = tmp_path / "results.duckdb"
+    with gzip.open(V2_FILE) as source, db.open("wb") as target:
+        shutil.copyfileobj(source, target)
+    assert rows(db, "SELECT value FROM meta WHERE key = 'schema_version'") == [("2",)]
+    old = {table: rows(db, f"SELECT * FROM {table} ORDER BY ALL") for table in ("trajectories", "steps", "episodes")}
+    old_state = rows(db, "SELECT trajectory_id, t, state FROM steps ORDER BY ALL")
+    runs = write_jsonl(tmp_path / "new.jsonl", [trajectory("v3-solve", SOLVE), logged("v3-text", ["Kitchen"])])
+    cli("grade", runs, "--bench", bench, "--db", db)
+    assert rows(db, "SELECT value FROM meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
+    fresh = tmp_path / "fresh.duckdb"
+    cli("grade", runs, "--bench", bench, "--db", fresh)
+    layout = ("SELECT table_name, column_name, data_type, is_nullable, column_default FROM information_schema.columns "
+              "WHERE table_schema = 'main' ORDER BY table_name, ordinal_position")
+    assert rows(db, layout) == rows(fresh, layout)   # the same tables, columns, types, NULLs and views
+    new_trajectory_columns = ("checkpoints_total, checkpoints_hit, ecc, distinct_states, exploration_degree, "
+                              "coverage_version")
+    assert rows(db, f"SELECT * EXCLUDE ({new_trajectory_columns}) FROM trajectories WHERE trajectory_id LIKE 'v2-%' "
+                    "ORDER BY ALL") == old["trajectories"]
+    assert rows(db, f"SELECT DISTINCT {new_trajectory_columns} FROM trajectories WHERE trajectory_id LIKE 'v2-%'") \
+        == [(None,) * 6]   # graded before coverage existed: NULL, not zero
+    assert rows(db, "SELECT * EXCLUDE (state, visit_depth, ecc, phase, logged_state) FROM steps "
+                    "WHERE trajectory_id LIKE 'v2-%' ORDER BY ALL") == [r[:-1] for r in old["steps"]]
+    assert rows(db, "SELECT trajectory_id, t, state FROM steps WHERE trajectory_id LIKE 'v2-%' ORDER BY ALL") \
+        == old_state
+    assert rows(db, "SELECT * FROM episodes ORDER BY ALL") == old["episodes"]
+    assert rows(db, "SELECT * EXCLUDE (graded_at, source_file) FROM trajectories WHERE trajectory_id LIKE 'v3-%' "
+                    "ORDER BY 1") == rows(fresh, "SELECT * EXCLUDE (graded_at, source_file) FROM trajectories "
+                                                 "ORDER BY 1")
+    assert rows(db, "SELECT count(*) FROM checkpoints") == rows(fresh, "SELECT count(*) FROM checkpoints")
+
+
+def test_a_failed_grade_leaves_a_schema_2_file_as_it_was(cli: Any, bench: Path, tmp_path: Path) -> None:
+    db = tmp_path / "results.duckdb"
+    with gzip.open(V2_FILE) as source, db.open("wb") as target:
+        shutil.copyfileobj(source, target)
+    before = db.read_bytes()
+    bad = write_jsonl(tmp_path / "bad.jsonl", [trajectory("ok", SOLVE), trajectory("z", ["up"], instance="nope")])
+    cli("grade", bad, "--bench", bench, "--db", db, code=2)
+    assert db.read_bytes() == before
+
+
+@pytest.mark.parametrize("step, message", [
+    ({"action": "go", "phase": "Explore"}, "steps[1].phase: expected explore or act, found 'Explore' (did you mean "
+                                           "'explore'?)"),
+    ({"action": "go", "state": 3}, "steps[1].state: expected a string or null, found an integer"),
+])
+def test_a_bad_phase_or_state_is_one_line_exit_2(cli: Any, tmp_path: Path, step: dict[str, Any],
+                                                 message: str) -> None:
+    doc = logged("a", ["Kitchen"])
+    doc["steps"].append(step)
+    runs = write_jsonl(tmp_path / "runs.jsonl", [logged("ok", ["Hall"]), doc])
+    db = tmp_path / "r.duckdb"
+    result = cli("grade", runs, "--db", db, code=2)
+    assert result.stderr == f"error: {runs}:2: {message}\n" and not db.exists()
+    assert "skipped 1" in cli("grade", runs, "--db", db, "--skip-invalid").stdout
+    assert rows(db, "SELECT trajectory_id FROM trajectories") == [("ok",)]
+
+
+def test_regrading_replaces_checkpoint_rows(cli: Any, bench: Path, tmp_path: Path) -> None:
+    cp = tmp_path / "cp.yaml"
+    cp.write_text(CHECKPOINTS)
+    db = tmp_path / "r.duckdb"
+    cli("grade", write_jsonl(tmp_path / "a.jsonl", [trajectory("g", SOLVE), logged("l", ["Kitchen"])]),
+        "--bench", bench, "--checkpoints", cp, "--db", db)
+    cli("grade", write_jsonl(tmp_path / "b.jsonl", [trajectory("g", ["left"])]), "--bench", bench,
+        "--checkpoints", cp, "--db", db)
+    assert rows(db, "SELECT trajectory_id, count(*), count(hit_after_steps) FROM checkpoints GROUP BY 1 "
+                    "ORDER BY 1") == [("g", 9, 2), ("l", 2, 1)]
+    assert rows(db, "SELECT trajectory_id, max(t) FROM ecc_curve GROUP BY 1 ORDER BY 1") == [("g", 1), ("l", 1)]
+
+
+def test_a_logged_trajectory_may_name_an_instance_of_the_bench(cli: Any, bench: Path, tmp_path: Path) -> None:
+    # the same id as a log of another run, and as a grid_dag instance: each is graded as what it is
+    text = {**logged("text", ["Kitchen", "Hall"]), "instance": "t/corridor"}
+    runs = write_jsonl(tmp_path / "runs.jsonl", [trajectory("grid", SOLVE), text, trajectory("grid2", SOLVE)])
+    db = tmp_path / "r.duckdb"
+    cli("grade", runs, "--bench", bench, "--db", db)
+    assert rows(db, "SELECT trajectory_id, env, n_steps, distinct_states FROM trajectories ORDER BY 1") == [
+        ("grid", "grid_dag", 9, 7), ("grid2", "grid_dag", 9, 7), ("text", "logged", 2, None)]   # no state reader

@@ -1,0 +1,93 @@
+"""Results schema 1 -> 2: a real schema 1 file (made by eebench at e940368) is upgraded by the next grade, in its
+transaction; the schema 1 rows keep every value, and the upgraded file has exactly a fresh file's layout."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from eebench.evaluator.store import SCHEMA_VERSION, V1_STEP_COLUMNS, V1_TRAJECTORY_COLUMNS
+from eebench.instances import write_instances
+from tests.conftest import make_instance, write_jsonl
+from tests.evaluator.test_grade import CORRIDOR, SOLVE, trajectory
+
+V1_FILE = Path(__file__).parent / "data" / "results-v1.duckdb.gz"
+
+
+def rows(db: Path, sql: str) -> list[tuple]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+@pytest.fixture
+def v1(tmp_path: Path) -> Path:
+    db = tmp_path / "results.duckdb"
+    with gzip.open(V1_FILE) as source, db.open("wb") as target:
+        shutil.copyfileobj(source, target)
+    return db
+
+
+@pytest.fixture
+def bench(tmp_path: Path) -> Path:
+    folder = tmp_path / "bench"
+    write_instances([make_instance(**CORRIDOR, instance_id="t/corridor")], folder, {"kind": "test"})
+    return folder
+
+
+def layout(db: Path) -> list[tuple]:
+    """Every table's and view's columns with their types, nullability and defaults."""
+    return rows(db, "SELECT table_name, column_name, data_type, is_nullable, column_default "
+                    "FROM information_schema.columns WHERE table_schema = 'main' ORDER BY table_name, ordinal_position")
+
+
+def test_the_fixture_is_schema_1(v1: Path) -> None:
+    assert rows(v1, "SELECT value FROM meta WHERE key = 'schema_version'") == [("1",)]
+    assert len(rows(v1, "DESCRIBE trajectories")) == V1_TRAJECTORY_COLUMNS
+    assert len(rows(v1, "DESCRIBE steps")) == V1_STEP_COLUMNS
+
+
+def test_the_next_grade_upgrades_a_schema_1_file(cli, v1: Path, bench: Path, tmp_path: Path) -> None:
+    old_trajectories = rows(v1, "SELECT * FROM trajectories ORDER BY trajectory_id")
+    old_steps = rows(v1, "SELECT * FROM steps ORDER BY trajectory_id, t")
+    old_summary = rows(v1, "SELECT * FROM agent_summary")
+    runs = write_jsonl(tmp_path / "new.jsonl", [trajectory("v2-solve", SOLVE)])
+    cli("grade", runs, "--bench", bench, "--db", v1)
+
+    assert rows(v1, "SELECT value FROM meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
+    fresh = tmp_path / "fresh.duckdb"
+    cli("grade", runs, "--bench", bench, "--db", fresh)
+    assert layout(v1) == layout(fresh)  # the same tables, columns, types, NOT NULLs and views as a new file
+    # schema 1's rows: every old value kept, the new columns as a grid_dag row of schema 2 has them
+    kept = rows(v1, f"SELECT * EXCLUDE (env, n_episodes, max_return, total_gap_last, explore_gap_last, "
+                    "exploit_gap_last, total_gap_mean, explore_gap_mean, exploit_gap_mean, coverage, redundancy, "
+                    "sample_efficiency, checkpoints_total, checkpoints_hit, ecc, distinct_states, exploration_degree, "
+                    "coverage_version) FROM trajectories WHERE trajectory_id LIKE 'v1-%' ORDER BY trajectory_id")
+    assert kept == old_trajectories
+    assert rows(v1, "SELECT DISTINCT env, n_episodes, max_return, coverage FROM trajectories") == [
+        ("grid_dag", None, None, None)]
+    steps = rows(v1, "SELECT * EXCLUDE (episode, room, state, visit_depth, ecc, phase, logged_state) FROM steps WHERE trajectory_id LIKE 'v1-%' "
+                     "ORDER BY trajectory_id, t")
+    assert steps == old_steps
+    assert rows(v1, "SELECT episode, room, state FROM steps WHERE trajectory_id = 'v1-solve' ORDER BY t LIMIT 2") \
+        == [(0, None, "2,0"), (0, None, "1,0")]
+    # the new grade lands beside them, graded exactly as into a new file
+    assert rows(v1, "SELECT * EXCLUDE (graded_at, source_file) FROM trajectories WHERE trajectory_id = 'v2-solve'") \
+        == rows(fresh, "SELECT * EXCLUDE (graded_at, source_file) FROM trajectories")
+    assert rows(v1, "SELECT count(*) FROM episodes") == [(0,)]
+    summary = rows(v1, "SELECT agent_name, episodes, successes FROM agent_summary")
+    assert old_summary[0][:1] == summary[0][:1] and summary[0][1:] == (old_summary[0][5] + 1, old_summary[0][6] + 1)
+
+
+def test_a_failed_grade_leaves_a_schema_1_file_as_it_was(cli, v1: Path, bench: Path, tmp_path: Path) -> None:
+    before = v1.read_bytes()
+    bad = write_jsonl(tmp_path / "bad.jsonl", [trajectory("ok", SOLVE), trajectory("z", ["up"], instance="nope")])
+    cli("grade", bad, "--bench", bench, "--db", v1, code=2)
+    assert v1.read_bytes() == before
+    assert rows(v1, "SELECT value FROM meta WHERE key = 'schema_version'") == [("1",)]

@@ -1,0 +1,123 @@
+"""checkpoints/1 files: the shipped ones load, every bad file is one clear line per problem with file and field
+path (exit 2), and `eebench validate` and `eebench schema checkpoints` know the kind."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eebench.checkpoints import Field, Rule, library, load_checkpoints, shipped_sets
+from eebench.errors import InputError
+from tests.conftest import write_jsonl
+
+GOOD = """eebench: checkpoints/1
+name: textworld-rooms
+sets:
+  - instances: ["tw-coin/*"]
+    state: {field: observation, regex: '-= (.+?) =-'}
+    checkpoints:
+      - {id: kitchen, field: observation, regex: '-= Kitchen =-'}
+      - {id: took-coin, field: action, regex: '^take coin$'}
+      - {id: kitchen-and-coin, all: [kitchen, took-coin]}
+      - {id: in-cellar, state: Cellar}
+  - instances: ["park2026-main/*", "grams2025-*"]
+    rules: [node_discovered, node_achieved, cell_observed, room_visited, ball_collected]
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "cp.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_the_issue_example_compiles_once(tmp_path: Path) -> None:
+    first, second = load_checkpoints(write(tmp_path, GOOD))
+    assert first.state is not None and first.state.field is Field.OBSERVATION
+    assert first.state.read({"observation": "-= Attic =-"}) == "Attic"
+    assert [c.id for c in first.checkpoints] == ["kitchen", "took-coin", "kitchen-and-coin", "in-cellar"]
+    assert first.checkpoints[0].regex.search("x -= Kitchen =- y")  # precompiled
+    assert second.rules == tuple(Rule) and second.where.endswith("cp.yaml: sets[1]")
+
+
+def test_an_all_comes_after_its_members(tmp_path: Path) -> None:
+    (only,) = load_checkpoints(write(tmp_path, GOOD.split("  - instances: [\"park")[0].replace(
+        "      - {id: kitchen, field", "      - {id: early, all: [kitchen-and-coin]}\n      - {id: kitchen, field")))
+    ids = [c.id for c in only.checkpoints]
+    assert ids.index("kitchen-and-coin") < ids.index("early")
+
+
+def test_the_shipped_files_load() -> None:
+    names = {s.name for s in shipped_sets()}
+    assert {"park2026", "grams2025"} <= names
+
+
+@pytest.mark.parametrize("edit, message", [
+    (("rules: [node_discovered,", "rules: [node_discoverd,"),
+     "sets[1].rules[0]: unknown rule 'node_discoverd' (did you mean 'node_discovered'?); expected ball_collected, "
+     "cell_observed, node_achieved, node_discovered or room_visited"),
+    (("regex: '^take coin$'", "regex: '^take (coin$'"),
+     "sets[0].checkpoints[1].regex: invalid regular expression '^take (coin$': missing ), unterminated subpattern "
+     "at position 6"),
+    (("regex: '-= (.+?) =-'}", "regex: '-= (.+? =-'}"),
+     "sets[0].state.regex: invalid regular expression '-= (.+? =-': missing ), unterminated subpattern at "
+     "position 3"),
+    (("all: [kitchen, took-coin]", "all: [kitchen, took-con]"),
+     "sets[0].checkpoints[2].all[1]: unknown checkpoint 'took-con' of this set (did you mean 'took-coin'?)"),
+    (("{id: in-cellar,", "{id: kitchen,"), "sets[0].checkpoints[3].id: duplicate id 'kitchen' (also checkpoints[0])"),
+    (("all: [kitchen, took-coin]", "all: [kitchen, kitchen-and-coin]"),
+     "sets[0].checkpoints[2].all: `all` forms a cycle: kitchen-and-coin -> kitchen-and-coin"),
+    (("field: action", "field: actions"),
+     "sets[0].checkpoints[1].field: expected one of observation, action, raw, reasoning, state, found \"actions\" "
+     "(did you mean 'action'?)"),
+    (("  - instances: [\"park2026-main/*\", \"grams2025-*\"]\n    rules", "  - rules"),
+     "sets[1].instances: missing required field"),
+    (("{id: in-cellar, state: Cellar}", "{id: in-cellar, state: Cellar, regex: x}"),
+     "sets[0].checkpoints[3]: expected one of {field, regex}, {state} or {all}, found "
+     "{\"id\": \"in-cellar\", \"state\": \"Cellar\"..."),
+    (("eebench: checkpoints/1", "eebench: checkpoints/2"),
+     "eebench: checkpoints/2 is newer than this eebench reads (checkpoints/1); upgrade eebench"),
+])
+def test_a_bad_file_is_one_line_exit_2(cli: Any, tmp_path: Path, edit: tuple[str, str], message: str) -> None:
+    assert GOOD.count(edit[0]) == 1
+    path = write(tmp_path, GOOD.replace(*edit))
+    with pytest.raises(InputError) as raised:
+        load_checkpoints(path)
+    assert [str(p) for p in raised.value.problems] == [f"{path}: {message}"]
+    result = cli("validate", path, code=2)
+    assert result.stderr == f"error: {path}: {message}\n"
+    runs = write_jsonl(tmp_path / "runs.jsonl", [{"eebench": "trajectory/1", "id": "a", "instance": "tw-coin/1",
+                                                 "env": "logged", "steps": [{"action": "look"}]}])
+    db = tmp_path / "r.duckdb"
+    result = cli("grade", runs, "--checkpoints", path, "--db", db, code=2)
+    assert result.stderr == f"error: {path}: {message}\n" and result.stdout == ""
+    assert not db.exists()   # nothing written
+
+
+def test_every_problem_of_every_file_is_listed(tmp_path: Path) -> None:
+    one = write(tmp_path, GOOD.replace("node_discovered,", "nodes,").replace("took-coin]", "took]"), "a.yaml")
+    two = write(tmp_path, GOOD.replace("regex: '^take coin$'", "regex: '*'"), "b.yaml")
+    with pytest.raises(InputError) as raised:
+        library([one, two])
+    assert [p.field for p in raised.value.problems] == [  # type: ignore[union-attr]
+        "sets[0].checkpoints[2].all[1]", "sets[1].rules[0]", "sets[0].checkpoints[1].regex"]
+
+
+def test_validate_and_schema_know_the_kind(cli: Any, tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD)
+    assert cli("validate", path).stdout == f"ok {path}: checkpoints/1 textworld-rooms: 2 sets, 4 checkpoints\n"
+    schema = json.loads(cli("schema", "checkpoints").stdout)
+    assert schema["title"] == "eebench checkpoints/1"
+    assert set(schema["$defs"]["field"]["enum"]) == {f.value for f in Field}
+
+
+def test_an_all_may_name_the_ids_of_the_sets_rules(tmp_path: Path) -> None:
+    text = ("eebench: checkpoints/1\nname: r\nsets:\n  - instances: ['*']\n    rules: [room_visited, cell_observed]\n"
+            "    checkpoints:\n      - {id: both, all: ['room:A', 'cell:1,2']}\n")
+    (only,) = load_checkpoints(write(tmp_path, text))
+    assert only.checkpoints[0].all == ("room:A", "cell:1,2")
+    with pytest.raises(InputError, match=r"checkpoints\[0\]\.all\[0\]: unknown checkpoint 'ball:x' of this set$"):
+        load_checkpoints(write(tmp_path, text.replace("'room:A'", "'ball:x'")))
