@@ -7,12 +7,9 @@ import csv
 import json
 import subprocess
 import sys
-from collections import Counter
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-import duckdb
-import pytest
 import yaml
 
 from tests.adapters.conftest import convert

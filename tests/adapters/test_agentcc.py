@@ -29,7 +29,8 @@ def write_run(folder: Path, rows: list[tuple[str, ...]], stem: str = "play_dscha
 def test_memory_rows_fold_into_the_next_game_action_and_the_next_room_is_the_state(tmp_path: Path) -> None:
     path = write_run(tmp_path, [
         ("0", "Bathroom", "write_memory(Notes)", "start in the bathroom", ""),
-        ("1", "Bathroom", "game_action(go east)", "\n-= Sweaty Canteen =-\nYou're now in a sweaty canteen.\n\n", "east"),
+        ("1", "Bathroom", "game_action(go east)", "\n-= Sweaty Canteen =-\nYou're now in a sweaty canteen.\n\n",
+         "east"),
         ("1", "Sweaty Canteen", "read_memory(Notes)", "start in the bathroom", ""),
         ("2", "Sweaty Canteen", "game_action(go north)", "You can't go that way.\n", ""),
         ("3", "Sweaty Canteen", "game_action(take coin)", "You can't see any such thing.\n", ""),

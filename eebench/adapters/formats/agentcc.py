@@ -1,4 +1,4 @@
-"""`agentcc`: TextWorld CoinCollector runs of BALROG_expt's AgentCC, a CSV per run with a Room column and memory-tool rows.
+"""`agentcc`: BALROG_expt AgentCC's TextWorld CoinCollector runs, a CSV per run with a Room column and memory rows.
 
 Columns `Step,Room,Action,Result,Reasoning` (read by header name). `Action` is `game_action(go east)` for a move in
 the game or `write_memory(Key)` / `read_memory(Key)` for the agent's notebook; memory rows share the step number
@@ -9,7 +9,8 @@ is the next row's Room; for the last row, the `-= Room =-` header of its Result,
 the agent did not move). `Result` is the game's text after the action.
 
 The run's name says the model, the prompt and the outcome (`play_dschat_t0_hintDFS_WIN`): model and prompt become
-the agent's labels, WIN/LOSS `meta.won`, an `L300` (the 300-room map) `meta.level`. The instance is `textworld/coin_collector/<run>`.
+the agent's labels, WIN/LOSS `meta.won`, an `L300` (the 300-room map) `meta.level`. The instance is
+`textworld/coin_collector/<run>`.
 """
 
 from __future__ import annotations
