@@ -6,8 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from eebench.adapters import detect
+from eebench.adapters.formats.adapt import _trace_steps
 from eebench.documents import schema_problems
 from eebench.errors import InputError
 from tests.adapters.conftest import convert
@@ -90,3 +93,27 @@ def test_the_model_is_read_from_adapts_file_name(tmp_path: Path) -> None:
     path = alfworld(tmp_path).rename(tmp_path / "ADaPT_maxd3_alfworld_text_davinci_003.json")
     [episode] = convert(path, tmp_path / "out.jsonl")
     assert episode["agent"] == {"name": "adapt", "model": "text-davinci-003", "harness": "adapt"}
+
+
+_WORD = st.text(alphabet="abcdefgh 12", min_size=1, max_size=12).map(str.strip).filter(bool)
+_BLOCK = st.tuples(st.booleans(), _WORD, st.lists(_WORD, max_size=3))   # (a thought?, action or thought, lines)
+
+
+@settings(max_examples=60, deadline=None)
+@given(calls=st.lists(st.lists(_BLOCK, min_size=1, max_size=5), min_size=1, max_size=4))
+def test_a_trace_joined_as_adapt_joins_it_splits_back(calls: list[list[tuple[bool, str, list[str]]]]) -> None:
+    # every executor call: `> action\nobservation` blocks, the first without `>`, ending with a bare `>`
+    texts = []
+    for call in calls:
+        blocks = [(f"think: {word}" if thought else f"go to {word}", ["OK."] if thought else lines)
+                  for thought, word, lines in call]
+        first, *rest = ["\n".join([action, *lines]) for action, lines in blocks]
+        texts.append(" " + "\n> ".join([first, *rest]) + "\n>\n")
+    steps, after = _trace_steps("\n\n".join(texts), locations=True)
+    flat = [block for call in calls for block in call]
+    moves = [(word, lines) for thought, word, lines in flat if not thought]
+    assert [s.action for s in steps] == [f"go to {word}" for word, _ in moves]
+    assert [s.observation for s in steps] == ["\n".join(lines).strip() for _, lines in moves]
+    assert [s.state for s in steps] == [word for word, _ in moves]   # no observation here says "Nothing happens."
+    thoughts = sum(thought for thought, _, _ in flat)
+    assert thoughts == len(after) + sum(len(s.reasoning.split("\n")) for s in steps if s.reasoning)

@@ -7,8 +7,11 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from eebench.adapters import detect
+from eebench.adapters import Episode, detect
+from eebench.adapters.formats.agentcc import AgentCCAdapter
 from eebench.documents import schema_problems
 from tests.adapters.conftest import assert_refused, convert
 from tests.textgames import text_games  # noqa: F401  (fixture)
@@ -92,3 +95,24 @@ def test_the_five_real_runs(text_games: Path, tmp_path: Path) -> None:
             shown = header.search(step["observation"])
             assert shown is None or shown.group(1) == step["state"]
     assert runs[2]["steps"][-1] == {**runs[2]["steps"][-1], "action": "take coin", "state": "Kitchen"}
+
+
+_ROOM = st.sampled_from(["Bathroom", "Salon", "Cozy Chamber", "Kitchen"])
+# (is it a game action?, the room the row is written in, the row's text)
+_ROW = st.tuples(st.booleans(), _ROOM, st.text(alphabet="abc ", max_size=8))
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(_ROW, min_size=1, max_size=12))
+def test_steps_are_the_game_actions_and_each_state_the_next_rows_room(
+        tmp_path: Path, rows: list[tuple[bool, str, str]]) -> None:
+    table = [(str(i), room, "game_action(go east)" if game else "write_memory(Notes)", text, "")
+             for i, (game, room, text) in enumerate(rows)]
+    path = write_run(tmp_path, table)
+    [episode] = list(AgentCCAdapter().episodes(path))
+    assert isinstance(episode, Episode)
+    games = [i for i, (game, _, _) in enumerate(rows) if game]
+    assert [s.action for s in episode.steps] == ["go east"] * len(games)
+    assert [s.state for s in episode.steps] == [rows[i + 1][1] if i + 1 < len(rows) else rows[i][1] for i in games]
+    assert episode.meta["memory_calls"] == len(rows) - len(games)
+    assert len(episode.meta.get("memory_after_end", [])) == len(rows) - 1 - (games[-1] if games else -1)
