@@ -170,7 +170,7 @@ def _rooms() -> WorldKind:
 
     return WorldKind(
         env="rooms",
-        title="Grams et al. (2025): rooms joined by named doors, balls with rewards, several episodes",
+        title="Grams et al.: rooms joined by named doors, balls with rewards, several episodes",
         instance_type=rooms.RoomsInstance, preset_type=generator.RoomsPreset,
         from_document=rooms.RoomsInstance.from_document, semantic_problems=rooms.semantic_problems,
         render_text=rooms.render_text, render_observation=rooms.render_observation, make_env=rooms.RoomsEnv,
