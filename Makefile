@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DEMO   := demo
 
-.PHONY: demo test bench docs browser install clean
+.PHONY: demo test bench docs browser install clean textgames textgames-checkpoints
 
 # pip's own chatter (editable-install warnings, index notes) goes to $(PIPLOG); it is shown only when pip fails.
 PIPLOG := $(VENV)/pip.log
@@ -71,3 +71,23 @@ docs: $(VENV)/.installed-test browser
 
 clean:
 	rm -rf $(VENV) $(DEMO) *.egg-info .pytest_cache .hypothesis
+
+# The real text-game logs of ../shared/data/text-games, converted and graded for coverage (README: "Coverage on real
+# text-game logs"); textgames-checkpoints regenerates the checkpoint files from the same data.
+TEXTGAMES_DATA ?= ../shared/data/text-games
+TEXTGAMES      := textgames
+TG_CHECKPOINTS := eebench/specs/checkpoints/text-games
+
+textgames: $(VENV)/.installed
+	rm -rf $(TEXTGAMES) && mkdir -p $(TEXTGAMES)
+	$(BIN)/eebench convert $(TEXTGAMES_DATA)/balrog-textworld-llama-3.1-8b --out $(TEXTGAMES)/balrog-textworld.jsonl
+	$(BIN)/eebench convert $(TEXTGAMES_DATA)/balrog-expt-coincollector/AgentCC/results --out $(TEXTGAMES)/agentcc.jsonl
+	$(BIN)/eebench convert $(TEXTGAMES_DATA)/alfworld-textcraft-adapt/results --out $(TEXTGAMES)/adapt.jsonl
+	$(BIN)/eebench convert $(TEXTGAMES_DATA)/scienceworld-oracle --agent-name oracle --out $(TEXTGAMES)/scienceworld.jsonl
+	$(BIN)/eebench grade $(TEXTGAMES)/*.jsonl --checkpoints $(TG_CHECKPOINTS)/textworld.yaml \
+	    --checkpoints $(TG_CHECKPOINTS)/alfworld.yaml --checkpoints $(TG_CHECKPOINTS)/scienceworld.yaml \
+	    --db $(TEXTGAMES)/results.duckdb
+	$(BIN)/eebench query --db $(TEXTGAMES)/results.duckdb "$$(cat scripts/textgames.sql)"
+
+textgames-checkpoints: $(VENV)/.installed
+	$(BIN)/python scripts/textgames_checkpoints.py $(TEXTGAMES_DATA) $(TG_CHECKPOINTS)

@@ -20,7 +20,7 @@ from eebench.errors import InputError, Problem
 # Per-step fields a canonical trajectory may carry beyond the action, in the order they are written; adapters fill
 # what their format has (convert.to_trajectory writes them).
 STEP_FIELDS: tuple[str, ...] = ("raw", "reasoning", "observation", "tokens_in", "tokens_out", "latency_ms",
-                                "timestamp")
+                                "timestamp", "state")
 HEAD_BYTES = 65536  # how much of a file `handles` sees
 
 
@@ -43,6 +43,7 @@ class LoggedStep:
     tokens_out: int | None = None
     latency_ms: float | None = None
     timestamp: str | None = None
+    state: str | None = None             # where the step left the agent, when the log says (a Room column)
 
 
 @dataclass

@@ -518,6 +518,8 @@ def to_trajectory(episode: Episode, adapter: Adapter, path: Path, options: Conve
             step["latency_ms"] = logged.latency_ms
         if logged.timestamp is not None:
             step["timestamp"] = logged.timestamp
+        if logged.state is not None:
+            step["state"] = logged.state
         steps.append(step)
     agent = {label: value for label in AGENT_LABELS
              if (value := options.labels.get(label) or placed.labels.get(label) or episode.agent.get(label))

@@ -30,6 +30,9 @@ BUILTINS: dict[str, str] = {
     "harbor-traces": "eebench.adapters.formats.harbor_traces:HarborTracesAdapter",
     "otel": "eebench.adapters.formats.otel:OtelAdapter",
     "langsmith": "eebench.adapters.formats.langsmith:LangSmithAdapter",
+    "agentcc": "eebench.adapters.formats.agentcc:AgentCCAdapter",
+    "adapt": "eebench.adapters.formats.adapt:AdaptAdapter",
+    "scienceworld": "eebench.adapters.formats.scienceworld:ScienceWorldAdapter",
 }
 
 

@@ -41,7 +41,7 @@ def test_the_three_real_episodes(agent_logs: Path, tmp_path: Path) -> None:
                                                f"{COINS}/seed-125148109"]
     assert [len(t["steps"]) for t in trajectories] == [2, 47, 80]
     assert [t["instance"] for t in trajectories] == ["BabyAI-MixedTrainLocal-v0/goto", "BabyAI-MixedTrainLocal-v0/open",
-                                                     "coin_collector"]
+                                                     f"textworld/coin_collector/{COINS}"]
     assert {t["env"] for t in trajectories} == {"logged"}
     assert [t["agent"] for t in trajectories] == [
         {"name": "robust_cot", "model": "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", "harness": "balrog"},

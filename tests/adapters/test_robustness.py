@@ -119,7 +119,7 @@ def test_a_faulty_plugin_cannot_stop_the_others(tmp_path: Path) -> None:
         _claims(Registered(_Broken(), "built-in"), path, b"{}")
     assert _missing_declarations(_Broken()) == ""
     assert _missing_declarations(_Undeclared()) == ("summary, never_carries (a frozenset of raw, reasoning, "
-                                                    "observation, tokens_in, tokens_out, latency_ms, timestamp)")
+                                                    "observation, tokens_in, tokens_out, latency_ms, timestamp, state)")
 
 
 def test_a_folder_or_a_missing_file_is_named(tmp_path: Path) -> None:

@@ -7,6 +7,11 @@ The two files are one episode: either path, or both, converts it once (`primary_
 Action column is the action the environment accepted; Reasoning is the model's full output (empty for agents
 that answer with the action alone); Observation is the text the agent saw after acting. The episode's first
 observation and per-step tokens and timing are not logged.
+
+The instance is the summary's task (`BabyAI-MixedTrainLocal-v0/goto`), except for TextWorld: BALROG cycles its
+TextWorld tasks through several game files, so the task does not name the game played and each episode is its own
+instance, `textworld/<task>/<run>` (`textworld/coin_collector/coin_collector_run_00`), for checkpoint files to
+map runs to games.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ REQUIRED = ("Step", "Action")
 ESCAPE = "˘"   # BALROG's csv.writer escapechar: read with the dialect it was written with
 SUMMARY_MARKERS = (b'"action_frequency"', b'"episode_return"', b'"num_steps"')
 _ANSWER = re.compile(r"<\|ACTION\|>.*?<\|END\|>", re.S)
+TEXTWORLD_TASKS = frozenset({"coin_collector", "the_cooking_game", "treasure_hunter"})   # BALROG's TextWorld tasks
 
 
 class BalrogAdapter(Adapter):
@@ -159,6 +165,8 @@ def _episode(path: Path, steps: list[LoggedStep], outcome: dict[str, Any], summa
     for key, value in outcome.items():   # the table's own record of the outcome, when the summary has none
         meta.setdefault(key, value)
     task = summary.get("task")
+    if task in TEXTWORLD_TASKS:
+        task = f"textworld/{task}/{path.stem}"
     return Episode(
         id=f"{path.stem}/seed-{seed}" if isinstance(seed, int) else path.stem, record=0, steps=steps,
         task=task if isinstance(task, str) else None, fields=summary,

@@ -1,0 +1,79 @@
+"""`scienceworld`: ScienceWorld run histories (`{episodeIdx: {history: {taskName, ..., history: [step, ...]}}}`).
+
+Each step has `action`, `observation` (the text after it), `score`, `isCompleted`, `inventory` and `freelook`,
+the "look around" text taken *before* the action ("This room is called the greenhouse."). So a step's state
+(where it leaves the agent) is the room of the next step's freelook; for the last step, the target of "You move
+to the X." in its observation, else its own freelook's room. Instances are `scienceworld/<taskName>/<variation>`;
+the agent is whatever wrote the history (the files at hand are the rule-based oracle's).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from eebench.adapters.base import Adapter, Episode, LoggedStep, bad_record
+from eebench.adapters.records import head_value, json_document
+from eebench.documents import json_type
+from eebench.errors import InputError
+
+_ROOM = re.compile(r"This (?:room|outside location) is called the (.+?)\.")
+_MOVED = re.compile(r"You move to the (.+?)\.")
+
+
+class ScienceWorldAdapter(Adapter):
+    name = "scienceworld"
+    summary = ("ScienceWorld run histories (JSON keyed by episode, each step with action, observation and "
+               "freelook): the room of the freelook read as each step's state")
+    example = "eebench convert task13-6-9.json --from scienceworld --out sw.jsonl"
+    suffixes = (".json",)
+    never_carries = frozenset({"raw", "reasoning", "tokens_in", "tokens_out", "latency_ms", "timestamp"})
+
+    def handles(self, path: Path, head: bytes) -> bool:
+        return (path.suffix.lower() == ".json" and head_value(head) == "{" and b'"episodeIdx"' in head
+                and b'"freelook"' in head)
+
+    def episodes(self, path: Path) -> Iterator[Episode | InputError]:
+        document = json_document(path)
+        if not isinstance(document, dict):
+            raise bad_record(path, f"expected ScienceWorld run histories (a JSON object), found "
+                                   f"{json_type(document)}")
+        for key, entry in document.items():
+            run = entry.get("history") if isinstance(entry, dict) else None
+            if not isinstance(run, dict) or not isinstance(run.get("history"), list):
+                yield bad_record(path, "expected {history: {taskName, history: [steps]}}", record=key,
+                                 field="history")
+                continue
+            rows = run["history"]
+            if not all(isinstance(row, dict) and isinstance(row.get("action"), str) for row in rows):
+                yield bad_record(path, "expected each step to be an object with an `action` string", record=key,
+                                 field="history.history")
+                continue
+            task = f"scienceworld/{run.get('taskName', 'task')}/{run.get('variationIdx', key)}"
+            meta: dict[str, Any] = {k: run[k] for k in ("taskName", "taskDescription", "variationIdx", "fold")
+                                    if isinstance(run.get(k), (str, int))}
+            if rows:
+                meta["final_score"] = rows[-1].get("score")
+                meta["completed"] = rows[-1].get("isCompleted") in (True, "true")
+            yield Episode(id=task, record=key, steps=_steps(rows), task=task, fields=entry,
+                          agent={"harness": "scienceworld"}, meta=meta)
+
+
+def _room(text: Any, pattern: re.Pattern[str]) -> str | None:
+    found = pattern.search(text) if isinstance(text, str) else None
+    return found.group(1) if found else None
+
+
+def _steps(rows: list[dict[str, Any]]) -> list[LoggedStep]:
+    steps = []
+    for i, row in enumerate(rows):
+        if i + 1 < len(rows):
+            state = _room(rows[i + 1].get("freelook"), _ROOM)
+        else:
+            state = _room(row.get("observation"), _MOVED) or _room(row.get("freelook"), _ROOM)
+        observation = row.get("observation")
+        steps.append(LoggedStep(action=row["action"], observation=observation if isinstance(observation, str)
+                                else None, state=state))
+    return steps

@@ -1,0 +1,186 @@
+"""Regenerate eebench/specs/checkpoints/text-games/*.yaml from the text-game logs and maps in ../shared/data/text-games.
+
+    python scripts/textgames_checkpoints.py [DATA_DIR] [OUT_DIR]
+
+Reproducible: the same data gives the same bytes (everything sorted, no time stamps). What each file holds:
+- textworld.yaml: per TextWorld game an episode played (textworld-maps/episode_to_map.csv for BALROG's Llama runs;
+  the AgentCC runs' own maps), the rooms of the game's map (`infos` entries of type `r`) as `room:<name>`, seen when
+  the room's `-= Name =-` header is in an observation; treasure_hunter's treasure (the walkthrough's last `take X`)
+  seen and taken. Then one set per task for every run of it (`textworld/<task>/*`): the header regex as the state,
+  the coin seen and taken (coin_collector), the rooms seen in the logs and the recipe read (the_cooking_game, which
+  has no map here).
+- alfworld.yaml: per ALFWorld scene (the floor plan number ending a game's name, `...-Desk-308/trial_...`), the
+  receptacles its episodes' problem text lists ("you see a bed 1, a desk 2, ...") as `state: <receptacle>`
+  checkpoints: the places there are to go to (checked to be the same list in every episode of the scene).
+- scienceworld.yaml: the rooms of the ScienceWorld house named in the logs ("This room is called the X", "A door to
+  the X") as `state: <room>` checkpoints for every `scienceworld/*` episode.
+The script checks what it relies on: every room header in a mapped episode is a room of its map, and every AgentCC
+Room is a room of the map given it.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data" / "text-games"
+OUT = REPO / "eebench" / "specs" / "checkpoints" / "text-games"
+HEADER = re.compile(r"-= (.+?) =-")
+STATE = "'-= (.+?) =-'"
+# AgentCC runs: the map each played (SOURCES.md: the L300 run on the 300-room map, the others on the 60-room one)
+AGENTCC_MAPS = {"L300": "coin_collector_level300/level_300_seed_0.json", "": "coin_collector/level_220_seed_1171.json"}
+
+
+def q(text: str) -> str:
+    """A YAML double-quoted scalar (a JSON string is one)."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def literal(text: str) -> str:
+    """`text` as a regex matching itself (spaces left readable)."""
+    return re.escape(text).replace("\\ ", " ")
+
+
+def room_checkpoint(name: str) -> str:
+    """A room is visited when its header is in an observation (TextWorld titles the name: `-= Cozy Chamber =-`)."""
+    name = name.lower()
+    return f"      - {{id: {q('room:' + name)}, field: observation, regex: {q('(?i)-= ' + literal(name) + ' =-')}}}"
+
+
+def game_rooms(game: dict) -> list[str]:
+    return sorted(info["name"] for _, info in game["infos"] if info["type"] == "r")
+
+
+def run_id(csv_path: str) -> str:
+    """The instance id the adapters write for a BALROG TextWorld run (see eebench/adapters/formats/balrog.py)."""
+    path = Path(csv_path)
+    return f"textworld/{path.parent.name}/{path.stem}"
+
+
+def headers(csv_path: Path, column: str) -> set[str]:
+    with csv_path.open(newline="", encoding="utf-8") as handle:
+        return {h for row in csv.DictReader(handle, escapechar="˘") for h in HEADER.findall(row[column])}
+
+
+def textworld(data: Path) -> str:
+    maps = data / "textworld-maps"
+    played: dict[str, list[str]] = {}   # map file (relative to a maps folder) -> instance ids
+    where: dict[str, Path] = {}
+    with (maps / "episode_to_map.csv").open(newline="", encoding="utf-8") as handle:
+        for row in csv.DictReader(handle):
+            key = f"{row['task']}/{row['matching_maps']}"
+            played.setdefault(key, []).append(run_id(row["episode_csv"]))
+            where[key] = maps / key
+            rooms = {r.lower() for r in game_rooms(json.loads(where[key].read_text("utf-8")))}
+            seen = {h.lower() for h in headers(data / row["episode_csv"], "Observation")}
+            if not seen <= rooms:
+                sys.exit(f"{row['episode_csv']}: rooms {sorted(seen - rooms)} are not in {key}")
+    agentcc = data / "balrog-expt-coincollector" / "AgentCC"
+    for run in sorted((agentcc / "results").glob("*.csv")):
+        key = AGENTCC_MAPS["L300" if "_L300_" in run.name else ""]
+        played.setdefault(key, []).append(f"textworld/coin_collector/{run.stem}")
+        where.setdefault(key, agentcc / "tw_games" / key)
+        rooms = {r.lower() for r in game_rooms(json.loads(where[key].read_text("utf-8")))}
+        with run.open(newline="", encoding="utf-8") as handle:
+            seen = {row["Room"].lower() for row in csv.DictReader(handle)}
+        if not seen <= rooms:
+            sys.exit(f"{run}: rooms {sorted(seen - rooms)} are not in {key}")
+    lines = ["eebench: checkpoints/1", "name: text-games-textworld",
+             "description: >-",
+             "  TextWorld games of the BALROG logs in shared/data/text-games: the rooms of each game's map,",
+             "  the coin or treasure; generated by scripts/textgames_checkpoints.py (do not edit by hand).", "sets:"]
+    for key in sorted(played):
+        game = json.loads(where[key].read_text("utf-8"))
+        lines.append(f"  # {key}: {len(game_rooms(game))} rooms")
+        lines.append(f"  - instances: [{', '.join(q(i) for i in sorted(played[key]))}]")
+        lines.append(f"    state: {{field: observation, regex: {STATE}}}")
+        lines.append("    checkpoints:")
+        lines.extend(room_checkpoint(name) for name in game_rooms(game))
+        if key.startswith("treasure_hunter/"):
+            treasure = re.fullmatch(r"take (.+?)(?: from .+)?", game["metadata"]["walkthrough"][-1]).group(1)
+            seen, taken = r"(?i)\b" + literal(treasure) + r"\b", "(?i)You (?:pick up|take) the " + literal(treasure)
+            lines.append(f"      - {{id: treasure-seen, field: observation, regex: {q(seen)}}}")
+            lines.append(f"      - {{id: treasure-taken, field: observation, regex: {q(taken)}}}")
+    cooking = sorted({h for run in sorted((data / "balrog-textworld-llama-3.1-8b" / "the_cooking_game").glob("*.csv"))
+                      for h in headers(run, "Observation")})
+    lines += ["  # every run of a task, mapped or not: how the state reads, and the task's own objects",
+              '  - instances: ["textworld/coin_collector/*"]', f"    state: {{field: observation, regex: {STATE}}}",
+              "    checkpoints:",
+              "      - {id: coin-seen, field: observation, regex: '(?i)\\ba coin\\b'}",
+              "      - {id: coin-taken, field: observation, regex: '(?i)You pick up the coin'}",
+              '  - instances: ["textworld/treasure_hunter/*"]', f"    state: {{field: observation, regex: {STATE}}}",
+              "    checkpoints:",
+              "      - {id: key-taken, field: observation, "
+              "regex: '(?i)You (?:pick up|take) the \\S*\\s?(?:key|passkey)\\b'}",
+              '  - instances: ["textworld/the_cooking_game/*"]', f"    state: {{field: observation, regex: {STATE}}}",
+              "    checkpoints:"]
+    lines.extend(room_checkpoint(name) for name in cooking)
+    lines.append("      - {id: recipe-read, field: observation, regex: 'Recipe #1'}")
+    return "\n".join(lines) + "\n"
+
+
+_AROUND = re.compile(r"Looking quickly around you, you see (.+?)\.\s*(?:\n|$)")
+
+
+def alfworld(data: Path) -> str:
+    results = json.loads((data / "alfworld-textcraft-adapt" / "results" /
+                          "ADaPT_maxd3_alfworld_text_davinci_003.json").read_text("utf-8"))
+    scenes: dict[str, tuple[str, str]] = {}   # ALFWorld scene number -> (receptacles text, first game)
+    for kind in sorted(k for k in results if k != "overall"):
+        for game in sorted(results[kind]):
+            found = _AROUND.search(results[kind][game]["problem"])
+            if found is None:
+                sys.exit(f"alfworld {game}: no 'Looking quickly around you, you see ...' in its problem")
+            scene = game.split("/")[0].rsplit("-", 1)[1]   # pick_and_place_simple-Mug-None-Desk-308/trial_...
+            listed, first = scenes.setdefault(scene, (found.group(1), game))
+            if listed != found.group(1):
+                sys.exit(f"alfworld scene {scene}: {game} lists other receptacles than {first}")
+    lines = ["eebench: checkpoints/1", "name: text-games-alfworld",
+             "description: >-",
+             "  ADaPT's ALFWorld episodes, per scene (floor plan): the receptacles its first look lists,",
+             "  the places to go to; generated by scripts/textgames_checkpoints.py (do not edit by hand).", "sets:"]
+    for scene in sorted(scenes, key=int):
+        places = sorted({re.sub(r"^(?:and )?an? ", "", p.strip()) for p in scenes[scene][0].split(",")})
+        lines.append(f"  # scene {scene}: {len(places)} receptacles")
+        lines.append(f"  - instances: [{q('alfworld/*-' + scene + '/*')}]")
+        lines.append("    checkpoints:")
+        lines.extend(f"      - {{id: {q('at:' + p)}, state: {q(p)}}}" for p in places)
+    return "\n".join(lines) + "\n"
+
+
+_SW_ROOM = re.compile(r"This (?:room|outside location) is called the (.+?)\.|A door to the (.+?) \(")
+
+
+def scienceworld(data: Path) -> str:
+    rooms: set[str] = set()
+    for path in sorted((data / "scienceworld-oracle").glob("*.json")):
+        for episode in json.loads(path.read_text("utf-8")).values():
+            for step in episode["history"]["history"]:
+                for text in (step["freelook"], step["observation"]):
+                    rooms.update(a or b for a, b in _SW_ROOM.findall(text))
+    lines = ["eebench: checkpoints/1", "name: text-games-scienceworld",
+             "description: >-", "  The rooms of the ScienceWorld house named in the oracle logs; generated by",
+             "  scripts/textgames_checkpoints.py (do not edit by hand).", "sets:",
+             '  - instances: ["scienceworld/*"]', "    checkpoints:"]
+    lines.extend(f"      - {{id: {q('room:' + r)}, state: {q(r)}}}" for r in sorted(rooms))
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Iterable[str]) -> None:
+    args = list(argv)
+    data = Path(args[0]) if args else DATA
+    out = Path(args[1]) if len(args) > 1 else OUT
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in (("textworld", textworld(data)), ("alfworld", alfworld(data)),
+                       ("scienceworld", scienceworld(data))):
+        (out / f"{name}.yaml").write_text(text, "utf-8")
+        print(f"wrote {out / name}.yaml")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
