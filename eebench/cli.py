@@ -487,7 +487,9 @@ def publish(suite: str, version: str, out: Path) -> None:
 
     SUITE is a suite YAML file or the name of a shipped suite (see `eebench bundles`). A bundle is never
     replaced: publishing the same content again does nothing, and other content under the same name and version
-    is refused. The same SUITE and version give the same bytes on every machine.
+    is refused. A folder bundle's files are the same bytes on every machine; an archive's may differ with another
+    zlib, but its manifest digest does not. Pinned versions (`eebench bundles`) republish the same digest with
+    any later eebench.
     """
     from eebench.bundles import publish as publish_bundle
 

@@ -197,8 +197,11 @@ class InstanceLibrary:
             return hit
         path = self.path_for(instance_id)
         if path is None:
-            raise InputError(f"no instance {quote(repr(instance_id))} {self.where}"
-                             f"{did_you_mean(instance_id, self.ids())}")
+            close = did_you_mean(instance_id, self.ids())
+            # a damaged file of the folder may be the one that held it: name it rather than only a close id
+            damaged = (f"; {len(self.unreadable)} file(s) there could not be read, e.g. {self.unreadable[0]}"
+                       if self.unreadable else "")
+            raise InputError(f"no instance {quote(repr(instance_id))} {self.where}{close}{damaged}")
         loaded = load_instance(path)
         if loaded.instance.id != instance_id:
             raise InputError.at(str(path), f"expected id {instance_id!r}, found {loaded.instance.id!r}", field="id")

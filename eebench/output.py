@@ -16,12 +16,13 @@ FORMATS = ("table", "csv", "json")
 
 
 def _plain(value: Any) -> Any:
-    """A JSON-friendly value: dates as ISO text, decimals as floats, NaN as null."""
+    """A JSON-friendly value: dates as ISO text, decimals as floats, NaN and the infinities as null (strict JSON
+    has neither)."""
     if isinstance(value, (dt.date, dt.time)):
         return value.isoformat()
     if isinstance(value, decimal.Decimal):
         return float(value)
-    if isinstance(value, float) and math.isnan(value):
+    if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]

@@ -451,7 +451,7 @@ def place(episode: Episode, path: Path, name: str, options: ConvertOptions) -> P
     elif options.instance_from_name:
         read = from_name(options.name_pattern(), Path(name).name)  # type: ignore[arg-type]
         if read is None:
-            raise InputError.at(name, f"--instance-from-name: {options.instance_from_name!r} does not match "
+            raise InputError.at(name, f"--instance-from-name: '{options.instance_from_name}' does not match "
                                       f"{name_stem(Path(name).name)!r}")
         instance = read.pop("instance")
         labels = read
