@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 from click.testing import CliRunner
 
@@ -54,3 +55,12 @@ def write_jsonl(path: Path, docs: list[Any]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(d) + "\n" for d in docs), "utf-8")
     return path
+
+
+def rows(db: Path, sql: str) -> list[tuple]:
+    """The rows of a query over a results file, read-only (the tests' one way to look into DuckDB)."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()

@@ -15,7 +15,7 @@ from eebench.evaluator.store import SCHEMA_VERSION
 from eebench.instances import write_instances
 from eebench.world.kinds import envs
 from eebench.world.rooms import RoomsInstance
-from tests.conftest import make_instance, write_jsonl
+from tests.conftest import make_instance, rows, write_jsonl
 from tests.evaluator.test_gaps import LINE
 from tests.evaluator.test_grade import CORRIDOR, SOLVE, trajectory
 
@@ -33,14 +33,6 @@ sets:
   - instances: ["nothing/*"]
     checkpoints: [{id: x, state: x}]
 """
-
-
-def rows(db: Path, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 ROOMS = "rooms" in envs()   # the rooms world kind is registered on another branch

@@ -15,7 +15,7 @@ from eebench.evaluator import Bench, grade_files
 from eebench.evaluator.families import registered
 from eebench.evaluator.store import EPISODE_COLUMNS, SCHEMA_VERSION, STEP_COLUMNS, TRAJECTORY_COLUMNS, VIEWS, ResultStore
 from eebench.instances import write_instances
-from tests.conftest import instance_doc, make_instance, write_json, write_jsonl
+from tests.conftest import instance_doc, make_instance, rows, write_json, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,14 +37,6 @@ def bench(tmp_path: Path) -> Path:
     write_instances([make_instance(**CORRIDOR, instance_id="t/corridor"),
                      make_instance(**{**CORRIDOR, "budget": 4}, instance_id="t/short")], folder, {"kind": "test"})
     return folder
-
-
-def rows(db: Path, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def test_grade_writes_the_documented_tables(cli, bench: Path, tmp_path: Path) -> None:

@@ -6,26 +6,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 
 from eebench.agents.rooms import play_steps
 from eebench.instances import write_instances
 from eebench.suites import resolve_spec
-from tests.conftest import make_instance, write_json, write_jsonl
+from tests.conftest import make_instance, rows, write_json, write_jsonl
 from tests.evaluator.test_gaps import LINE
 from tests.evaluator.test_grade import CORRIDOR, SOLVE
 from tests.evaluator.test_grade import trajectory as grid_trajectory
 
 LINE_ACTIONS = ["x ball", "d1 door", "Y Ball ", "d1 door", "d2 door", "z ball", "d2 door", "extra"]
-
-
-def rows(db: Path, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def rooms_trajectory(traj_id: str, actions: list[Any], episodes: list[int] | None = None, **extra: Any) -> dict:

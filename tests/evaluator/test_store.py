@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from eebench.evaluator import Bench, grade_files, store
 from eebench.instances import write_instances
-from tests.conftest import make_instance, write_jsonl
+from tests.conftest import make_instance, rows, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,14 +41,6 @@ def bench(tmp_path: Path) -> Path:
     write_instances([make_instance(**CORRIDOR, instance_id="t/corridor"),
                      make_instance(**{**CORRIDOR, "budget": 1_000_000}, instance_id="t/long")], folder, {"kind": "t"})
     return folder
-
-
-def rows(db: Path, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def eebench(*args: str | Path, **kwargs) -> subprocess.Popen:

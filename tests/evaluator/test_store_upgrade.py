@@ -12,18 +12,10 @@ import pytest
 
 from eebench.evaluator.store import SCHEMA_VERSION, V1_STEP_COLUMNS, V1_TRAJECTORY_COLUMNS
 from eebench.instances import write_instances
-from tests.conftest import make_instance, write_jsonl
+from tests.conftest import make_instance, rows, write_jsonl
 from tests.evaluator.test_grade import CORRIDOR, SOLVE, trajectory
 
 V1_FILE = Path(__file__).parent / "data" / "results-v1.duckdb.gz"
-
-
-def rows(db: Path, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 @pytest.fixture
