@@ -121,3 +121,14 @@ def test_an_all_may_name_the_ids_of_the_sets_rules(tmp_path: Path) -> None:
     assert only.checkpoints[0].all == ("room:A", "cell:1,2")
     with pytest.raises(InputError, match=r"checkpoints\[0\]\.all\[0\]: unknown checkpoint 'ball:x' of this set$"):
         load_checkpoints(write(tmp_path, text.replace("'room:A'", "'ball:x'")))
+
+
+def test_every_shipped_file_passes_the_full_door_and_reads_the_same_fast() -> None:
+    # grades read the shipped files with libyaml and no schema pass; this is the check they skip
+    from importlib import resources
+
+    root = Path(str(resources.files("eebench").joinpath("specs", "checkpoints")))
+    files = sorted(root.rglob("*.yaml"))
+    assert len(files) >= 5
+    for path in files:
+        assert load_checkpoints(path) == load_checkpoints(path, shipped=True), path
