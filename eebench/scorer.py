@@ -61,6 +61,7 @@ class StepRecord(NamedTuple):
     progress: int
     stale: int          # S(t)
     error: int          # err(t): 1 for an exploration or exploitation error
+    visit_depth: int    # EAPO: earlier visits of the cell entered (the start counts one before the first step)
     end: EndReason | None = None   # set on the last step of the episode
 
     @property
@@ -120,6 +121,7 @@ class GridDagScorer(Scorer):
         self._pos = world.start
         self._segment = {world.start}
         self._stale = 0
+        self._visits = {world.start: 1}   # visits per cell, the start counted as one before the first step
         self.t = 0
         self.end: EndReason | None = None
 
@@ -184,9 +186,12 @@ class GridDagScorer(Scorer):
             self.end = EndReason.GOAL
         elif self.t >= world.budget:
             self.end = EndReason.BUDGET
+        visits = self._visits
+        depth = visits.get(target, 0)
+        visits[target] = depth + 1
         return StepRecord(t, action, pos % width, pos // width, target % width, target // width, target != pos,
                           case, n_targets, flags & _GAIN, (flags & _PROGRESS) >> 1, stale, (flags & _ERROR) >> 2,
-                          self.end)
+                          depth, self.end)
 
     def _progress(self, target: int) -> None:
         """Update U(t), P(t), the case and T(t) after a progress event at `target` (as `park.replay` does)."""
@@ -237,7 +242,27 @@ class GridDagScorer(Scorer):
         lengths = [len(r.cells_to) for r in replays]
         columns["action"] = np.fromiter(chain.from_iterable(a[:n] for a, n in zip(trajectories, lengths)),
                                         dtype=object, count=len(columns["t"]))
+        columns["visit_depth"] = _visit_depths(self.tables.world.start, [r.cells_to for r in replays])
         return columns
+
+
+def _visit_depths(start: int, runs: Sequence[Any]) -> np.ndarray:
+    """Each step's earlier visits of the cell it enters, for many runs at once: the cells of a run, its start
+    first, sorted stably by (run, cell); a visit's depth is its rank within its (run, cell) group."""
+    lengths = np.fromiter((len(cells) + 1 for cells in runs), dtype=np.int64, count=len(runs))
+    cells = np.concatenate([np.concatenate(([start], np.asarray(c, dtype=np.int64))) for c in runs]) \
+        if runs else np.zeros(0, dtype=np.int64)
+    owner = np.repeat(np.arange(len(runs), dtype=np.int64), lengths)
+    order = np.lexsort((np.arange(cells.size), cells, owner))  # stable: visits in time order within a group
+    key_owner, key_cell = owner[order], cells[order]
+    first = np.ones(cells.size, dtype=bool)
+    first[1:] = (key_owner[1:] != key_owner[:-1]) | (key_cell[1:] != key_cell[:-1])
+    group_start = np.maximum.accumulate(np.where(first, np.arange(cells.size), 0))
+    depth = np.empty(cells.size, dtype=np.int32)
+    depth[order] = np.arange(cells.size) - group_start
+    is_start = np.zeros(cells.size, dtype=bool)
+    is_start[np.cumsum(lengths) - lengths] = True
+    return depth[~is_start]   # the start's own visit is not a step
 
 
 
@@ -271,6 +296,8 @@ class RoomsStepRecord(NamedTuple):
     valid: bool
     reward: int
     return_so_far: int          # of this episode, this step's reward included
+    visit_depth: int            # EAPO: earlier visits of the room it leaves the agent in (each episode's start
+    #                             room counts one visit when the episode starts)
     end: RoomsEnd | None = None
     episode_record: EpisodeRecord | None = None
 
@@ -306,6 +333,7 @@ class RoomsScorer(Scorer):
         self._balls: set[int] = set()
         self._return = 0
         self._n_steps = 0
+        self._visits = {self.instance.start: 1}   # per room id, over the run; each episode's start is a visit
         self.done = False
 
     @property
@@ -326,6 +354,7 @@ class RoomsScorer(Scorer):
         if self._state.over:
             self._state = world.initial_state(self._state.episode + 1)
             self._return = self._n_steps = 0
+            self._visits[self.instance.start] = self._visits.get(self.instance.start, 0) + 1
         before = self._state.room
         result = world.step(self._state, action)
         self._state = state = result.state
@@ -346,8 +375,10 @@ class RoomsScorer(Scorer):
             self.done = len(self._returns) >= self.instance.episodes
         t = self.t
         self.t += 1
+        depth = self._visits.get(outcome.room, 0)
+        self._visits[outcome.room] = depth + 1
         return RoomsStepRecord(t, action, outcome.episode, outcome.room, outcome.valid, outcome.reward, self._return,
-                               result.end, record)
+                               depth, result.end, record)
 
     def _close(self) -> EpisodeRecord:
         """Close the ended episode: its knowledge K(i), and its row as the gaps family computes it for the run so

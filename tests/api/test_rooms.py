@@ -16,7 +16,7 @@ from eebench.errors import EebenchError
 from eebench.scorer import EpisodeRecord, RoomsScorer
 from eebench.world.rooms import EpisodeEnd, RoomsEnv
 
-STEP_FIELDS = ("t", "action", "episode", "room", "valid")
+STEP_FIELDS = ("t", "action", "episode", "room", "valid", "visit_depth")
 
 
 @pytest.fixture(scope="module")
