@@ -9,6 +9,7 @@ action at a time (tests hold the three equal). rooms: steps by the world's rules
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Sequence
 from enum import Enum
 from itertools import chain
@@ -73,7 +74,7 @@ class StepRecord(NamedTuple):
         return self.error if self.case_id in EXPLOIT_CASES else 0
 
 
-class Scorer:
+class Scorer(abc.ABC):
     """`Scorer(instance)` makes the scorer of the instance's world kind (`GridDagScorer`, `RoomsScorer`)."""
 
     def __new__(cls, instance: Any, *args: Any, **kwargs: Any) -> Scorer:
@@ -90,11 +91,13 @@ class Scorer:
             cls = _SCORERS[env]
         return super().__new__(cls)
 
+    @abc.abstractmethod
     def reset(self) -> None:
-        raise NotImplementedError
+        """Start over (a new episode, or for rooms a new run)."""
 
+    @abc.abstractmethod
     def step(self, action: Any) -> Any:
-        raise NotImplementedError
+        """Grade one action and advance."""
 
 
 class GridDagScorer(Scorer):
