@@ -25,7 +25,26 @@ from eebench.world.rooms import render_observation as render_rooms_observation
 NODE_STATUS = (None, *NodeStatus)  # code 0: no node on the agent's cell
 
 
-class GridDag(gymnasium.Env):
+class _WorldEnv(gymnasium.Env):
+    """What both worlds' environments share: a world env behind them, the last observation, step and render."""
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}  # fps: only for recorders; an episode is text
+    # each world's class sets: _render_text (its observation text), action_word and _encode (its spaces)
+
+    def step(self, action: int | np.integer | str) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        word = self.action_word(action)
+        observation, reward, terminated, truncated, info = self._env.step(word)
+        self._last = observation
+        return self._encode(observation), reward, terminated, truncated, {**info, "observation": observation}
+
+    def render(self) -> str | None:
+        """The observation as the text the LLM agent reads."""
+        if self.render_mode != "ansi" or self._last is None:
+            return None
+        return self._render_text(self._last) + "\n"
+
+
+class GridDag(_WorldEnv):
     """Park et al.'s grid map + task DAG as a Gymnasium environment.
 
     Actions: Discrete(4), the moves up, down, left, right (a move word is accepted too).
@@ -35,7 +54,7 @@ class GridDag(gymnasium.Env):
     Reward: 1 when the goal is achieved, else 0 (`eebench.Scorer` gives the dense per-step record).
     """
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 4}  # fps: only for recorders; an episode is text
+    _render_text = staticmethod(render_observation)   # Park et al., Appendix C.3
 
     def __init__(self, instance: GridDagInstance, render_mode: str | None = None):
         if render_mode not in (None, "ansi"):
@@ -66,18 +85,6 @@ class GridDag(gymnasium.Env):
         """The move word of an action index (a word is kept as it is)."""
         return action if isinstance(action, str) else ACTIONS[int(action)]
 
-    def step(self, action: int | np.integer | str) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
-        word = self.action_word(action)
-        observation, reward, terminated, truncated, info = self._env.step(word)
-        self._last = observation
-        return self._encode(observation), reward, terminated, truncated, {**info, "observation": observation}
-
-    def render(self) -> str | None:
-        """The observation as the text the LLM agent reads (Park et al., Appendix C.3)."""
-        if self.render_mode != "ansi" or self._last is None:
-            return None
-        return render_observation(self._last) + "\n"
-
     def _encode(self, observation: dict[str, Any]) -> dict[str, Any]:
         world = self._env.world
         node = observation["node"]
@@ -91,7 +98,7 @@ class GridDag(gymnasium.Env):
         }
 
 
-class Rooms(gymnasium.Env):
+class Rooms(_WorldEnv):
     """Grams et al.'s room worlds as a Gymnasium environment: one Gymnasium episode per episode of the instance.
 
     Actions: Discrete(doors + balls): action k < doors is `<door k> door`, else `<ball k - doors> ball`, in the
@@ -102,7 +109,7 @@ class Rooms(gymnasium.Env):
     at episode 0, and `options={"episode": k}` picks one.
     """
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    _render_text = staticmethod(render_rooms_observation)   # Grams et al., Appendix A.5
 
     def __init__(self, instance: RoomsInstance, render_mode: str | None = None):
         if render_mode not in (None, "ansi"):
@@ -140,18 +147,6 @@ class Rooms(gymnasium.Env):
     def action_word(self, action: int | np.integer | str) -> str:
         """The action text of an action index, `<name> door` or `<name> ball` (text is kept as it is)."""
         return action if isinstance(action, str) else self.actions[int(action)]
-
-    def step(self, action: int | np.integer | str) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
-        word = self.action_word(action)
-        observation, reward, terminated, truncated, info = self._env.step(word)
-        self._last = observation
-        return self._encode(observation), reward, terminated, truncated, {**info, "observation": observation}
-
-    def render(self) -> str | None:
-        """The observation as the text the LLM agent reads (Grams et al., Appendix A.5)."""
-        if self.render_mode != "ansi" or self._last is None:
-            return None
-        return render_rooms_observation(self._last) + "\n"
 
     def _encode(self, observation: dict[str, Any]) -> dict[str, Any]:
         doors = np.zeros(len(self._door_index), dtype=np.int8)
