@@ -7,6 +7,7 @@ MAX_DOCUMENT_BYTES). Errors are located: `file:line` for a line, `record N` for 
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import re
@@ -68,6 +69,38 @@ def head_value(head: bytes) -> str:
     """The first non-space character of a file's head ('' when empty), to tell `[`, `{` and text apart."""
     stripped = head.removeprefix(BOM).lstrip()
     return chr(stripped[0]) if stripped else ""
+
+
+def csv_table(path: Path, columns: tuple[str, ...], required: tuple[str, ...], *, table: str = "",
+              escapechar: str | None = None, header_out: list[str] | None = None
+              ) -> Iterator[tuple[int, dict[str, str]]]:
+    """The rows of a CSV log with a header (read by column name), each with the line it starts at, decoded line
+    by line; InputError at the first bad one. `table` names the format in messages (e.g. "BALROG ");
+    `header_out`, when given, receives the header's names."""
+    lines = (decode_utf8(raw, str(path), line=number) for number, raw in binary_lines(path))
+    reader = csv.reader(lines, escapechar=escapechar, strict=True)
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise bad_record(path, f"empty file; expected a {table}step table with columns {', '.join(columns)}",
+                             line=1)
+        header = [name.lstrip("\ufeff") for name in header]
+        if header_out is not None:
+            header_out[:] = header
+        missing = [name for name in required if name not in header]
+        if missing:
+            raise bad_record(path, f"expected {table}columns {', '.join(columns)}; found {', '.join(header)} "
+                                   f"(no {', '.join(missing)})", line=1)
+        start = reader.line_num + 1
+        for row in reader:
+            if len(row) != len(header):
+                raise bad_record(path, f"expected {len(header)} values ({', '.join(header)}), found {len(row)}",
+                                 line=start)
+            yield start, dict(zip(header, row, strict=True))
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        reason = "truncated: a quoted value is not closed" if "unexpected end of data" in str(exc) else str(exc)
+        raise bad_record(path, f"malformed CSV ({reason})", line=reader.line_num) from None
 
 
 def binary_lines(path: Path, limit: int = MAX_LINE_BYTES) -> Iterator[tuple[int, bytes]]:

@@ -23,7 +23,7 @@ from eebench.errors import InputError, Problem, quote
 from eebench.evaluator.coverage import LOGGED, LoggedInstance
 from eebench.evaluator.families import MetricFamily, Trajectory, families_for, metric_version
 from eebench.evaluator.store import TRAJECTORY_COLUMNS, Batch, Replaced, ResultStore
-from eebench.instances import InstanceLibrary, LoadedInstance, check_trajectory_env
+from eebench.instances import InstanceLibrary, check_trajectory_env
 from eebench.trajectories import (AGENT_LABELS, EMPTY_EXPECTED, Record, check_trajectory, parse_record,
                                   read_raw_records, usage_totals)
 

@@ -15,15 +15,13 @@ the agent's labels, WIN/LOSS `meta.won`, an `L300` (the 300-room map) `meta.leve
 
 from __future__ import annotations
 
-import csv
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from eebench.adapters.base import Adapter, Episode, LoggedStep, bad_record
-from eebench.adapters.records import binary_lines
-from eebench.documents import decode_utf8
+from eebench.adapters.records import csv_table
 from eebench.errors import InputError
 
 COLUMNS = ("Step", "Room", "Action", "Result", "Reasoning")
@@ -93,28 +91,7 @@ class AgentCCAdapter(Adapter):
 
 def _rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
     """The rows of the table with the line each starts at; InputError at the first bad one."""
-    lines = (decode_utf8(raw, str(path), line=number) for number, raw in binary_lines(path))
-    reader = csv.reader(lines, strict=True)
-    try:
-        header = next(reader, None)
-        if header is None:
-            raise bad_record(path, f"empty file; expected columns {', '.join(COLUMNS)}", line=1)
-        header = [name.lstrip("\ufeff") for name in header]
-        missing = [name for name in COLUMNS[:4] if name not in header]
-        if missing:
-            raise bad_record(path, f"expected columns {', '.join(COLUMNS)}; found {', '.join(header)} "
-                                   f"(no {', '.join(missing)})", line=1)
-        start = reader.line_num + 1
-        for row in reader:
-            if len(row) != len(header):
-                raise bad_record(path, f"expected {len(header)} values ({', '.join(header)}), found {len(row)}",
-                                 line=start)
-            cells = dict(zip(header, row, strict=True))
-            if not cells["Step"].strip().isdigit():
-                raise bad_record(path, f"expected a step number, found {cells['Step']!r}", line=start,
-                                 field="Step")
-            yield start, cells
-            start = reader.line_num + 1
-    except csv.Error as exc:
-        reason = "truncated: a quoted value is not closed" if "unexpected end of data" in str(exc) else str(exc)
-        raise bad_record(path, f"malformed CSV ({reason})", line=reader.line_num) from None
+    for start, cells in csv_table(path, COLUMNS, COLUMNS[:4]):
+        if not cells["Step"].strip().isdigit():
+            raise bad_record(path, f"expected a step number, found {cells['Step']!r}", line=start, field="Step")
+        yield start, cells

@@ -16,7 +16,6 @@ map runs to games.
 
 from __future__ import annotations
 
-import csv
 import math
 import re
 from collections.abc import Iterator, Mapping
@@ -25,8 +24,8 @@ from typing import Any
 
 from eebench.adapters.base import Adapter, Episode, LoggedStep, as_int, bad_record
 from eebench.adapters.chat import split_think
-from eebench.adapters.records import binary_lines, head_value, json_document
-from eebench.documents import decode_utf8, json_type
+from eebench.adapters.records import csv_table, head_value, json_document
+from eebench.documents import json_type
 from eebench.errors import InputError
 
 COLUMNS = ("Step", "Action", "Reasoning", "Observation", "Reward", "Done")
@@ -88,50 +87,26 @@ class BalrogAdapter(Adapter):
         yield _episode(path, steps, outcome, summary)
 
 
-def _lines(path: Path) -> Iterator[str]:
-    """The file's lines decoded one at a time, so a bad byte is reported at its own line."""
-    for number, raw in binary_lines(path):
-        yield decode_utf8(raw, str(path), line=number)
-
-
 def _read_table(path: Path) -> tuple[list[LoggedStep], dict[str, Any]]:
     """The steps of a BALROG CSV, read as a stream of rows, and what its columns say of the outcome."""
-    reader = csv.reader(_lines(path), escapechar=ESCAPE, strict=True)
     steps: list[LoggedStep] = []
     rewards: list[float] = []
     done: bool | None = None
-    try:
-        header = next(reader, None)
-        if header is None:
-            raise bad_record(path, f"empty file; expected a BALROG step table with columns {', '.join(COLUMNS)}",
-                             line=1)
-        header = [name.lstrip("\ufeff") for name in header]
-        missing = [name for name in REQUIRED if name not in header]
-        if missing:
-            raise bad_record(path, f"expected BALROG columns {', '.join(COLUMNS)}; found {', '.join(header)} "
-                                   f"(no {', '.join(missing)})", line=1)
-        start = reader.line_num + 1
-        for row in reader:
-            if len(row) != len(header):
-                raise bad_record(path, f"expected {len(header)} values ({', '.join(header)}), found {len(row)}",
-                                 line=start)
-            cells = dict(zip(header, row, strict=True))
-            if cells["Step"].strip() != str(len(steps)):
-                raise bad_record(path, f"expected step {len(steps)}, found {cells['Step']!r}", line=start,
-                                 field="Step")
-            if "Reward" in cells:
-                reward = _number(cells["Reward"])
-                if reward is None:
-                    raise bad_record(path, f"expected a number, found {cells['Reward']!r}", line=start,
-                                     field="Reward")
-                rewards.append(reward)
-            if "Done" in cells:
-                done = cells["Done"] == "True"
-            steps.append(_step(cells))
-            start = reader.line_num + 1
-    except csv.Error as exc:
-        reason = "truncated: a quoted value is not closed" if "unexpected end of data" in str(exc) else str(exc)
-        raise bad_record(path, f"malformed CSV ({reason})", line=reader.line_num) from None
+    header: list[str] = []
+    rows = csv_table(path, COLUMNS, REQUIRED, table="BALROG ", escapechar=ESCAPE, header_out=header)
+    for start, cells in rows:
+        if cells["Step"].strip() != str(len(steps)):
+            raise bad_record(path, f"expected step {len(steps)}, found {cells['Step']!r}", line=start,
+                             field="Step")
+        if "Reward" in cells:
+            reward = _number(cells["Reward"])
+            if reward is None:
+                raise bad_record(path, f"expected a number, found {cells['Reward']!r}", line=start,
+                                 field="Reward")
+            rewards.append(reward)
+        if "Done" in cells:
+            done = cells["Done"] == "True"
+        steps.append(_step(cells))
     outcome: dict[str, Any] = {"rewards": rewards} if "Reward" in header else {}
     if done is not None:
         outcome["done"] = done
