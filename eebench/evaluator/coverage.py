@@ -106,7 +106,7 @@ class GridTables:
     """grid_dag, per instance: the checkpoint plan, the node cells, and the cells whose node is achieved on entry
     at the start (no prerequisites). The moves are the Park family's: its replay is the one replay of the rules."""
 
-    __slots__ = ("world", "plan", "node_cells", "achievable", "_park")
+    __slots__ = ("world", "plan", "node_cells", "achievable", "_park", "_lookups")
 
     def __init__(self, instance: GridDagInstance, sets: Sequence[CheckpointSet]):
         self.world = world = GridDagWorld(instance)
@@ -124,30 +124,64 @@ class GridTables:
                                 if world.node_at[cell] == node)
         self.achievable = frozenset(cell for node, cell in self.node_cells if world.prerequisites_met(node, 0))
         self._park: Any = None
+        self._lookups: GridLookups | None = None
 
-    def park_replay(self, instance: GridDagInstance, trajectory: Trajectory) -> Any:
+    def lookups(self) -> GridLookups:
+        """The plan as the compiled path reads it (made on first use)."""
+        if self._lookups is None:
+            plan, n_cells = self.plan, self.world.n_cells
+            self._lookups = GridLookups(*_csr(plan.by_state, n_cells), *_csr(plan.achieved, len(self.world.node_cell)),
+                                        np.array(plan.ids, dtype=object),
+                                        tuple((i, np.array(members)) for i, members in plan.alls))
+        return self._lookups
+
+    def park_replay(self, instance: GridDagInstance, steps: list[dict[str, Any]]) -> Any:
         """The Park replay of a trajectory, when the grader did not run the Park family (a family used on its own)."""
         from eebench.evaluator.park import FAMILY as PARK
         from eebench.evaluator.park import replay
 
         if self._park is None:
             self._park = PARK.tables(instance)
-        return replay(self._park, [step["action"] for step in trajectory.doc["steps"]])
+        return replay(self._park, [step["action"] for step in steps])
+
+
+class GridLookups(NamedTuple):
+    """A grid_dag plan as flat arrays: a cell's first-visit checkpoints are state_ids[state_ptr[cell]:state_ptr[cell
+    + 1]], a node's achievement checkpoints likewise; `ids` the checkpoint ids; `alls` each `all` and its members."""
+
+    state_ptr: np.ndarray
+    state_ids: np.ndarray
+    achieved_ptr: np.ndarray
+    achieved_ids: np.ndarray
+    ids: np.ndarray
+    alls: tuple[tuple[int, np.ndarray], ...]
+
+
+def _csr(table: dict[Any, tuple[int, ...]], size: int) -> tuple[np.ndarray, np.ndarray]:
+    """`table` (key 0..size-1 -> checkpoint indices) as (pointers, indices)."""
+    counts = np.zeros(size + 1, dtype=np.int64)
+    for key, ids in table.items():
+        counts[key + 1] = len(ids)
+    order = sorted(table)
+    return np.cumsum(counts), np.fromiter(chain.from_iterable(table[key] for key in order), dtype=np.int64)
 
 
 class _PendingGrid(NamedTuple):
     """A grid_dag trajectory whose coverage waits for the Park family's replay: the Park family replays a whole
-    chunk at once (compiled when it is large) in its `columns`, which the grader calls before this family's."""
+    chunk at once (compiled when it is large) in its `columns`, which the grader calls before this family's.
+    It holds the steps, not the Trajectory: the Trajectory holds it (in `earlier`), and a cycle would keep every
+    chunk's documents alive until Python's cycle collector ran."""
 
     tables: GridTables
     instance: GridDagInstance
-    trajectory: Trajectory
+    steps: list[dict[str, Any]]
     park: Any   # the Park family's ParkReplay (its `replay` is set by the Park columns), or None
+    simple: bool   # every step holds only its action (no phase to read)
 
     def graded(self) -> Coverage:
         park = self.park.replay if self.park is not None and self.park.replay is not None \
-            else self.tables.park_replay(self.instance, self.trajectory)
-        return _grid(self.tables, park.start, park.cells_to, self.trajectory.doc["steps"])
+            else self.tables.park_replay(self.instance, self.steps)
+        return _grid(self.tables, park.start, park.cells_to, self.steps)
 
 
 class RoomsTables(NamedTuple):
@@ -227,6 +261,15 @@ def _hits(plan: Plan, first: Sequence[tuple[Hashable, int]], steps: Sequence[dic
     for table, key, k in events:
         for i in table.get(key, ()):
             hits[i] = min(hits[i], k)
+    _field_hits(plan, steps, hits)
+    for i, members in plan.alls:   # members come first; NEVER is larger than any step, so it carries over
+        hits[i] = min(hits[i], max(hits[m] for m in members))
+    return hits
+
+
+def _field_hits(plan: Plan, steps: Sequence[dict[str, Any]], hits: Any) -> None:
+    """Lower `hits` (a list, or a row of the compiled path's array) to the first step whose field a checkpoint's
+    regex finds."""
     for field, checkpoints in plan.by_field:
         waiting = list(checkpoints)
         for k, step in enumerate(steps, start=1):
@@ -240,9 +283,6 @@ def _hits(plan: Plan, first: Sequence[tuple[Hashable, int]], steps: Sequence[dic
                 waiting = [item for item in waiting if item not in found]
                 if not waiting:
                     break
-    for i, members in plan.alls:   # members come first; NEVER is larger than any step, so it carries over
-        hits[i] = min(hits[i], max(hits[m] for m in members))
-    return hits
 
 
 def _phases(steps: Sequence[dict[str, Any]]) -> list[Any] | None:
@@ -293,9 +333,12 @@ class CoverageFamily:
     def replay(self, tables: Any, instance: Any, trajectory: Trajectory) -> Coverage:
         steps = trajectory.doc["steps"]
         if isinstance(tables, GridTables):  # every step's phase is checked now, so a bad one skips this record
-            for i, step in enumerate(steps):
-                _check_phase(step.get("phase"), i, trajectory)
-            return _PendingGrid(tables, instance, trajectory, (trajectory.earlier or {}).get("park"))  # type: ignore
+            simple = {1}.issuperset(map(len, steps))   # (one C-level pass)
+            if not simple:
+                for i, step in enumerate(steps):
+                    _check_phase(step.get("phase"), i, trajectory)
+            return _PendingGrid(tables, instance, steps, (trajectory.earlier or {}).get("park"),  # type: ignore
+                                simple)
         if isinstance(tables, RoomsTables):
             graded = _rooms(tables, trajectory)
         else:
@@ -305,15 +348,40 @@ class CoverageFamily:
         return graded
 
     def columns(self, replays: Sequence[Coverage | _PendingGrid]) -> FamilyColumns:
-        """Columns of a chunk at once: the curves of all its trajectories from one bincount and one cumsum."""
-        replays = [r.graded() if isinstance(r, _PendingGrid) else r for r in replays]
-        n_trajectories = len(replays)
-        lengths = np.fromiter((r.n_steps for r in replays), dtype=np.int64, count=n_trajectories)
+        """Columns of a chunk at once: the curves of all its trajectories from one bincount and one cumsum.
+
+        grid_dag trajectories replayed by the compiled Park replay are counted by the compiled kernel, a batch per
+        instance; the others (and every one of a small run) by the plain code, one at a time."""
+        compiled, fast = _compiled_groups(replays)
+        graded = [r if isinstance(r, Coverage) or i in fast else r.graded() for i, r in enumerate(replays)]
+        n_trajectories = len(graded)
+        lengths = np.fromiter((len(r.park.replay.cells_to) if i in fast else r.n_steps  # type: ignore[union-attr]
+                               for i, r in enumerate(graded)), dtype=np.int64, count=n_trajectories)
+        n_ids = np.fromiter((len(r.tables.plan.ids) if i in fast else len(r.ids)  # type: ignore[union-attr]
+                             for i, r in enumerate(graded)), dtype=np.int64, count=n_trajectories)
         n = int(lengths.sum())
+        step_start = np.cumsum(lengths) - lengths
+        id_start = np.cumsum(n_ids) - n_ids
+        logged = bool(graded) and isinstance(graded[0], Coverage) and graded[0].env == LOGGED
+        depth = np.empty(n, dtype=np.float64 if logged else np.int32)
+        hit_after = np.empty(int(n_ids.sum()), dtype=np.int64)
+        checkpoint_id = np.empty(len(hit_after), dtype=object)
+        distinct: list[int | None] = [None] * n_trajectories
+        revisited = [0] * n_trajectories
+        phases: list[list[Any] | None] = [None] * n_trajectories
+        for group in compiled:  # one kernel call per instance
+            _fill_compiled(group, graded, lengths, n_ids, step_start, id_start, depth, hit_after, checkpoint_id,
+                           distinct, revisited, phases)
+        for j, r in enumerate(graded):
+            if isinstance(r, Coverage):
+                a, b = step_start[j], step_start[j] + r.n_steps
+                depth[a:b] = [np.nan if d is None else d for d in r.depth] if logged else r.depth
+                a, b = id_start[j], id_start[j] + len(r.ids)
+                hit_after[a:b] = r.hits
+                checkpoint_id[a:b] = r.ids
+                distinct[j], revisited[j], phases[j] = r.distinct, r.revisited, r.phases
         trajectory = np.repeat(np.arange(n_trajectories, dtype=np.int32), lengths)
-        n_ids = np.fromiter((len(r.ids) for r in replays), dtype=np.int64, count=n_trajectories)
         owner = np.repeat(np.arange(n_trajectories, dtype=np.int64), n_ids)   # each checkpoint's trajectory
-        hit_after = np.fromiter(chain.from_iterable(r.hits for r in replays), dtype=np.int64, count=int(n_ids.sum()))
         hit = hit_after != NEVER
         hit_counts = np.bincount(owner[hit], minlength=n_trajectories)
         # the curve: per trajectory a segment of n_steps + 1 counters (after 0 .. n steps), cumulated
@@ -322,45 +390,94 @@ class CoverageFamily:
         counters = np.bincount(segment_start[owner[hit]] + hit_after[hit], minlength=int(segment.sum()))
         cumulated = np.cumsum(counters)
         before = cumulated[segment_start] - counters[segment_start]   # hits of the trajectories before
-        step_of = np.arange(n, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths) + 1
+        step_of = np.arange(n, dtype=np.int64) - np.repeat(step_start, lengths) + 1
         totals = n_ids.astype(np.float64)
         totals[totals == 0] = np.nan   # no checkpoint: NULL, not 0
         curve = (cumulated[np.repeat(segment_start, lengths) + step_of] - before[trajectory]) / totals[trajectory]
-        if replays and replays[0].env == LOGGED:  # states may be unknown: NaN reaches DuckDB as NULL
-            depth = np.fromiter((np.nan if d is None else d for d in chain.from_iterable(r.depth for r in replays)),
-                                dtype=np.float64, count=n)
-        else:
-            depth = np.fromiter(chain.from_iterable(r.depth for r in replays), dtype=np.int32, count=n)
         steps: dict[str, np.ndarray] = {"trajectory": trajectory, "visit_depth": depth, "ecc": curve}
         eccs = hit_counts / totals
-        if any(r.phases is not None for r in replays):   # else the column is left NULL, at no cost
-            steps["phase"] = np.fromiter(chain.from_iterable(r.phases or [None] * r.n_steps for r in replays),
+        if any(p is not None for p in phases):   # else the column is left NULL, at no cost
+            steps["phase"] = np.fromiter(chain.from_iterable(p or [None] * int(k) for p, k in zip(phases, lengths)),
                                          dtype=object, count=n)
         trajectories: dict[str, list[Any]] = {
             "checkpoints_total": n_ids.tolist(),
             "checkpoints_hit": hit_counts.tolist(),
             "ecc": [None if e != e else e for e in eccs.tolist()],   # NaN (no checkpoint) -> NULL
-            "distinct_states": [r.distinct for r in replays],
-            "exploration_degree": [r.revisited / r.distinct if r.distinct else None for r in replays],
+            "distinct_states": distinct,
+            "exploration_degree": [v / d if d else None for v, d in zip(revisited, distinct)],
             "coverage_version": [METRIC_VERSION] * n_trajectories,
         }
-        if replays and replays[0].env == LOGGED:
+        if logged:
             trajectories.update({"end_reason": ["end_of_log"] * n_trajectories, "n_steps": lengths.tolist(),
                                  "ignored_actions": [0] * n_trajectories})
-            all_steps = list(chain.from_iterable(r.steps for r in replays))  # type: ignore[arg-type]
+            all_steps = list(chain.from_iterable(r.steps for r in graded))  # type: ignore[union-attr, misc]
             steps.update({
                 "t": (step_of - 1).astype(np.int32),
                 "action": np.fromiter((s["action"] for s in all_steps), dtype=object, count=n),
                 "episode": np.zeros(n, dtype=np.int16),
-                "logged_state": np.fromiter(chain.from_iterable(r.states for r in replays),  # type: ignore[arg-type]
+                "logged_state": np.fromiter(chain.from_iterable(r.states for r in graded),  # type: ignore
                                             dtype=object, count=n),
             })
         checkpoints = {
             "trajectory": owner.astype(np.int32),
-            "checkpoint_id": np.fromiter(chain.from_iterable(r.ids for r in replays), dtype=object, count=len(owner)),
+            "checkpoint_id": checkpoint_id,
             "hit_after_steps": np.where(hit, hit_after, np.nan),   # NaN (never) reaches DuckDB as NULL
         }
         return FamilyColumns(trajectories, steps, checkpoints=checkpoints)
+
+
+def _compiled_groups(replays: Sequence[Coverage | _PendingGrid]) -> tuple[list[list[int]], set[int]]:
+    """The positions of the grid_dag trajectories the compiled kernel counts, by instance, and all of them: those
+    the Park family replayed compiled (the same rule as its: a large run, or a large map)."""
+    from eebench.evaluator import park
+
+    groups: dict[int, list[int]] = {}
+    for i, r in enumerate(replays):
+        if isinstance(r, _PendingGrid) and r.park is not None and r.park.replay is not None and (
+                park.FAMILY.steps_graded >= park.COMPILED_FROM_STEPS
+                or r.tables.world.n_cells > park.COMPILED_FROM_CELLS):
+            groups.setdefault(id(r.tables), []).append(i)
+    return list(groups.values()), set(chain.from_iterable(groups.values()))
+
+
+def _fill_compiled(group: list[int], graded: Sequence[Any], lengths: np.ndarray, n_ids: np.ndarray,
+                   step_start: np.ndarray, id_start: np.ndarray, depth: np.ndarray, hit_after: np.ndarray,
+                   checkpoint_id: np.ndarray, distinct: list[int | None], revisited: list[int],
+                   phases: list[list[Any] | None]) -> None:
+    """Count one instance's trajectories (positions `group` of the chunk) with the compiled kernel, into the
+    chunk's columns at their places."""
+    from eebench.evaluator.coverage_compiled import grid_batch
+
+    first: _PendingGrid = graded[group[0]]
+    tables, lookups = first.tables, first.tables.lookups()
+    flat = first.park.tables.compiled()
+    where = np.asarray(group, dtype=np.int64)
+    own = lengths[where]
+    offsets = np.zeros(len(group) + 1, dtype=np.int64)
+    np.cumsum(own, out=offsets[1:])
+    cells = np.concatenate([graded[i].park.replay.cells_to for i in group]) if group else np.empty(0, np.int32)
+    hits = np.full((len(group), len(lookups.ids)), NEVER, dtype=np.int64)
+    results = np.empty((len(group), 2), dtype=np.int64)
+    group_depth = np.empty(len(cells), dtype=np.int32)
+    grid_batch(cells, offsets, flat.start, flat.n, flat.node_at, flat.alt_ptr, flat.member_ptr, flat.members,
+               len(flat.node_cell), lookups.state_ptr, lookups.state_ids, lookups.achieved_ptr,
+               lookups.achieved_ids, group_depth, hits, results)
+    plan = tables.plan
+    for row, i in enumerate(group):
+        pending: _PendingGrid = graded[i]
+        if plan.by_field or not pending.simple:
+            played = pending.steps[:int(lengths[i])]
+            _field_hits(plan, played, hits[row])
+            phases[i] = _phases(played)
+    for i, members in lookups.alls:   # members come first; NEVER is larger than any step, so it carries over
+        np.minimum(hits[:, i], hits[:, members].max(axis=1, initial=0), out=hits[:, i])
+    depth[np.repeat(step_start[where] - offsets[:-1], own) + np.arange(len(cells))] = group_depth
+    width = len(lookups.ids)
+    places = np.repeat(id_start[where], width) + np.tile(np.arange(width), len(group))
+    hit_after[places] = hits.ravel()
+    checkpoint_id[places] = np.tile(lookups.ids, len(group))
+    for row, i in enumerate(group):
+        distinct[i], revisited[i] = results[row].tolist()
 
 
 def _grid(tables: GridTables, start: int, cells: Sequence[int], steps: list[dict[str, Any]]) -> Coverage:

@@ -12,9 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eebench.checkpoints import CheckpointLibrary, load_checkpoints
-from eebench.evaluator.coverage import FAMILY, NEVER, Coverage, LoggedInstance, _PendingGrid
+from eebench.evaluator import park
+from eebench.evaluator.coverage import FAMILY, NEVER, Coverage, LoggedInstance, _compiled_groups, _PendingGrid
 from eebench.evaluator.families import FamilyColumns, Trajectory, families_for
 from eebench.evaluator.park import FAMILY as PARK
+from eebench.generator import generate_instance
+from eebench.generator.params import DagParams, MapParams, Preset
 from eebench.world.rooms import RoomsInstance
 from tests.conftest import make_instance
 from tests.evaluator.test_gaps import LINE
@@ -277,3 +280,59 @@ def test_an_all_of_rule_ids(tmp_path: Path) -> None:
 """)
     (solve,), _ = grade(library, CORRIDOR, actions(*SOLVE))
     assert hits(solve)["p-then-g"] == 9 and hits(solve)["off-map"] is None   # no cell 99,0: never hit
+
+
+BOTH_WAYS = """
+  - instances: ["*"]
+    rules: [cell_observed, node_discovered, node_achieved]
+    checkpoints:
+      - {id: said-up, field: action, regex: "^up$"}
+      - {id: thought, field: reasoning, regex: "go"}
+      - {id: right-end, field: state, regex: "^[23],"}
+      - {id: at-start, state: "0,0"}
+      - {id: all-of, all: [said-up, "node:A:achieved"]}
+      - {id: all-of-all, all: [all-of, thought]}
+  - instances: ["t/small"]
+    rules: [node_achieved]
+"""
+GENERATED = [generate_instance(Preset("p", DagParams(n, option_count_probs=((1, 0.5), (2, 0.5)),
+                                                   dependency_count_probs=((1, 0.5), (2, 0.5))),
+                                      MapParams((1, 2), size=size)), seed, f"t/gen-{seed}")
+             for size, n, seed in (((5, 4), 3, 1), ((7, 6), 5, 2), ((4, 4), 2, 3))]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(GRIDS + GENERATED),
+       st.lists(st.lists(st.tuples(WORDS, st.sampled_from([None, "explore", "act"]), st.booleans()), max_size=60),
+                min_size=1, max_size=5))
+def test_the_compiled_grid_path_equals_the_plain_one(tmp_path_factory: Any, instance: Any,
+                                                      streams: list[list[tuple[str | None, str | None, bool]]]) -> None:
+    # the compiled kernel (a large run) and the plain reference (a small one) give the same columns, every table
+    library = checkpoints(tmp_path_factory.mktemp("cp"), BOTH_WAYS)
+    family = FAMILY.configure(library)
+    coverage_tables, park_tables = family.tables(instance), PARK.tables(instance)
+    runs = [[{"action": word, **({"phase": phase} if phase else {}), **({"reasoning": "go on"} if said else {})}
+             for word, phase, said in stream] for stream in streams]
+    columns = []
+    for threshold in (10 ** 12, 0):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(park, "COMPILED_FROM_STEPS", threshold)
+            parks, replays = [], []
+            for i, steps in enumerate(runs):
+                earlier: dict[str, Any] = {}
+                trajectory = Trajectory({"steps": steps}, "f.jsonl", i + 1, earlier)
+                earlier["park"] = PARK.replay(park_tables, instance, trajectory)
+                parks.append(earlier["park"])
+                replays.append(family.replay(coverage_tables, instance, trajectory))
+            PARK.columns(parks)
+            if threshold == 0:
+                assert _compiled_groups(replays)[1] == set(range(len(runs)))   # every one by the kernel
+            columns.append(family.columns(replays))
+    plain, compiled = columns
+    assert plain.trajectories == compiled.trajectories
+    for table in ("steps", "checkpoints"):
+        ours, reference = getattr(compiled, table), getattr(plain, table)
+        assert ours.keys() == reference.keys()
+        for name, values in reference.items():
+            assert ours[name].dtype == values.dtype, name
+            np.testing.assert_array_equal(ours[name], values, err_msg=name)
