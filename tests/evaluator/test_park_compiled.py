@@ -114,7 +114,8 @@ def test_codes_follow_parse_action() -> None:
 
 
 def test_a_grade_is_the_same_byte_for_byte_compiled_or_not(tmp_path, monkeypatch) -> None:
-    # the same runs graded with the plain replay and with the compiled one (threshold 0): equal tables
+    # the same runs graded with the plain replays and with the compiled ones (threshold 0; Park's and coverage's, with
+    # the shipped checkpoints): equal tables
 
     suite = resolve_spec("park2026-main")
     instances = list(suite.instances())[:6]
@@ -130,8 +131,9 @@ def test_a_grade_is_the_same_byte_for_byte_compiled_or_not(tmp_path, monkeypatch
         grade_files([runs], Bench(tmp_path / "bench"), db)
         with duckdb.connect(str(db), read_only=True) as con:
             tables[threshold] = [con.execute("SELECT * EXCLUDE (graded_at) FROM trajectories ORDER BY ALL").fetchall(),
-                                 con.execute("SELECT * FROM steps ORDER BY ALL").fetchall()]
-    assert tables[0] == tables[10 ** 12] and len(tables[0][1]) > 1000
+                                 con.execute("SELECT * FROM steps ORDER BY ALL").fetchall(),
+                                 con.execute("SELECT * FROM checkpoints ORDER BY ALL").fetchall()]
+    assert tables[0] == tables[10 ** 12] and len(tables[0][1]) > 1000 and len(tables[0][2]) > 1000
 
 
 @settings(max_examples=30, deadline=None)
