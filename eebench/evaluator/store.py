@@ -22,6 +22,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
@@ -576,6 +577,8 @@ class ResultStore:
             raise
         self._next_key = 0
         self._waiting: list[dict[str, np.ndarray]] = []  # steps not inserted yet: less than a row group
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="eebench-writer")
+        self._pending: Future[None] | None = None        # the batch the writer is inserting
 
     @contextlib.contextmanager
     def _failures(self) -> Iterator[None]:
@@ -629,51 +632,72 @@ class ResultStore:
             con.close()
 
     def write(self, batch: Batch) -> None:
-        """Stage a batch (committed to the run's file, not yet to the results)."""
+        """Stage a batch (committed to the run's file, not yet to the results).
+
+        The columns are made here; DuckDB inserts them in the store's writer thread while the caller grades the
+        next batch (DuckDB works without Python's lock), one batch at a time, in order. A failed insert is raised
+        by the next call that uses the run's file."""
         if not len(batch):
             return
         keys = np.arange(self._next_key, self._next_key + len(batch), dtype=np.int64)
         self._next_key += len(batch)
         rows = _columns(batch.rows, TRAJECTORY_COLUMNS)
-        with self._failures():
-            self._insert("trajectories", {**rows, _KEY.name: keys})
-            for table, parts in (("steps", batch.steps), ("episodes", batch.episodes),
-                                 ("checkpoints", batch.checkpoints)):
-                kinds: dict[tuple[str, ...], list[dict[str, np.ndarray]]] = {}  # parts with the same columns together
-                for part in parts:
-                    kinds.setdefault(tuple(part), []).append(part)
-                for names, same in kinds.items():
-                    owner = np.concatenate([part["trajectory"] for part in same])  # position in batch.rows
-                    data = {"trajectory_id": rows["trajectory_id"][owner], _KEY.name: keys[owner],
-                            **{name: np.concatenate([part[name] for part in same]) for name in names
-                               if name != "trajectory"}}
-                    if table == "steps":
-                        self._append_steps(data)
-                    else:
-                        self._insert(table, data)
+        inserts: list[tuple[str, dict[str, np.ndarray]]] = [("trajectories", {**rows, _KEY.name: keys})]
+        for table, parts in (("steps", batch.steps), ("episodes", batch.episodes), ("checkpoints", batch.checkpoints)):
+            kinds: dict[tuple[str, ...], list[dict[str, np.ndarray]]] = {}  # parts with the same columns together
+            for part in parts:
+                kinds.setdefault(tuple(part), []).append(part)
+            for names, same in kinds.items():
+                owner = np.concatenate([part["trajectory"] for part in same])  # position in batch.rows
+                data = {"trajectory_id": rows["trajectory_id"][owner], _KEY.name: keys[owner],
+                        **{name: np.concatenate([part[name] for part in same]) for name in names
+                           if name != "trajectory"}}
+                inserts.extend(self._append_steps(data) if table == "steps" else [(table, data)])
+        tables = [(table, _arrow(data)) for table, data in inserts]
+        self._wait()   # the batch before this one is in
+        self._pending = self._writer.submit(self._insert_all, tables)
 
-    def _append_steps(self, data: dict[str, np.ndarray]) -> None:
-        """Queue step columns; insert the whole row groups queued so far."""
+    def _insert_all(self, inserts: list[tuple[str, Any]]) -> None:
+        with self._failures():
+            for table, data in inserts:
+                self._insert(table, data)
+
+    def _wait(self) -> None:
+        """Wait for the writer's batch; raise what failed there."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def _append_steps(self, data: dict[str, np.ndarray]) -> list[tuple[str, dict[str, np.ndarray]]]:
+        """Queue step columns; the inserts of the whole row groups queued so far."""
         waiting = self._waiting
+        inserts = []
         if waiting and waiting[0].keys() != data.keys():  # another world's columns: what waits goes first
-            self._flush()
+            inserts.append(("steps", self._take_waiting()))
         waiting.append(data)
         rows = sum(len(part["t"]) for part in waiting)
         if rows >= ROW_GROUP_ROWS:
             columns = {name: np.concatenate([part[name] for part in waiting]) for name in data}
             cut = rows - rows % ROW_GROUP_ROWS
-            self._insert("steps", {name: values[:cut] for name, values in columns.items()})
+            inserts.append(("steps", {name: values[:cut] for name, values in columns.items()}))
             waiting[:] = [{name: values[cut:].copy() for name, values in columns.items()}] if cut < rows else []
+        return inserts
+
+    def _take_waiting(self) -> dict[str, np.ndarray]:
+        columns = {name: np.concatenate([part[name] for part in self._waiting]) for name in self._waiting[0]}
+        self._waiting.clear()
+        return columns
 
     def _flush(self) -> None:
-        """Insert the queued steps (before the staged rows are queried or committed)."""
+        """Insert the queued steps, after the writer's batch (before the staged rows are queried or committed)."""
+        self._wait()
         if self._waiting:
-            self._insert("steps", {name: np.concatenate([part[name] for part in self._waiting])
-                                   for name in self._waiting[0]})
-            self._waiting.clear()
+            self._insert("steps", _arrow(self._take_waiting()))
 
-    def _insert(self, table: str, data: dict[str, np.ndarray]) -> None:
-        names = ", ".join(c.name for c in (*STORED[table], _KEY) if c.name in data)  # the others are NULL
+    def _insert(self, table: str, data: Any) -> None:
+        """Insert an Arrow table's rows (see `_arrow`)."""
+        given = set(data.column_names)
+        names = ", ".join(c.name for c in (*STORED[table], _KEY) if c.name in given)  # the others are NULL
         self.stage.register("batch_rows", data)
         try:  # one statement, one transaction: nothing is left of it when it fails, so it can run again
             self._memory.run(lambda: self.stage.execute(
@@ -714,13 +738,12 @@ class ResultStore:
 
     def staged_instance_ids(self) -> list[str]:
         """The instance ids of the staged trajectories."""
-        return [row[0] for row in self.stage.execute("SELECT DISTINCT instance_id FROM trajectories").fetchall()]
+        return [row[0] for row in self._staged("SELECT DISTINCT instance_id FROM trajectories")]
 
     def never_hit(self) -> list[str]:
         """Checkpoint ids that no staged trajectory hit, sorted."""
-        return [row[0] for row in self.stage.execute(
-            "SELECT checkpoint_id FROM checkpoints GROUP BY ALL HAVING count(hit_after_steps) = 0 ORDER BY 1"
-        ).fetchall()]
+        return [row[0] for row in self._staged(
+            "SELECT checkpoint_id FROM checkpoints GROUP BY ALL HAVING count(hit_after_steps) = 0 ORDER BY 1")]
 
     def staged_trajectories(self) -> int:
         return self._staged("SELECT count(*) FROM trajectories")[0][0]
@@ -822,11 +845,16 @@ class ResultStore:
 
     def abort(self) -> None:
         """Drop the staged rows; the results file is left as it was."""
+        with contextlib.suppress(Exception):   # what the writer's batch raised does not matter now
+            self._wait()
         with contextlib.suppress(duckdb.Error, AttributeError):
             self.stage.close()
         self._cleanup()
 
     def _cleanup(self) -> None:
+        writer = getattr(self, "_writer", None)
+        if writer is not None:
+            writer.shutdown(wait=True)
         shutil.rmtree(self._stage_dir, ignore_errors=True)
         with contextlib.suppress(OSError):
             os.close(self._lock)  # (after the removal: a sweep never takes a folder still being emptied)
@@ -882,6 +910,14 @@ def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
 def _quoted(path: Path) -> str:
     """A path as an SQL string literal."""
     return "'" + str(path).replace("'", "''") + "'"
+
+
+def _arrow(data: dict[str, np.ndarray]) -> Any:
+    """Columns as an Arrow table, made while holding Python's lock, so DuckDB reads them without it (NumPy object
+    columns it reads under the lock); NaN becomes NULL, as in DuckDB's NumPy scan."""
+    import pyarrow as pa
+
+    return pa.table({name: pa.array(values, from_pandas=True) for name, values in data.items()})
 
 
 def _columns(rows: list[dict[str, Any]], columns: Iterable[Column]) -> dict[str, np.ndarray]:
