@@ -31,6 +31,14 @@ def test_too_deep_judges_as_the_depth_gauge_on_any_bytes(opened: int, before: st
     assert too_deep(data) == (not DepthGauge().feed(data))
 
 
+@settings(max_examples=400)
+@given(st.text(alphabet="[]{}", max_size=30), st.integers(0, MAX_DEPTH + 3), st.booleans())
+def test_too_deep_judges_many_brackets_as_the_depth_gauge(noise: str, wide: int, nested: bool) -> None:
+    # past MAX_DEPTH brackets in all: shallow ones (a trajectory's steps) are judged in C, the rest by numpy
+    data = (("[" * wide + noise + "]" * wide) if nested else ("{}" * wide + noise + "[]" * wide)).encode()
+    assert too_deep(data) == (not DepthGauge().feed(data))
+
+
 def test_too_deep_reads_escaped_quotes_and_brackets_in_strings() -> None:
     deep = "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1)
     assert too_deep(deep.encode())
