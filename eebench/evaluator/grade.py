@@ -81,6 +81,7 @@ class Grader:
         self.checkpoints = checkpoints
         self._families: dict[str, tuple[MetricFamily, ...]] = {}
         self._tables: OrderedDict[tuple[str, type, str], Any] = OrderedDict()
+        self._bases: dict[tuple[str, type, str, str | None], dict[str, Any]] = {}
         self._cache_size = cache_size
 
     def families(self, env: str) -> tuple[MetricFamily, ...]:
@@ -178,6 +179,25 @@ class Grader:
                                      "(--bench the version it was played in)"))
         return self._row(doc, file, line, env, instance, sha)
 
+    def _base_row(self, env: str, instance: Any, sha: str | None, families: tuple[MetricFamily, ...]
+                  ) -> dict[str, Any]:
+        """The columns every trajectory of one instance shares (kept for the instances in the table cache)."""
+        key = (env, type(instance), instance.id, sha)
+        base = self._bases.get(key)
+        if base is None:
+            if len(self._bases) >= self._cache_size:
+                self._bases.clear()
+            bench = self.bench
+            meta = instance.meta or {}
+            base = self._bases[key] = {
+                **_EMPTY_ROW, "instance_sha256": sha, "env": env, "metric_version": metric_version(families),
+                "graded_at": self.graded_at,
+                "preset": meta.get("preset") if isinstance(meta.get("preset"), str) else None,
+                "bench_name": None if bench is None else bench.name,
+                "bench_version": None if bench is None else bench.version,
+                "bench_digest": None if bench is None else bench.digest, "eebench_version": __version__}
+        return base
+
     def _row(self, doc: dict[str, Any], file: str, line: int | None, env: str, instance: Any,
              sha: str | None) -> tuple[dict[str, Any], tuple[MetricFamily, ...], list[Any]]:
         families = self.families(env)
@@ -190,22 +210,11 @@ class Grader:
             replays.append(replay := family.replay(self.tables(family, instance), instance, trajectory))
             earlier[family.name] = replay
         steps = doc["steps"]
-        instance_id = doc["instance"]
-        bench = self.bench
         agent = doc.get("agent") or {}
-        meta = instance.meta or {}
-        row = {
-            **_EMPTY_ROW,
-            "trajectory_id": doc["id"], "instance_id": instance_id, "instance_sha256": sha, "env": env,
-            **{("agent_name" if k == "name" else k): agent.get(k) for k in AGENT_LABELS},
-            "metric_version": metric_version(families), "graded_at": self.graded_at,
-            "preset": meta.get("preset") if isinstance(meta.get("preset"), str) else None,
-            **usage_totals(steps, file, line),
-            "source_file": file, "source_line": line,
-            "bench_name": None if bench is None else bench.name,
-            "bench_version": None if bench is None else bench.version,
-            "bench_digest": None if bench is None else bench.digest, "eebench_version": __version__,
-        }
+        row = self._base_row(env, instance, sha, families).copy()
+        row.update({"trajectory_id": doc["id"], "instance_id": doc["instance"],
+                    **{("agent_name" if k == "name" else k): agent.get(k) for k in AGENT_LABELS},
+                    **usage_totals(steps, file, line), "source_file": file, "source_line": line})
         return row, families, replays
 
 
