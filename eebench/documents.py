@@ -64,6 +64,7 @@ MAX_DOCUMENT_BYTES = 256 << 20   # one JSON document (an instance, a manifest, a
 MAX_YAML_BYTES = 2 << 20         # one YAML spec: the shipped ones are under 100 KB (PyYAML reads ~0.1 MB/s
 #                                  of small keys: 2 MiB is seconds, not minutes)
 MAX_LINE_BYTES = 256 << 20       # one line of a JSON Lines file
+LONG_LINE_BYTES = 8 << 20        # a line longer than this is read compactly by the grader (trajectories.parse_record)
 MAX_DEPTH = 100                  # levels of nesting; real logs reach 13, Python's parsers recurse at ~1000
 MAX_YAML_ALIASES = 100           # `*name` references in one YAML document ("billion laughs" has a few dozen)
 MAX_YAML_NODES = 200_000         # values in one YAML document once its aliases are expanded

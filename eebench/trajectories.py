@@ -9,12 +9,13 @@ import contextlib
 import json
 import math
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from eebench.documents import (
+    LONG_LINE_BYTES,
     MAX_LINE_BYTES,
     decode_utf8,
     document_kind,
@@ -26,6 +27,7 @@ from eebench.documents import (
     read_text,
 )
 from eebench.errors import InputError, Problem
+from eebench.long_lines import StepList, loads_long
 
 KIND = "trajectory/1"
 EMPTY_EXPECTED = "trajectory/1 records (`eebench convert` makes them from agents' logs)"
@@ -66,17 +68,61 @@ def read_raw_records(path: Path | str) -> Iterator[Record]:
     with handle:
         index = 0
         # readline with a bound: a file without line breaks (/dev/zero through a pipe) is refused, not loaded
-        for number, raw in enumerate(iter(lambda: handle.readline(MAX_LINE_BYTES + 1), b""), start=1):
+        for number, raw in enumerate(iter(lambda: _read_line(handle), b""), start=1):
             if len(raw) > MAX_LINE_BYTES:
                 raise InputError.at(file, f"a line longer than {MAX_LINE_BYTES >> 20} MiB; expected one "
                                           "trajectory per line", line=number)
-            if raw.strip():
+            if not raw.isspace():  # (not strip: it would copy a long line)
                 yield Record(file, number, index, raw)
                 index += 1
 
 
-def parse_record(record: Record) -> Record:
-    """The record with its JSON line parsed; InputError at file:line when it is not UTF-8 JSON."""
+def _read_line(handle: Any) -> bytes | bytearray:
+    """The next line (b"" at the end), at most MAX_LINE_BYTES + 1 bytes. A line longer than LONG_LINE_BYTES (one
+    trajectory of hundreds of thousands of steps) comes as a bytearray holding it once: in a file, its end is found
+    first and it is read into place (a readline of it would hold it twice); from a pipe, it is gathered a mebibyte
+    at a time."""
+    raw = handle.readline(LONG_LINE_BYTES + 1)
+    if len(raw) <= LONG_LINE_BYTES or raw.endswith(b"\n"):
+        return raw
+    if not handle.seekable():
+        line = bytearray(raw)
+        while len(line) <= MAX_LINE_BYTES and not line.endswith(b"\n"):
+            more = handle.readline(min(1 << 20, MAX_LINE_BYTES + 1 - len(line)))
+            if not more:
+                break
+            line += more
+        return line
+    start = handle.tell() - len(raw)
+    length = len(raw)
+    while length <= MAX_LINE_BYTES:
+        more = handle.readline(min(1 << 20, MAX_LINE_BYTES + 1 - length))
+        length += len(more)
+        if not more or more.endswith(b"\n"):
+            break
+    handle.seek(start)
+    line = bytearray(length)
+    view, got = memoryview(line), 0
+    while got < length and (n := handle.readinto(view[got:])):
+        got += n
+    view.release()
+    del line[got:]   # (a file cut short meanwhile)
+    return line
+
+
+def parse_record(record: Record, *, compact: bool = False) -> Record:
+    """The record with its JSON line parsed; InputError at file:line when it is not UTF-8 JSON.
+
+    `compact` (the grader): the steps of a line longer than LONG_LINE_BYTES are read as a StepList (see
+    `long_lines`), so one trajectory of millions of steps does not become millions of dicts at once; the line's
+    buffer is then emptied (a record is parsed once), so it is not held while the trajectory is graded."""
+    if isinstance(record.value, bytearray):
+        if compact:
+            parsed = loads_long(record.value)
+            if parsed is not None:
+                record.value.clear()
+                return record._replace(value=parsed)
+        record = record._replace(value=bytes(record.value))
     if not isinstance(record.value, bytes):
         return record
     try:
@@ -143,6 +189,9 @@ def check_trajectory(record: Record) -> dict[str, Any]:
     steps = doc.get("steps")
     if steps is None:
         raise fail("steps", "missing required field")
+    if type(steps) is StepList:   # a long line's: only the steps kept as read can be wrong
+        _check_steps(sorted(steps.others.items()), fail)
+        return doc
     if not isinstance(steps, list):
         raise fail("steps", f"expected a list, found {json_type(steps)}")
     # the common case checked in two C-level passes; any doubt goes to the loop below, which locates the problem
@@ -150,7 +199,13 @@ def check_trajectory(record: Record) -> dict[str, Any]:
         with contextlib.suppress(KeyError):  # a step without an action
             if _ACTION_TYPES.issuperset(map(type, map(_ACTION, steps))):
                 return doc
-    for i, step in enumerate(steps):
+    _check_steps(enumerate(steps), fail)
+    return doc
+
+
+def _check_steps(steps: Iterable[tuple[int, Any]], fail: Callable[[str, str], InputError]) -> None:
+    """Each (position, step), in order: a mapping with an action, a string or null."""
+    for i, step in steps:
         if type(step) is not dict:
             raise fail(f"steps[{i}]", f"expected a mapping with an action, found {json_type(step)}")
         if "action" not in step:
@@ -158,7 +213,6 @@ def check_trajectory(record: Record) -> dict[str, Any]:
         action = step["action"]
         if action is not None and type(action) is not str:
             raise fail(f"steps[{i}].action", f"expected a string or null, found {json_type(action)}")
-    return doc
 
 
 def iter_trajectories(path: Path | str) -> Iterator[tuple[Record, dict[str, Any]]]:
@@ -173,6 +227,8 @@ _BIGINT_LIMIT = 1 << 63
 def usage_totals(steps: list[dict[str, Any]], file: str, line: int | None) -> dict[str, int | float | None]:
     """Totals of the steps' token and latency fields; None where no step carries the field (not zero)."""
     totals: dict[str, int | float | None] = dict.fromkeys(USAGE_FIELDS)
+    if type(steps) is StepList:   # a long line's: only the steps kept as read hold more than an action
+        steps = list(steps.others.values())
     if {1}.issuperset(map(len, steps)):  # only actions, the common case: checked in one C-level pass
         return totals
     for step in steps:

@@ -112,7 +112,7 @@ class Grader:
         skipped: list[Problem] = []
         for record in records:
             try:
-                row, families, replays = self._grade_record(parse_record(record))
+                row, families, replays = self._grade_record(parse_record(record, compact=True))
             except InputError as exc:
                 if not skip_invalid:
                     raise

@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from eebench.evaluator.families import FamilyColumns, Trajectory
+from eebench.long_lines import StepList
 from eebench.world.geometry import distances_from
 from eebench.world.grid_dag import ACTION_INDEX, ACTIONS, GridDagInstance, GridDagWorld, parse_action
 from eebench.world.planning import shortest_completion
@@ -515,7 +516,9 @@ class ParkFamily:
         return ParkTables(instance)
 
     def replay(self, tables: ParkTables, instance: GridDagInstance, trajectory: Trajectory) -> ParkReplay:
-        return ParkReplay(tables, list(map(_ACTION, trajectory.doc["steps"])))
+        steps = trajectory.doc["steps"]
+        plain = steps.plain_actions() if type(steps) is StepList else None   # a long line's: its list, shared
+        return ParkReplay(tables, plain if plain is not None else list(map(_ACTION, steps)))
 
     def columns(self, graded: Sequence[ParkReplay]) -> FamilyColumns:
         runs, action = self._replay(graded)
@@ -547,14 +550,12 @@ class ParkFamily:
         """Replay runs in their instances, and the graded steps' actions as one column.
 
         Compiled, one call per instance, once the process has graded enough steps (COMPILED_FROM_STEPS) or the
-        map is large; else by the plain-Python reference. The action column is made from the move codes: the
-        four words as four shared strings, every other word as written.
+        map is large; else by the plain-Python reference.
         """
-        cut = [g.actions[:g.tables.world.budget] for g in graded]
-        words = list(chain.from_iterable(cut))
+        cut = [g.actions if len(g.actions) <= g.tables.world.budget else g.actions[:g.tables.world.budget]
+               for g in graded]
+        words = cut[0] if len(cut) == 1 else list(chain.from_iterable(cut))   # (one long trajectory: no copy)
         codes, inexact = word_codes(words)
-        action = _WORDS[codes]
-        action[inexact] = [words[i] for i in inexact]
         offsets = np.zeros(len(graded) + 1, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, cut), dtype=np.int64, count=len(graded)), out=offsets[1:])
 
@@ -574,11 +575,17 @@ class ParkFamily:
                 replays[i] = replayed
         for g, replayed in zip(graded, replays):
             g.replay = replayed
-        # the graded steps (up to the goal) of each run's actions
+        # the graded steps (up to the goal) of each run's actions: the four words as four shared strings, every
+        # other word as written
         played = np.fromiter((len(r.cells_to) for r in replays), dtype=np.int64, count=len(graded))  # type: ignore
-        keep = np.arange(len(words)) - np.repeat(offsets[:-1], offsets[1:] - offsets[:-1]) \
-            < np.repeat(played, offsets[1:] - offsets[:-1])
-        return replays, action[keep]  # type: ignore[return-value]  # (every replay made above)
+        kept = np.repeat(offsets[:-1] - (np.cumsum(played) - played), played) + np.arange(int(played.sum()))
+        action = _WORDS[codes[kept]]
+        if inexact:
+            where = np.asarray(inexact, dtype=np.int64)
+            at = np.searchsorted(kept, where)
+            graded_word = (at < kept.size) & (kept[np.minimum(at, kept.size - 1)] == where)
+            action[at[graded_word]] = [words[i] for i in where[graded_word].tolist()]
+        return replays, action  # type: ignore[return-value]  # (every replay made above)
 
 
 FAMILY = ParkFamily()

@@ -1,0 +1,150 @@
+"""One trajectory of millions of steps, read without a dict per step: its steps streamed into a compact StepList.
+
+A JSON line of a trajectory parsed whole costs about 300 bytes of Python objects per step (a dict and a string
+each): 1.5 GB for 5 million steps. The grader reads lines longer than LONG_LINE_BYTES here instead: msgspec splits
+the top level without copying (each value a `Raw` view of the line), the small values go through the one JSON door
+(`documents.loads_json`), and ijson (its C backend) streams the steps array one step at a time into a StepList:
+the steps that hold only an action as one list of shared strings (8 bytes a step), any other step kept as it is.
+
+Whatever this path doubts (digits orjson would round, a lone surrogate escape, nesting past the limit, JSON that
+msgspec or ijson refuses, a step of another shape) goes back to the door, which parses the line whole: its value
+or its error is then exactly the one every other record gets.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
+
+import ijson
+import msgspec
+
+from eebench.documents import DepthGauge, JsonLimitError, loads_json, orjson_reads_exactly
+
+_LONE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+_SHARED_ACTIONS = 4096   # distinct short action strings shared by every step that has one
+_SHARED_LENGTH = 32      # (longer actions are rarely repeated word for word)
+_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
+PIECE_BYTES = 4 << 20    # the checks read the line this much at a time
+_DIGITS_OVERLAP = 18     # a run of 19 digits across two pieces is whole in the first one's overlap
+
+
+class StepList(Sequence[dict[str, Any]]):
+    """The steps of a long trajectory, read-only: steps that hold only an action, as the action (`actions[i]`);
+    any other step as it was read (`others[i]`, the action slot then None). Iterating or indexing gives dicts
+    equal to the parsed steps; a slice is a StepList."""
+
+    __slots__ = ("actions", "others")
+
+    def __init__(self, actions: list[str | None], others: dict[int, Any]):
+        self.actions = actions
+        self.others = others
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> StepList: ...
+
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            positions = range(len(self.actions))[i]
+            others = {}
+            if self.others:
+                where = {k: j for j, k in enumerate(positions)} if positions.step != 1 else None
+                for k, step in self.others.items():
+                    if where is not None:
+                        if k in where:
+                            others[where[k]] = step
+                    elif positions.start <= k < positions.stop:
+                        others[k - positions.start] = step
+            return StepList(self.actions[i], others)
+        k = range(len(self.actions))[i]   # (IndexError as a list gives it)
+        return self.others[k] if k in self.others else {"action": self.actions[k]}
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        others = self.others
+        if not others:
+            return ({"action": a} for a in self.actions)
+        return (others[k] if k in others else {"action": a} for k, a in enumerate(self.actions))
+
+    def plain_actions(self) -> list[str | None] | None:
+        """The actions, when every step holds only its action (the list itself: not to be changed); else None."""
+        return None if self.others else self.actions
+
+
+def _plain(data: bytearray) -> bool:
+    """Whether the line is one this path reads as the door would: no integer of 19 digits or more, no lone
+    surrogate escape, nested at most MAX_DEPTH levels. Judged a piece at a time (the door's checks copy the line)."""
+    if _LONE_SURROGATE.search(data):
+        return False
+    view = memoryview(data)
+    gauge = DepthGauge()
+    for at in range(0, len(data), PIECE_BYTES):
+        piece = bytes(view[at:at + PIECE_BYTES + _DIGITS_OVERLAP])   # (overlapping: a run may cross the cut)
+        if not orjson_reads_exactly(piece) or not gauge.feed(piece[:PIECE_BYTES]):
+            return False
+    return True
+
+
+class _Reader:
+    """A file-like view of a buffer for ijson, read a block at a time (no copy of the whole)."""
+
+    def __init__(self, view: memoryview):
+        self.view = view
+        self.at = 0
+
+    def read(self, size: int = -1) -> bytes:
+        end = len(self.view) if size < 0 else self.at + size
+        block = bytes(self.view[self.at:end])
+        self.at += len(block)
+        return block
+
+
+def loads_long(data: bytearray) -> dict[str, Any] | None:
+    """The trajectory on a long line, its steps a StepList; None when the line must be read whole by the door (see
+    the module's note), so that its value or its error is the door's."""
+    if not _plain(data):
+        return None
+    try:
+        top = _TOP.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    doc: dict[str, Any] = {}
+    try:
+        for key, raw in top.items():
+            if key == "steps" and bytes(memoryview(raw)[:1]) == b"[":
+                doc[key] = _steps(memoryview(raw))
+            else:
+                doc[key] = loads_json(bytes(memoryview(raw)))
+    except (ValueError, JsonLimitError, ijson.JSONError, UnicodeDecodeError):
+        return None
+    return doc
+
+
+def _steps(view: memoryview) -> StepList:
+    actions: list[str | None] = []
+    others: dict[int, Any] = {}
+    shared: dict[str, str] = {}
+    append = actions.append
+    for k, step in enumerate(ijson.items(_Reader(view), "item", use_float=True)):
+        if type(step) is dict and len(step) == 1 and "action" in step:
+            action = step["action"]
+            if action is None:
+                append(None)
+                continue
+            if type(action) is str:
+                known = shared.get(action)
+                if known is not None:
+                    action = known
+                elif len(action) <= _SHARED_LENGTH and len(shared) < _SHARED_ACTIONS:
+                    shared[action] = action
+                append(action)
+                continue
+        append(None)
+        others[k] = step
+    return StepList(actions, others)
