@@ -229,7 +229,7 @@ def _chunks(files: Sequence[Path]) -> Iterator[list[Record]]:
         records = 0
         for record in read_raw_records(path):
             records += 1
-            length = len(record.value) if isinstance(record.value, bytes) else 0
+            length = len(record.value) if isinstance(record.value, (bytes, bytearray)) else 0
             if chunk and size + length > CHUNK_BYTES:
                 yield chunk
                 chunk, size = [], 0
