@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import duckdb
 import numpy as np
@@ -34,6 +34,9 @@ from eebench.documents import atomic_directory
 from eebench.errors import EebenchError, InputError, did_you_mean
 from eebench.evaluator.families import registered
 from eebench.evaluator.park import EXPLOIT_CASES, EXPLORE_CASES, METRIC_VERSION
+
+if TYPE_CHECKING:
+    import pyarrow as pa  # only grading workers' parts are Arrow: a one-process grade does not import it
 
 SCHEMA_VERSION = 3  # of the tables below; a change of meaning or layout bumps it (and gets a step in _upgrade)
 
@@ -528,6 +531,22 @@ class Batch:
         self.checkpoints.extend({**part, "trajectory": part["trajectory"] + offset} for part in other.checkpoints)
 
 
+def batch_tables(batch: Batch, keys: np.ndarray) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
+    """A batch as NumPy columns of the staged tables, `keys` its rows' trajectory_key: the trajectories, then
+    each part of steps, episodes and checkpoints (parts with the same columns together)."""
+    rows = _columns(batch.rows, TRAJECTORY_COLUMNS)
+    yield "trajectories", {**rows, _KEY.name: keys}
+    for table, parts in (("steps", batch.steps), ("episodes", batch.episodes), ("checkpoints", batch.checkpoints)):
+        kinds: dict[tuple[str, ...], list[dict[str, np.ndarray]]] = {}
+        for part in parts:
+            kinds.setdefault(tuple(part), []).append(part)
+        for names, same in kinds.items():
+            owner = np.concatenate([part["trajectory"] for part in same])  # position in batch.rows
+            yield table, {"trajectory_id": rows["trajectory_id"][owner], _KEY.name: keys[owner],
+                          **{name: np.concatenate([part[name] for part in same]) for name in names
+                             if name != "trajectory"}}
+
+
 class Replaced(NamedTuple):
     """Rows of earlier grades that a commit replaced (their trajectory ids were graded again)."""
 
@@ -576,6 +595,7 @@ class ResultStore:
             raise
         self._next_key = 0
         self._waiting: list[dict[str, np.ndarray]] = []  # steps not inserted yet: less than a row group
+        self._waiting_arrow: list[pa.Table] = []          # the same, of `add_rows`
 
     @contextlib.contextmanager
     def _failures(self) -> Iterator[None]:
@@ -634,23 +654,12 @@ class ResultStore:
             return
         keys = np.arange(self._next_key, self._next_key + len(batch), dtype=np.int64)
         self._next_key += len(batch)
-        rows = _columns(batch.rows, TRAJECTORY_COLUMNS)
         with self._failures():
-            self._insert("trajectories", {**rows, _KEY.name: keys})
-            for table, parts in (("steps", batch.steps), ("episodes", batch.episodes),
-                                 ("checkpoints", batch.checkpoints)):
-                kinds: dict[tuple[str, ...], list[dict[str, np.ndarray]]] = {}  # parts with the same columns together
-                for part in parts:
-                    kinds.setdefault(tuple(part), []).append(part)
-                for names, same in kinds.items():
-                    owner = np.concatenate([part["trajectory"] for part in same])  # position in batch.rows
-                    data = {"trajectory_id": rows["trajectory_id"][owner], _KEY.name: keys[owner],
-                            **{name: np.concatenate([part[name] for part in same]) for name in names
-                               if name != "trajectory"}}
-                    if table == "steps":
-                        self._append_steps(data)
-                    else:
-                        self._insert(table, data)
+            for table, data in batch_tables(batch, keys):
+                if table == "steps":
+                    self._append_steps(data)
+                else:
+                    self._insert(table, data)
 
     def _append_steps(self, data: dict[str, np.ndarray]) -> None:
         """Queue step columns; insert the whole row groups queued so far."""
@@ -667,19 +676,57 @@ class ResultStore:
 
     def _flush(self) -> None:
         """Insert the queued steps (before the staged rows are queried or committed)."""
+        if self._waiting_arrow:
+            import pyarrow as pa
+
+            self._insert("steps", pa.concat_tables(self._waiting_arrow))
+            self._waiting_arrow.clear()
         if self._waiting:
             self._insert("steps", {name: np.concatenate([part[name] for part in self._waiting])
                                    for name in self._waiting[0]})
             self._waiting.clear()
 
-    def _insert(self, table: str, data: dict[str, np.ndarray]) -> None:
-        names = ", ".join(c.name for c in (*STORED[table], _KEY) if c.name in data)  # the others are NULL
+    def _insert(self, table: str, data: dict[str, np.ndarray] | pa.Table) -> None:
+        given = set(getattr(data, "column_names", data))  # an Arrow table's, or a dict's
+        names = ", ".join(c.name for c in (*STORED[table], _KEY) if c.name in given)  # the others are NULL
         self.stage.register("batch_rows", data)
         try:  # one statement, one transaction: nothing is left of it when it fails, so it can run again
             self._memory.run(lambda: self.stage.execute(
                 f"INSERT INTO {table} ({names}) SELECT {names} FROM batch_rows"))
         finally:
             self.stage.unregister("batch_rows")
+
+    @property
+    def folder(self) -> Path:
+        """The run's staging folder (swept with the run): where grading workers write their parts."""
+        return self._stage_dir
+
+    def arrow_schemas(self) -> dict[str, pa.Schema]:
+        """The staged tables' stored columns and trajectory_key as Arrow schemas: the layout of `add_rows`."""
+        with self._failures():
+            return {table: self.stage.sql(
+                f"SELECT {', '.join(c.name for c in (*columns, _KEY))} FROM {table} LIMIT 0").to_arrow_table().schema
+                for table, columns in STORED.items()}
+
+    def add_rows(self, table: str, rows: pa.Table) -> None:
+        """Stage rows given as Arrow in the layout of `arrow_schemas`, trajectory_key included (a grading worker's
+        part); steps go in whole row groups, as `write`'s do."""
+        import pyarrow as pa
+
+        with self._failures():
+            if table != "steps":
+                self._insert(table, rows)
+                return
+            waiting = self._waiting_arrow
+            if waiting and waiting[0].schema != rows.schema:  # another world's columns: what waits goes first
+                self._flush()
+            waiting.append(rows)
+            count = sum(map(len, waiting))
+            if count >= ROW_GROUP_ROWS:
+                queued = pa.concat_tables(waiting)
+                cut = count - count % ROW_GROUP_ROWS
+                self._insert("steps", queued.slice(0, cut))
+                waiting[:] = [queued.slice(cut)] if cut < count else []
 
     def _staged(self, sql: str) -> list[tuple[Any, ...]]:
         """Rows of a query over the staged run (queued steps inserted first)."""
