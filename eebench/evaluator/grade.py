@@ -293,9 +293,11 @@ def grade_files(files: Sequence[Path], bench: Bench | None, db: Path, *, skip_in
     Grader(bench, graded_at, checkpoints=checkpoints)  # a bad bench folder fails early, before the database is touched
     report = GradeReport()
     workers = resolve_workers(workers)
+    if workers > 1 and (any(str(path) == "-" for path in files) or not _worth_workers(files)):
+        workers = 1  # standard input, or too little input to pay for the workers' start: this process
     store = ResultStore(db)
     try:
-        if workers > 1 and not any(str(path) == "-" for path in files):
+        if workers > 1:
             from eebench.evaluator.workers import grade_in_workers
 
             report.skipped.extend(grade_in_workers(files, bench, graded_at, skip_invalid, checkpoints, store,
@@ -324,6 +326,12 @@ def grade_files(files: Sequence[Path], bench: Bench | None, db: Path, *, skip_in
         raise
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _worth_workers(files: Sequence[Path]) -> bool:
+    from eebench.evaluator.workers import worth_workers
+
+    return worth_workers(files)
 
 
 def resolve_workers(workers: int) -> int:

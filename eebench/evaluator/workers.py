@@ -241,12 +241,21 @@ def _work(worker: int, tasks: Any, results: Any, stop: Any, bench: Bench | None,
         results.put(_Failed(worker, known, "".join(traceback.format_exception(exc))))
 
 
+def worth_workers(files: Sequence[Path]) -> bool:
+    """Whether the input makes more than one piece: smaller inputs are graded by one process (the workers' start,
+    about half a second, would cost more than they save)."""
+    return sum(Path(f).stat().st_size for f in files) > PIECE_BYTES
+
+
 def grade_in_workers(files: Sequence[Path], bench: Bench | None, graded_at: dt.datetime, skip_invalid: bool,
                      checkpoints: CheckpointLibrary | None, store: ResultStore, workers: int,
                      progress: Callable[[int, int], None] | None) -> list[Problem]:
     """Grade `files` in `workers` processes into the run of `store` (its rows staged, not committed); returns the
     problems skipped, in input order. Raises the first bad record's InputError in input order, as one process."""
-    context = multiprocessing.get_context("spawn")  # not fork: this process may hold DuckDB's and numba's threads
+    # forkserver, not fork (this process may hold DuckDB's and numba's threads): a fresh process that imports
+    # this module once, then forks each worker from itself, ready to grade
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__])
     folder = store.folder / PARTS_DIR
     folder.mkdir()
     tasks, results = context.Queue(), context.Queue()

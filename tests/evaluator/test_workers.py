@@ -238,3 +238,11 @@ def test_pieces_cut_at_line_starts_with_true_line_and_record_numbers(tmp_path_fa
     assert [p.index for p in cut] == list(range(len(cut))) and [p.last for p in cut] == [False] * (len(cut) - 1) + [True]
     assert all(p.end is None or p.end > p.start for p in cut)
     assert [r for p in cut for r in workers_module._piece_records(p)] == whole
+
+
+def test_an_input_of_one_piece_is_graded_by_this_process(bench: Path, tmp_path: Path) -> None:
+    runs = write_jsonl(tmp_path / "runs.jsonl", [trajectory(f"g{k}", SOLVE) for k in range(6)])
+    seen = []
+    grade_files([runs], Bench(bench), tmp_path / "r.duckdb", workers=2,
+                progress=lambda r, s: seen.append([c.name for c in multiprocessing.active_children()]))
+    assert seen and not any(seen)
