@@ -595,7 +595,7 @@ class ResultStore:
             raise
         self._next_key = 0
         self._waiting: list[dict[str, np.ndarray]] = []  # steps not inserted yet: less than a row group
-        self._waiting_arrow: list[pa.Table] = []          # the same, of `add_rows`
+        self._waiting_arrow: dict[str, list[pa.Table]] = {}   # rows of `add_rows` not inserted yet, by table
 
     @contextlib.contextmanager
     def _failures(self) -> Iterator[None]:
@@ -676,11 +676,8 @@ class ResultStore:
 
     def _flush(self) -> None:
         """Insert the queued steps (before the staged rows are queried or committed)."""
-        if self._waiting_arrow:
-            import pyarrow as pa
-
-            self._insert("steps", pa.concat_tables(self._waiting_arrow))
-            self._waiting_arrow.clear()
+        for table in list(self._waiting_arrow):
+            self._flush_arrow(table)
         if self._waiting:
             self._insert("steps", {name: np.concatenate([part[name] for part in self._waiting])
                                    for name in self._waiting[0]})
@@ -710,23 +707,32 @@ class ResultStore:
 
     def add_rows(self, table: str, rows: pa.Table) -> None:
         """Stage rows given as Arrow in the layout of `arrow_schemas`, trajectory_key included (a grading worker's
-        part); steps go in whole row groups, as `write`'s do."""
+        part). Steps and checkpoints wait until there are whole row groups to insert, as `write`'s steps do (and
+        the small parts of many pieces make one insert); the wide tables go in as they come, in parts of the size
+        `write` gives them (a much larger insert may not fit under the memory cap)."""
         import pyarrow as pa
 
         with self._failures():
-            if table != "steps":
+            if table not in ("steps", "checkpoints"):
                 self._insert(table, rows)
                 return
-            waiting = self._waiting_arrow
+            waiting = self._waiting_arrow.setdefault(table, [])
             if waiting and waiting[0].schema != rows.schema:  # another world's columns: what waits goes first
-                self._flush()
+                self._flush_arrow(table)
+                waiting = self._waiting_arrow[table] = []
             waiting.append(rows)
             count = sum(map(len, waiting))
             if count >= ROW_GROUP_ROWS:
                 queued = pa.concat_tables(waiting)
                 cut = count - count % ROW_GROUP_ROWS
-                self._insert("steps", queued.slice(0, cut))
+                self._insert(table, queued.slice(0, cut))
                 waiting[:] = [queued.slice(cut)] if cut < count else []
+
+    def _flush_arrow(self, table: str) -> None:
+        import pyarrow as pa
+
+        if waiting := self._waiting_arrow.pop(table, None):
+            self._insert(table, pa.concat_tables(waiting))
 
     def _staged(self, sql: str) -> list[tuple[Any, ...]]:
         """Rows of a query over the staged run (queued steps inserted first)."""

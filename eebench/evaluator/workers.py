@@ -20,6 +20,7 @@ import os
 import queue
 import re
 import signal
+import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.process import BaseProcess
@@ -264,15 +265,16 @@ def grade_in_workers(files: Sequence[Path], bench: Bench | None, graded_at: dt.d
     processes = [context.Process(target=_work, name=f"eebench grade worker {k + 1}", daemon=True,
                                  args=(k + 1, tasks, results, stop, bench, graded_at, skip_invalid, checkpoints,
                                        str(folder), schemas)) for k in range(workers)]
+    starter = threading.Thread(target=lambda: [process.start() for process in processes])
     try:
-        for process in processes:
-            process.start()
+        starter.start()  # (the first start waits for the forkserver's imports) while the pieces are cut
         planned = []
         for piece in pieces(files):  # cut while the workers start
             tasks.put(piece)
             planned.append(piece)
         for _ in processes:
             tasks.put(None)
+        starter.join()
         outcomes: dict[int, Outcome] = {}
         while not all(k in outcomes for k in range(min(len(planned), stop.value + 1))):
             try:
@@ -298,10 +300,13 @@ def grade_in_workers(files: Sequence[Path], bench: Bench | None, graded_at: dt.d
         return _in_input_order(planned, outcomes)
     finally:
         stop.value = -1
+        if starter.ident is not None:
+            starter.join()
         for process in processes:
             if process.is_alive():
                 process.terminate()
-            process.join()
+            if process.pid is not None:  # (started)
+                process.join()
         for channel in (tasks, results):
             channel.cancel_join_thread()  # what a stopped worker left unread is not waited for
             channel.close()
