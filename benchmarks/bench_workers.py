@@ -73,8 +73,10 @@ if __name__ == "__main__":
 def _run(runs: Path, bench: Path, db: Path, workers: int) -> dict:
     db.unlink(missing_ok=True)
     done = subprocess.run([sys.executable, "-c", _RUN, str(runs), str(bench), str(db), str(workers)],
-                          capture_output=True, text=True, check=True)
+                          capture_output=True, text=True)
     db.unlink(missing_ok=True)
+    if done.returncode:
+        raise RuntimeError(f"grade with workers={workers} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

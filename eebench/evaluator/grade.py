@@ -212,8 +212,8 @@ _EMPTY_ROW = dict.fromkeys(c.name for c in TRAJECTORY_COLUMNS)  # a column no fa
 
 
 def _chunks(files: Sequence[Path]) -> Iterator[list[Record]]:
-    """Records of `files` in chunks (see _chunked); an empty file is refused where it is reached."""
-    return _chunked(_records(files))
+    """Records of `files` in chunks (see chunked); an empty file is refused where it is reached."""
+    return chunked(_records(files))
 
 
 def _records(files: Sequence[Path]) -> Iterator[Record]:
@@ -230,7 +230,7 @@ def empty_input(path: Path | str) -> InputError:
     return InputError.at(str(path), f"is empty; expected {EMPTY_EXPECTED}")
 
 
-def _chunked(records: Iterator[Record]) -> Iterator[list[Record]]:
+def chunked(records: Iterator[Record]) -> Iterator[list[Record]]:
     """Records in chunks of at most CHUNK_RECORDS records or CHUNK_BYTES bytes of JSON (a longer record alone).
 
     When reading fails (a line too long, an empty file), the records read before it are yielded first: the first

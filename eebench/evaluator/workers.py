@@ -2,13 +2,14 @@
 
 The input is cut into pieces in input order: JSONL files into byte ranges cut at line starts (so one big file uses
 every core), other files (.json) whole. Each piece knows the true line and record number it starts at, so rows
-and messages name the lines one process would. N spawned workers take pieces as they come free (a slow or late
-worker costs no one), grade each with the same `Grader` as one process and write its rows as Arrow files in the
-run's own layout into the run's staging folder. The parent adds each piece's rows to the run as it arrives (the
-DuckDB encoding, the serial part, overlaps the grading), with trajectory keys `piece << 32 | position`, so the
-run's order is the input order whatever the order of arrival; duplicates, skip_invalid, the empty-input rule and
-coverage notes are then the store's and `grade_files`'s, as for one process. Of the problems, the one reported is
-the first in input order: pieces after a failed one are not graded, pieces before it are awaited.
+and messages name the lines one process would. N worker processes take pieces as they come free (a slow or late
+worker holds no one up), grade each with the same `Grader` as one process, and write its rows as Arrow files in
+the layout of the run's staged tables, in the run's staging folder. The parent adds each piece's rows to the run
+as they arrive (the DuckDB writing, the part that stays serial, overlaps the grading), with trajectory keys
+`piece << 32 | position`: duplicates, `skip_invalid`, the empty-input rule and coverage notes are then judged in
+input order by the store and `grade_files`, as for one process (the rows are stored in the order they arrive).
+Of the problems, the one raised is the first in input order: pieces after a failed one are not graded, pieces
+before it are awaited.
 """
 
 from __future__ import annotations
@@ -32,14 +33,14 @@ import numpy as np
 from eebench.checkpoints import CheckpointLibrary
 from eebench.documents import MAX_LINE_BYTES
 from eebench.errors import EebenchError, InputError, Problem
-from eebench.evaluator.grade import FLUSH_STEPS, Bench, Grader, _chunked, empty_input
+from eebench.evaluator.grade import FLUSH_STEPS, Bench, Grader, chunked, empty_input
 from eebench.evaluator.store import Batch, ResultStore, batch_tables
 from eebench.trajectories import Record, read_raw_records
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-PIECE_BYTES = 4 << 20   # of JSONL per piece: enough to pay for its two Arrow files, small enough to balance the end
+PIECE_BYTES = 4 << 20   # of JSONL per piece: enough to pay for its Arrow files, small enough to balance the end
 BLOCK_BYTES = 1 << 20   # read at a time while cutting pieces
 LONG_LINE = 4 << 20     # a line longer than this ends the cutting of its file (the rest is one piece)
 PIECE_SHIFT = 32        # trajectory_key = piece << PIECE_SHIFT | position in the piece: the run's order
@@ -201,7 +202,7 @@ def _grade_piece(grader: Grader, piece: Piece, skip_invalid: bool, folder: Path,
     skipped: list[Problem] = []
     pending = Batch()
     try:
-        for chunk in _chunked(_piece_records(piece)):
+        for chunk in chunked(_piece_records(piece)):
             batch, problems = grader.grade_chunk(chunk, skip_invalid)
             records += len(chunk)
             skipped.extend(problems)
