@@ -698,6 +698,14 @@ class ResultStore:
         """The run's staging folder (swept with the run): where grading workers write their parts."""
         return self._stage_dir
 
+    def allow_memory(self, limit_mb: int) -> None:
+        """Raise DuckDB's memory cap on the run's file to `limit_mb` (a process that only writes, grading
+        elsewhere, can give DuckDB what a grading process keeps for its own work)."""
+        if limit_mb > self._memory.limit_mb:
+            self._memory.limit_mb = limit_mb
+            with self._failures():
+                self.stage.execute(f"SET memory_limit = '{limit_mb}MB'")
+
     def arrow_schemas(self) -> dict[str, pa.Schema]:
         """The staged tables' stored columns and trajectory_key as Arrow schemas: the layout of `add_rows`."""
         with self._failures():

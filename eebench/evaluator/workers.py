@@ -46,6 +46,7 @@ LONG_LINE = 4 << 20     # a line longer than this ends the cutting of its file (
 PIECE_SHIFT = 32        # trajectory_key = piece << PIECE_SHIFT | position in the piece: the run's order
 POLL_SECONDS = 0.2      # how often the parent looks for workers that died
 PARTS_DIR = "parts"     # in the run's staging folder
+WRITER_MEMORY_MB = 160  # DuckDB's cap in the parent, which grades nothing (see grade_in_workers)
 
 
 class Piece(NamedTuple):
@@ -263,6 +264,9 @@ def grade_in_workers(files: Sequence[Path], bench: Bench | None, graded_at: dt.d
     tasks, results = context.Queue(), context.Queue()
     stop = context.Value("q", 1 << 62, lock=False)   # pieces after this index are not wanted (one failed)
     schemas = store.arrow_schemas()
+    # this process only writes: DuckDB may have the memory a grading process keeps for numba and its batches (its
+    # checkpoints of the wide trajectories table ran out of the 24 MB cap now and then, which DuckDB cannot undo)
+    store.allow_memory(WRITER_MEMORY_MB)
     processes = [context.Process(target=_work, name=f"eebench grade worker {k + 1}", daemon=True,
                                  args=(k + 1, tasks, results, stop, bench, graded_at, skip_invalid, checkpoints,
                                        str(folder), schemas)) for k in range(workers)]
@@ -340,10 +344,13 @@ def _in_input_order(planned: list[Piece], outcomes: dict[int, Outcome]) -> list[
 
 
 def _check_alive(processes: list[BaseProcess]) -> None:
-    """A worker that died (killed, out of memory) stops the run, named."""
+    """A worker that died (killed, out of memory) stops the run, named; so do workers all gone with pieces left."""
     for k, process in enumerate(processes):
         code = process.exitcode
         if code is not None and code != 0:
             how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
             raise EebenchError(f"grading worker {k + 1} of {len(processes)} (pid {process.pid}) died ({how}); "
                                "nothing was written")
+    if all(process.exitcode is not None for process in processes):
+        raise EebenchError("the grading workers ended before every piece of the input was graded; nothing was "
+                           "written")
