@@ -203,6 +203,12 @@ def test_workers_option(cli, bench: Path, tmp_path: Path, small_pieces) -> None:
                 input=runs.read_text())  # standard input: one process
     assert "graded 6 trajectories" in piped.stdout
     assert table_rows(tmp_path / "piped.duckdb")["steps"] == table_rows(tmp_path / "r2.duckdb")["steps"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(runs.read_text() + '{"eebench": "trajectory/1", "id": "x", "steps": []}\n' + runs.read_text())
+    failed = [cli("grade", bad, "--bench", bench, "--db", tmp_path / "bad.duckdb", "--workers", n, code=2).stderr
+              for n in ("1", "2")]
+    assert failed[0] == failed[1] == f"error: {bad}:7: instance: missing required field\n"
+    assert not (tmp_path / "bad.duckdb").exists()
     for value in ("-1", "two", "1.5"):
         bad = cli("grade", runs, "--bench", bench, "--workers", value, code=2)
         assert f"Error: Invalid value for '--workers': '{value}' is not a count of processes" in bad.stderr
