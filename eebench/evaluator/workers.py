@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from eebench.checkpoints import CheckpointLibrary
-from eebench.documents import MAX_LINE_BYTES
 from eebench.errors import EebenchError, InputError, Problem
 from eebench.evaluator.grade import FLUSH_STEPS, Bench, Grader, chunked, empty_input
 from eebench.evaluator.store import Batch, ResultStore, batch_tables

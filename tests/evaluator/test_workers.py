@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import eebench
+from eebench.checkpoints import library
 from eebench.errors import EebenchError, InputError
 from eebench.evaluator import Bench, grade_files
 from eebench.evaluator import workers as workers_module
@@ -74,8 +75,7 @@ def grade_both(tmp_path: Path, files: list[Path], bench: Path | None, **options:
     return found[0]
 
 
-def test_every_world_kind_and_file_kind_give_one_process_rows(bench: Path, tmp_path: Path, small_pieces,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_world_kind_and_file_kind_give_one_process_rows(bench: Path, tmp_path: Path, small_pieces) -> None:
     checkpoints = tmp_path / "cp.yaml"
     checkpoints.write_text(CHECKPOINTS)
     grid = [trajectory(f"g{k}", SOLVE[:k] + ["up", "bogus"][: k % 3]) for k in range(12)]
@@ -85,8 +85,6 @@ def test_every_world_kind_and_file_kind_give_one_process_rows(bench: Path, tmp_p
     listed = write_json(tmp_path / "b.json", [rooms_trajectory("r2", LINE_ACTIONS[:3]), grid[6]])
     last = write_jsonl(tmp_path / "c.jsonl", grid[7:] + [logged("l1", ["Kitchen", "Cellar", "Kitchen"]),
                                                          logged("l2", ["Cellar"], ["explore"])])
-    from eebench.checkpoints import library
-
     tables, report = grade_both(tmp_path, [first, listed, last], bench, checkpoints=library([checkpoints]))
     assert report[0] == 16 and tables["episodes"] and tables["checkpoints"]
     with duckdb.connect(str(tmp_path / "w2.duckdb"), read_only=True) as con:
@@ -228,19 +226,20 @@ LINE_TEXT = st.sampled_from([b"", b" ", b"\t\r", b"\x0c", b'{"a": 1}', b" x ", b
 
 @settings(max_examples=200, deadline=None)
 @given(lines=st.lists(LINE_TEXT, max_size=30), end=st.sampled_from([b"", b"\n", b"\r\n"]),
-       piece_bytes=st.integers(1, 64), block_bytes=st.integers(1, 16))
+       piece_bytes=st.integers(1, 64), block_bytes=st.integers(1, 16), long_line=st.sampled_from([10, 1 << 22]))
 def test_pieces_cut_at_line_starts_with_true_line_and_record_numbers(tmp_path_factory, lines: list[bytes],
                                                                        end: bytes, piece_bytes: int,
-                                                                       block_bytes: int) -> None:
+                                                                       block_bytes: int, long_line: int) -> None:
+    """Blocks shorter than lines, pieces shorter than blocks, and lines past LONG_LINE (no cut after them)."""
     path = tmp_path_factory.mktemp("cut") / "runs.jsonl"
     path.write_bytes(b"\n".join(lines) + end)
     whole = list(read_raw_records(path))
-    old = workers_module.BLOCK_BYTES
-    workers_module.BLOCK_BYTES = block_bytes
+    old = workers_module.BLOCK_BYTES, workers_module.LONG_LINE
+    workers_module.BLOCK_BYTES, workers_module.LONG_LINE = block_bytes, long_line
     try:
         cut = list(workers_module.pieces([path], piece_bytes))
     finally:
-        workers_module.BLOCK_BYTES = old
+        workers_module.BLOCK_BYTES, workers_module.LONG_LINE = old
     assert [p.index for p in cut] == list(range(len(cut))) and [p.last for p in cut] == [False] * (len(cut) - 1) + [True]
     assert all(p.end is None or p.end > p.start for p in cut)
     assert [r for p in cut for r in workers_module._piece_records(p)] == whole
