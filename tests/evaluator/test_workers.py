@@ -251,3 +251,42 @@ def test_an_input_of_one_piece_is_graded_by_this_process(bench: Path, tmp_path: 
     grade_files([runs], Bench(bench), tmp_path / "r.duckdb", workers=2,
                 progress=lambda r, s: seen.append([c.name for c in multiprocessing.active_children()]))
     assert seen and not any(seen)
+
+
+RECORD = st.one_of(
+    st.builds(lambda k, n: json.dumps(trajectory(f"g{k}", SOLVE[:n])), st.integers(0, 5), st.integers(0, 9)),
+    st.builds(lambda k: json.dumps(rooms_trajectory(f"r{k}", LINE_ACTIONS)), st.integers(0, 2)),
+    st.builds(lambda k: json.dumps(trajectory(f"x{k}", ["up"], instance="nope")), st.integers(0, 2)),
+    st.sampled_from(["{not json", "", "  ", '{"eebench": "trajectory/1", "id": "y", "steps": []}']),
+)
+
+
+@settings(max_examples=10, deadline=None)
+@given(files=st.lists(st.lists(RECORD, min_size=2, max_size=12), min_size=1, max_size=3), skip_invalid=st.booleans(),
+       piece_bytes=st.integers(40, 400))
+def test_any_input_grades_as_in_one_process(tmp_path_factory, files: list[list[str]], skip_invalid: bool,
+                                            piece_bytes: int) -> None:
+    """Random files of good, bad, repeated and blank records: the same rows and report, or the same error."""
+    tmp = tmp_path_factory.mktemp("any")
+    folder = tmp / "bench"
+    write_instances([make_instance(**CORRIDOR, instance_id="t/corridor")], folder, {"kind": "test"})
+    write_json(folder / "t" / "rooms.json", LINE)
+    paths = []
+    for k, lines in enumerate(files):
+        paths.append(tmp / f"runs{k}.jsonl")
+        paths[-1].write_text("".join(line + "\n" for line in lines))
+    old = workers_module.PIECE_BYTES
+    workers_module.PIECE_BYTES = piece_bytes
+    try:
+        found = []
+        for workers in (1, 2):
+            db = tmp / f"w{workers}.duckdb"
+            try:
+                report = grade_files(paths, Bench(folder), db, workers=workers, skip_invalid=skip_invalid)
+                found.append((table_rows(db), summary(report)))
+            except InputError as exc:
+                found.append((str(exc), db.exists()))
+    finally:
+        workers_module.PIECE_BYTES = old
+    assert found[0] == found[1]
+    assert no_staging_left(tmp)
