@@ -340,6 +340,8 @@ def resolve_workers(workers: int) -> int:
         raise InputError(f"workers: expected 0 (one per core) or more, found {workers}")
     if workers:
         return workers
+    if counted := getattr(os, "process_cpu_count", None):  # Python 3.13
+        return counted() or 1
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # (no affinity on this platform)
