@@ -207,15 +207,16 @@ def grade(trajectories: Any, *, bench: str | Path | Instances | Iterable[Any], s
 
 
 def grade_files(trajectories: Any, *, bench: str | Path | Instances | Iterable[Any], db: str | Path,
-                skip_invalid: bool = False) -> GradeReport:
-    """Grade trajectories into the DuckDB file `db` in one transaction, as `eebench grade` does."""
+                skip_invalid: bool = False, workers: int = 1) -> GradeReport:
+    """Grade trajectories into the DuckDB file `db` in one transaction, as `eebench grade` does; `workers`
+    processes grade pieces of the input in parallel (0: one per core), with the rows of one process."""
     from eebench.evaluator.grade import grade_files as grade_into
 
     with contextlib.ExitStack() as stack:
         files = _trajectory_files(trajectories, stack)
         opened = _open_bench(bench, stack)
         try:
-            report = grade_into(files, opened, Path(db), skip_invalid=skip_invalid)
+            report = grade_into(files, opened, Path(db), skip_invalid=skip_invalid, workers=workers)
         except InputError as exc:
             raise InputError([_located(p, files) for p in exc.problems]) from None
         report.skipped[:] = [_located(p, files) for p in report.skipped]

@@ -382,6 +382,24 @@ def _trajectory_actions(path: Path, instance_id: str, trajectory_id: str | None)
 
 # -- grading ------------------------------------------------------------------------------------------
 
+class _Workers(click.ParamType):
+    """--workers: a count of processes, or 0 / auto for one per core."""
+
+    name = "N|auto"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int) and value >= 0:
+            return value
+        text = str(value).strip().lower()
+        if text == "auto":
+            return 0
+        if not text.isdigit():
+            self.fail(f"{value!r} is not a count of processes (0 or auto: one per core).", param, ctx)
+        return int(text)
+
+
+_WORKERS = _Workers()
+
 @main.command()
 @click.argument("files", metavar="TRAJ_FILE...", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option("--bench", type=click.Path(exists=True, path_type=Path),
@@ -395,6 +413,10 @@ def _trajectory_actions(path: Path, instance_id: str, trajectory_id: str | None)
               help="DuckDB file to write results into (created if missing).")
 @click.option("--skip-invalid", is_flag=True,
               help="Grade the valid trajectories and list the invalid ones with the reason, instead of stopping.")
+@click.option("--workers", default="1", show_default=True, type=_WORKERS,
+              help="Processes that grade in parallel, each a piece of the input (a big JSONL file is cut at line "
+                   "starts); 0 or auto: one per core. The rows are those of one process. Standard input (-) is "
+                   "graded by one.")
 @click.option("--engine", default="local", show_default=True, type=click.Choice(["local", "ray"]),
               help="local: this machine, into --db. ray: one Ray task per TRAJ_FILE (local paths or URIs pyarrow "
                    "reads), Parquet partitions into --out; then `eebench ingest`.")
@@ -405,7 +427,8 @@ def _trajectory_actions(path: Path, instance_id: str, trajectory_id: str | None)
 @click.option("--out", "-o", "parquet_out", metavar="DIR",
               help="With --engine ray: the new or empty folder (or URI) for the Parquet partitions.")
 def grade(files: tuple[str, ...], bench: Path | None, checkpoint_files: tuple[Path, ...], db: Path,
-          skip_invalid: bool, engine: str, address: str | None, cpus: int | None, parquet_out: str | None) -> None:
+          skip_invalid: bool, workers: int, engine: str, address: str | None, cpus: int | None,
+          parquet_out: str | None) -> None:
     """Replay trajectories in their instances and store every metric family's results in DuckDB.
 
     TRAJ_FILE is a JSONL file of trajectory/1 records (`eebench convert` makes them from agents' logs), or - for
@@ -424,6 +447,8 @@ def grade(files: tuple[str, ...], bench: Path | None, checkpoint_files: tuple[Pa
     from eebench.checkpoints import library
     from eebench.evaluator import grade_files
 
+    if engine == "ray" and workers != 1:
+        raise click.UsageError("--workers goes with --engine local (Ray's tasks are its workers: --cpus)")
     if engine == "ray" or address or cpus or parquet_out:
         _grade_ray(files, bench, skip_invalid, engine, address, cpus, parquet_out)  # files as given: URIs too
         return
@@ -432,7 +457,7 @@ def grade(files: tuple[str, ...], bench: Path | None, checkpoint_files: tuple[Pa
     with (open_bench(bench) if bench is not None else contextlib.nullcontext()) as opened, \
             _grade_progress(paths) as update:
         report = grade_files(list(paths), opened, db, skip_invalid=skip_invalid, progress=update,
-                             checkpoints=checkpoints)
+                             checkpoints=checkpoints, workers=workers)
     _echo_problems("skipped", report.skipped)
     for note in report.coverage_notes:
         click.echo(f"coverage: {note}")

@@ -48,11 +48,14 @@ class Record(NamedTuple):
     in_list: bool = False  # one item of a .json list: fields are named "[index].field"
 
 
-def read_raw_records(path: Path | str) -> Iterator[Record]:
+def read_raw_records(path: Path | str, *, start: int = 0, end: int | None = None, line: int = 1,
+                     index: int = 0) -> Iterator[Record]:
     """Stream records without parsing JSON lines yet (`parse_record` does, possibly in another process).
 
     A .jsonl file yields one record per non-blank line, its value the line's bytes, so memory does not grow with
-    the file. A .json file holds one trajectory object or a list of them and is parsed whole.
+    the file. A .json file holds one trajectory object or a list of them and is parsed whole. `start` and `end`
+    read only the lines of a .jsonl file from byte `start` (a line start: line `line`, record `index`) to byte
+    `end`, a piece of the file (grade --workers).
     """
     path = Path(path)
     file = str(path)
@@ -66,9 +69,13 @@ def read_raw_records(path: Path | str) -> Iterator[Record]:
         return
     handle = sys.stdin.buffer if file == "-" else open_input(path)  # `-`: standard input, as JSON Lines
     with handle:
-        index = 0
+        if start:
+            handle.seek(start)
+        position = start
         # readline with a bound: a file without line breaks (/dev/zero through a pipe) is refused, not loaded
-        for number, raw in enumerate(iter(lambda: _read_line(handle), b""), start=1):
+        for number, raw in enumerate(iter(lambda: b"" if end is not None and position >= end
+                                          else _read_line(handle), b""), start=line):
+            position += len(raw)
             if len(raw) > MAX_LINE_BYTES:
                 raise InputError.at(file, f"a line longer than {MAX_LINE_BYTES >> 20} MiB; expected one "
                                           "trajectory per line", line=number)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import gc
+import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
@@ -222,13 +223,33 @@ _EMPTY_ROW = dict.fromkeys(c.name for c in TRAJECTORY_COLUMNS)  # a column no fa
 
 
 def _chunks(files: Sequence[Path]) -> Iterator[list[Record]]:
-    """Records in chunks of at most CHUNK_RECORDS records or CHUNK_BYTES bytes of JSON (a longer record alone)."""
-    chunk: list[Record] = []
-    size = 0
+    """Records of `files` in chunks (see chunked); an empty file is refused where it is reached."""
+    return chunked(_records(files))
+
+
+def _records(files: Sequence[Path]) -> Iterator[Record]:
     for path in files:
         records = 0
         for record in read_raw_records(path):
             records += 1
+            yield record
+        if not records:  # the rule `convert` follows too: an empty input is a mistake, even with skip_invalid
+            raise empty_input(path)
+
+
+def empty_input(path: Path | str) -> InputError:
+    return InputError.at(str(path), f"is empty; expected {EMPTY_EXPECTED}")
+
+
+def chunked(records: Iterator[Record]) -> Iterator[list[Record]]:
+    """Records in chunks of at most CHUNK_RECORDS records or CHUNK_BYTES bytes of JSON (a longer record alone).
+
+    When reading fails (a line too long, an empty file), the records read before it are yielded first: the first
+    bad record in input order is the one reported, whoever finds it (a worker's piece ends anywhere)."""
+    chunk: list[Record] = []
+    size = 0
+    try:
+        for record in records:
             length = len(record.value) if isinstance(record.value, (bytes, bytearray)) else 0
             if chunk and size + length > CHUNK_BYTES:
                 yield chunk
@@ -238,21 +259,17 @@ def _chunks(files: Sequence[Path]) -> Iterator[list[Record]]:
             if len(chunk) == CHUNK_RECORDS:
                 yield chunk
                 chunk, size = [], 0
-        if not records:  # the rule `convert` follows too: an empty input is a mistake, even with skip_invalid
-            raise InputError.at(str(path), f"is empty; expected {EMPTY_EXPECTED}")
+    except InputError:
+        if chunk:
+            yield chunk
+        raise
     if chunk:
         yield chunk
 
 
 def _graded_chunks(chunks: Iterator[list[Record]], bench: Bench | None, graded_at: dt.datetime, skip_invalid: bool,
                    checkpoints: CheckpointLibrary | None) -> Iterator[tuple[list[Record], Batch, list[Problem]]]:
-    """Grade chunks in order, in this process.
-
-    There are no worker processes (`--workers` went in issue 13): the results are one DuckDB file written by
-    one process, so the writing (a third of a grade with the compiled replay) stays serial, and workers that
-    pickle their batches back, or write partitions the parent copies, measured 0.96-1.1x with 2 workers on
-    2 cores against the 1.7x that would pay for them.
-    """
+    """Grade chunks in order, in this process (`workers=1`; evaluator/workers.py grades in several)."""
     grader = Grader(bench, graded_at, checkpoints=checkpoints)
     with _young_collections():
         for chunk in chunks:
@@ -280,9 +297,12 @@ def _young_collections() -> Iterator[None]:
 
 def grade_files(files: Sequence[Path], bench: Bench | None, db: Path, *, skip_invalid: bool = False,
                 progress: Callable[[int, int], None] | None = None,
-                checkpoints: CheckpointLibrary | None = None) -> GradeReport:
+                checkpoints: CheckpointLibrary | None = None, workers: int = 1) -> GradeReport:
     """Grade every trajectory of `files` into the DuckDB file `db`, in one transaction; `progress` is told the
     records read and the steps graded of each chunk. The file `-` is standard input.
+
+    `workers`: processes that grade pieces of the input in parallel (0: one per core; see evaluator/workers.py);
+    the rows, the problems and the messages are those of one process. Standard input is read by this process.
 
     `bench` may be None when every trajectory is `env: logged`. `checkpoints`: the sets coverage applies (default:
     the shipped ones); a given set that matches no graded trajectory, and every checkpoint no trajectory hit, are
@@ -302,18 +322,28 @@ def grade_files(files: Sequence[Path], bench: Bench | None, db: Path, *, skip_in
     graded_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     Grader(bench, graded_at, checkpoints=checkpoints)  # a bad bench folder fails early, before the database is touched
     report = GradeReport()
+    workers = resolve_workers(workers)
+    if workers > 1 and (any(str(path) == "-" for path in files) or not _worth_workers(files)):
+        workers = 1  # standard input, or too little input to pay for the workers' start: this process
     store = ResultStore(db)
     try:
-        pending = Batch()
-        for chunk, batch, skipped in _graded_chunks(_chunks(files), bench, graded_at, skip_invalid, checkpoints):
-            report.skipped.extend(skipped)
-            pending.extend(batch)
-            if pending.n_steps >= FLUSH_STEPS:
-                store.write(pending)
-                pending = Batch()
-            if progress:
-                progress(len(chunk), batch.n_steps)
-        store.write(pending)
+        if workers > 1:
+            from eebench.evaluator.workers import grade_in_workers
+
+            report.skipped.extend(grade_in_workers(files, bench, graded_at, skip_invalid, checkpoints, store,
+                                                   workers, progress))
+        else:
+            pending = Batch()
+            for chunk, batch, skipped in _graded_chunks(_chunks(files), bench, graded_at, skip_invalid,
+                                                        checkpoints):
+                report.skipped.extend(skipped)
+                pending.extend(batch)
+                if pending.n_steps >= FLUSH_STEPS:
+                    store.write(pending)
+                    pending = Batch()
+                if progress:
+                    progress(len(chunk), batch.n_steps)
+            store.write(pending)
         _check_unique(store, report, skip_invalid)
         report.trajectories, report.steps = store.staged_trajectories(), store.staged_steps()
         if not report.trajectories:  # one rule with convert: a run that graded nothing is a mistake, not a success
@@ -326,6 +356,26 @@ def grade_files(files: Sequence[Path], bench: Bench | None, db: Path, *, skip_in
         raise
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _worth_workers(files: Sequence[Path]) -> bool:
+    from eebench.evaluator.workers import worth_workers
+
+    return worth_workers(files)
+
+
+def resolve_workers(workers: int) -> int:
+    """The worker processes of `workers`: itself when positive, 0 for one per core this process may use."""
+    if workers < 0:
+        raise InputError(f"workers: expected 0 (one per core) or more, found {workers}")
+    if workers:
+        return workers
+    if counted := getattr(os, "process_cpu_count", None):  # Python 3.13
+        return counted() or 1
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # (no affinity on this platform)
+        return os.cpu_count() or 1
 
 
 def _check_unique(store: ResultStore, report: GradeReport, skip_invalid: bool) -> None:

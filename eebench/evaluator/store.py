@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import duckdb
 import numpy as np
@@ -35,6 +35,9 @@ from eebench.documents import atomic_directory
 from eebench.errors import EebenchError, InputError, did_you_mean
 from eebench.evaluator.families import registered
 from eebench.evaluator.park import EXPLOIT_CASES, EXPLORE_CASES, METRIC_VERSION
+
+if TYPE_CHECKING:
+    import pyarrow as pa  # imported where used: a small grade does without it (its import takes 0.1 s)
 
 SCHEMA_VERSION = 3  # of the tables below; a change of meaning or layout bumps it (and gets a step in _upgrade)
 
@@ -357,6 +360,7 @@ SPILL_DIR = "spill"  # in a run's staging folder: DuckDB's temp_directory (swept
 # partial row group that the checkpoint compresses and writes again (the writes took 1.5x as long on 2 cores).
 WRITE_THREADS = 1
 ROW_GROUP_ROWS = 122_880  # DuckDB's row group size: appends of whole row groups are written once, as they are
+THREADED_FROM_ROWS = 10_000  # rows of a batch from which the writer thread inserts it, as Arrow (see `write`)
 T = TypeVar("T")
 TABLES = {"trajectories": TRAJECTORY_COLUMNS, "steps": STEP_COLUMNS, "episodes": EPISODE_COLUMNS,
           "checkpoints": CHECKPOINT_COLUMNS}
@@ -529,6 +533,22 @@ class Batch:
         self.checkpoints.extend({**part, "trajectory": part["trajectory"] + offset} for part in other.checkpoints)
 
 
+def batch_tables(batch: Batch, keys: np.ndarray) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
+    """A batch as NumPy columns of the staged tables, `keys` its rows' trajectory_key: the trajectories, then
+    each part of steps, episodes and checkpoints (parts with the same columns together)."""
+    rows = _columns(batch.rows, TRAJECTORY_COLUMNS)
+    yield "trajectories", {**rows, _KEY.name: keys}
+    for table, parts in (("steps", batch.steps), ("episodes", batch.episodes), ("checkpoints", batch.checkpoints)):
+        kinds: dict[tuple[str, ...], list[dict[str, np.ndarray]]] = {}
+        for part in parts:
+            kinds.setdefault(tuple(part), []).append(part)
+        for names, same in kinds.items():
+            owner = np.concatenate([part["trajectory"] for part in same])  # position in batch.rows
+            yield table, {"trajectory_id": rows["trajectory_id"][owner], _KEY.name: keys[owner],
+                          **{name: np.concatenate([part[name] for part in same]) for name in names
+                             if name != "trajectory"}}
+
+
 class Replaced(NamedTuple):
     """Rows of earlier grades that a commit replaced (their trajectory ids were graded again)."""
 
@@ -579,6 +599,7 @@ class ResultStore:
         self._waiting: list[dict[str, np.ndarray]] = []  # steps not inserted yet: less than a row group
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="eebench-writer")
         self._pending: Future[None] | None = None        # the batch the writer is inserting
+        self._waiting_arrow: dict[str, list[pa.Table]] = {}   # rows of `add_rows` not inserted yet, by table
 
     @contextlib.contextmanager
     def _failures(self) -> Iterator[None]:
@@ -635,24 +656,20 @@ class ResultStore:
         """Stage a batch (committed to the run's file, not yet to the results).
 
         The columns are made here; DuckDB inserts them in the store's writer thread while the caller grades the
-        next batch (DuckDB works without Python's lock), one batch at a time, in order. A failed insert is raised
-        by the next call that uses the run's file."""
+        next batch (DuckDB reads Arrow without Python's lock), one batch at a time, in order; a failed insert is
+        raised by the next call that uses the run's file. A batch of fewer than THREADED_FROM_ROWS rows is
+        inserted at once, from NumPy."""
         if not len(batch):
             return
         keys = np.arange(self._next_key, self._next_key + len(batch), dtype=np.int64)
         self._next_key += len(batch)
-        rows = _columns(batch.rows, TRAJECTORY_COLUMNS)
-        inserts: list[tuple[str, dict[str, np.ndarray]]] = [("trajectories", {**rows, _KEY.name: keys})]
-        for table, parts in (("steps", batch.steps), ("episodes", batch.episodes), ("checkpoints", batch.checkpoints)):
-            kinds: dict[tuple[str, ...], list[dict[str, np.ndarray]]] = {}  # parts with the same columns together
-            for part in parts:
-                kinds.setdefault(tuple(part), []).append(part)
-            for names, same in kinds.items():
-                owner = np.concatenate([part["trajectory"] for part in same])  # position in batch.rows
-                data = {"trajectory_id": rows["trajectory_id"][owner], _KEY.name: keys[owner],
-                        **{name: np.concatenate([part[name] for part in same]) for name in names
-                           if name != "trajectory"}}
-                inserts.extend(self._append_steps(data) if table == "steps" else [(table, data)])
+        inserts: list[tuple[str, dict[str, np.ndarray]]] = []
+        for table, data in batch_tables(batch, keys):
+            inserts.extend(self._append_steps(data) if table == "steps" else [(table, data)])
+        if sum(len(data[_KEY.name]) for _, data in inserts) < THREADED_FROM_ROWS:   # a small grade: no Arrow
+            self._wait()
+            self._insert_all(inserts)
+            return
         tables = [(table, _arrow(data)) for table, data in inserts]
         self._wait()   # the batch before this one is in
         self._pending = self._writer.submit(self._insert_all, tables)
@@ -691,12 +708,13 @@ class ResultStore:
     def _flush(self) -> None:
         """Insert the queued steps, after the writer's batch (before the staged rows are queried or committed)."""
         self._wait()
+        for table in list(self._waiting_arrow):
+            self._flush_arrow(table)
         if self._waiting:
-            self._insert("steps", _arrow(self._take_waiting()))
+            self._insert("steps", self._take_waiting())
 
-    def _insert(self, table: str, data: Any) -> None:
-        """Insert an Arrow table's rows (see `_arrow`)."""
-        given = set(data.column_names)
+    def _insert(self, table: str, data: dict[str, np.ndarray] | pa.Table) -> None:
+        given = set(getattr(data, "column_names", data))  # an Arrow table's, or a dict's
         names = ", ".join(c.name for c in (*STORED[table], _KEY) if c.name in given)  # the others are NULL
         self.stage.register("batch_rows", data)
         try:  # one statement, one transaction: nothing is left of it when it fails, so it can run again
@@ -704,6 +722,55 @@ class ResultStore:
                 f"INSERT INTO {table} ({names}) SELECT {names} FROM batch_rows"))
         finally:
             self.stage.unregister("batch_rows")
+
+    @property
+    def folder(self) -> Path:
+        """The run's staging folder (swept with the run): where grading workers write their parts."""
+        return self._stage_dir
+
+    def allow_memory(self, limit_mb: int) -> None:
+        """Raise DuckDB's memory cap on the run's file to `limit_mb` (a process that only writes, grading
+        elsewhere, can give DuckDB what a grading process keeps for its own work)."""
+        if limit_mb > self._memory.limit_mb:
+            self._memory.limit_mb = limit_mb
+            with self._failures():
+                self.stage.execute(f"SET memory_limit = '{limit_mb}MB'")
+
+    def arrow_schemas(self) -> dict[str, pa.Schema]:
+        """The staged tables' stored columns and trajectory_key as Arrow schemas: the layout of `add_rows`."""
+        with self._failures():
+            return {table: self.stage.sql(
+                f"SELECT {', '.join(c.name for c in (*columns, _KEY))} FROM {table} LIMIT 0").to_arrow_table().schema
+                for table, columns in STORED.items()}
+
+    def add_rows(self, table: str, rows: pa.Table) -> None:
+        """Stage rows given as Arrow in the layout of `arrow_schemas`, trajectory_key included (a grading worker's
+        part). Steps and checkpoints wait until there are whole row groups to insert, as `write`'s steps do (and
+        the small parts of many pieces make one insert); the wide tables go in as they come, in parts of the size
+        `write` gives them (a much larger insert may not fit under the memory cap)."""
+        import pyarrow as pa
+
+        with self._failures():
+            if table not in ("steps", "checkpoints"):
+                self._insert(table, rows)
+                return
+            waiting = self._waiting_arrow.setdefault(table, [])
+            if waiting and waiting[0].schema != rows.schema:  # another world's columns: what waits goes first
+                self._flush_arrow(table)
+                waiting = self._waiting_arrow[table] = []
+            waiting.append(rows)
+            count = sum(map(len, waiting))
+            if count >= ROW_GROUP_ROWS:
+                queued = pa.concat_tables(waiting)
+                cut = count - count % ROW_GROUP_ROWS
+                self._insert(table, queued.slice(0, cut))
+                waiting[:] = [queued.slice(cut)] if cut < count else []
+
+    def _flush_arrow(self, table: str) -> None:
+        import pyarrow as pa
+
+        if waiting := self._waiting_arrow.pop(table, None):
+            self._insert(table, pa.concat_tables(waiting))
 
     def _staged(self, sql: str) -> list[tuple[Any, ...]]:
         """Rows of a query over the staged run (queued steps inserted first)."""

@@ -1,4 +1,4 @@
-"""`grade --engine ray` and `ingest`: a local Ray with 2 CPUs gives the rows of a local grade."""
+"""`grade --engine ray` and `ingest`: a local Ray with 2 CPUs gives the rows of a local grade (and of `--workers 2`)."""
 
 from __future__ import annotations
 
@@ -41,8 +41,10 @@ def test_ray_rows_equal_local_rows(main_bundle: Path, tmp_path: Path, cli) -> No
     assert sorted(p.name for p in (out / "steps").iterdir()) == [f"part-0000{i}.parquet" for i in range(3)]
     ingested = tmp_path / "ingested.duckdb"
     assert "loaded 81 trajectories" in cli("ingest", out, "--db", ingested).stdout
+    parallel = tmp_path / "parallel.duckdb"  # local worker processes give the same rows too
+    cli("grade", *shards, "--bench", main_bundle, "--db", parallel, "--workers", "2")
     for table in ORDER:
-        assert _rows(ingested, table) == _rows(local, table)
+        assert _rows(ingested, table) == _rows(local, table) == _rows(parallel, table)
     with duckdb.connect(str(ingested), read_only=True) as con:
         sources = dict(con.execute("SELECT source_file, count(*) FROM trajectories GROUP BY 1").fetchall())
     assert sources == {str(shards[0]): 27, str(shards[1]): 27, uri: 27}
