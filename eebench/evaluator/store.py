@@ -354,6 +354,10 @@ _KEY = Column("trajectory_key", "BIGINT NOT NULL", "Staging only: the row's posi
 # machine's memory) and the work done again, so a valid run never fails for the cap's sake.
 MEMORY_LIMIT_MB = 24  # (with numba loaded for a large run, a grade stays under 300 MB: see README, Performance)
 MEMORY_SHARE = 0.8   # of the machine's memory: the highest cap a run may raise DuckDB's to
+# An automatic checkpoint of the run's file keeps the metadata of every row group pinned, so the memory it needs
+# grows with the rows staged; it cannot be retried under a higher cap (DuckDB invalidates the file: a 1M-trajectory
+# run failed so at 24 MB). So the cap grows by 1 MB per this many staged rows (110M rows: 134 MB).
+ROWS_PER_CHECKPOINT_MB = 1_000_000
 SPILL_DIR = "spill"  # in a run's staging folder: DuckDB's temp_directory (swept with the folder)
 # DuckDB threads while writing a run (its own file, and the copy into an existing results file): one thread
 # appends into full row groups written as they fill, and keeps the run's order; with more, each thread leaves a
@@ -597,6 +601,7 @@ class ResultStore:
             raise
         self._next_key = 0
         self._waiting: list[dict[str, np.ndarray]] = []  # steps not inserted yet: less than a row group
+        self._staged_rows = 0   # of every table: DuckDB's cap grows with them (ROWS_PER_CHECKPOINT_MB)
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="eebench-writer")
         self._pending: Future[None] | None = None        # the batch the writer is inserting
         self._waiting_arrow: dict[str, list[pa.Table]] = {}   # rows of `add_rows` not inserted yet, by table
@@ -716,6 +721,8 @@ class ResultStore:
     def _insert(self, table: str, data: dict[str, np.ndarray] | pa.Table) -> None:
         given = set(getattr(data, "column_names", data))  # an Arrow table's, or a dict's
         names = ", ".join(c.name for c in (*STORED[table], _KEY) if c.name in given)  # the others are NULL
+        self._staged_rows += data.num_rows if hasattr(data, "num_rows") else len(data[_KEY.name])
+        self.allow_memory(MEMORY_LIMIT_MB + self._staged_rows // ROWS_PER_CHECKPOINT_MB)
         self.stage.register("batch_rows", data)
         try:  # one statement, one transaction: nothing is left of it when it fails, so it can run again
             self._memory.run(lambda: self.stage.execute(
@@ -871,7 +878,13 @@ class ResultStore:
         try:
             con.execute(f"ATTACH {_quoted(self._stage_path)} AS stage (READ_ONLY)")
             con.execute(f"SET threads = {WRITE_THREADS}")
-            replaced = _Memory(con).run(lambda: self._add_rows(con))
+            memory = _Memory(con)
+            rows = con.execute("SELECT coalesce(sum(estimated_size), 0) FROM duckdb_tables() "
+                               "WHERE database_name = current_database()").fetchone()[0]
+            memory.limit_mb = max(self._memory.limit_mb, MEMORY_LIMIT_MB + (rows + self._staged_rows)
+                                  // ROWS_PER_CHECKPOINT_MB)   # (both files' rows: see ROWS_PER_CHECKPOINT_MB)
+            con.execute(f"SET memory_limit = '{memory.limit_mb}MB'")
+            replaced = memory.run(lambda: self._add_rows(con))
             con.execute("DETACH stage")
             return replaced
         finally:
