@@ -24,7 +24,7 @@ import duckdb
 import orjson
 
 from benchmarks import Result, peak_rss_of, timed
-from eebench.evaluator import Bench, grade, grade_files
+from eebench.evaluator import Bench, grade_files, park
 from eebench.instances import write_instances
 from eebench.suites import resolve_spec
 from eebench.world.grid_dag import GridDagInstance
@@ -126,15 +126,15 @@ def run() -> list[Result]:
         ours, report = _median(lambda: _grade(runs, tmp / "main", tmp / "ours.duckdb"))
         steps = report.steps
         with duckdb.connect(str(tmp / "ours.duckdb"), read_only=True) as con:
-            step_rows = con.execute("SELECT * EXCLUDE (explore_error, exploit_error) FROM steps").fetchnumpy()
+            step_rows = con.execute("SELECT * EXCLUDE (explore_error, exploit_error, state) FROM steps").fetchnumpy()
         floor, _ = _median(lambda: _floor(runs, step_rows, tmp / "floor.duckdb"))
         step_rows.clear()
-        plain = grade.COMPILED_FROM_STEPS
-        grade.COMPILED_FROM_STEPS = 1 << 62
+        plain = park.COMPILED_FROM_STEPS
+        park.COMPILED_FROM_STEPS = 1 << 62   # (coverage follows the Park family's choice)
         try:
             base, _ = _median(lambda: _grade(runs, tmp / "main", tmp / "plain.duckdb"))
         finally:
-            grade.COMPILED_FROM_STEPS = plain
+            park.COMPILED_FROM_STEPS = plain
         results.append(Result(f"grade main suite, {steps:,} steps, 1 process (baseline: plain-Python replay)",
                               steps / ours, "steps/s", steps / base, ">= 1,000,000 steps/s"))
         results.append(Result("  the same against the floor (orjson parse + DuckDB write of the rows)",

@@ -37,7 +37,7 @@ from eebench.evaluator.families import registered
 from eebench.evaluator.park import EXPLOIT_CASES, EXPLORE_CASES, METRIC_VERSION
 
 if TYPE_CHECKING:
-    import pyarrow as pa  # imported where used: a small grade does without it (its import takes 0.1 s)
+    import pyarrow as pa  # only grading workers' parts are Arrow: a one-process grade does not import it
 
 SCHEMA_VERSION = 3  # of the tables below; a change of meaning or layout bumps it (and gets a step in _upgrade)
 
@@ -364,7 +364,6 @@ SPILL_DIR = "spill"  # in a run's staging folder: DuckDB's temp_directory (swept
 # partial row group that the checkpoint compresses and writes again (the writes took 1.5x as long on 2 cores).
 WRITE_THREADS = 1
 ROW_GROUP_ROWS = 122_880  # DuckDB's row group size: appends of whole row groups are written once, as they are
-THREADED_FROM_ROWS = 10_000  # rows of a batch from which the writer thread inserts it, as Arrow (see `write`)
 T = TypeVar("T")
 TABLES = {"trajectories": TRAJECTORY_COLUMNS, "steps": STEP_COLUMNS, "episodes": EPISODE_COLUMNS,
           "checkpoints": CHECKPOINT_COLUMNS}
@@ -661,9 +660,8 @@ class ResultStore:
         """Stage a batch (committed to the run's file, not yet to the results).
 
         The columns are made here; DuckDB inserts them in the store's writer thread while the caller grades the
-        next batch (DuckDB reads Arrow without Python's lock), one batch at a time, in order; a failed insert is
-        raised by the next call that uses the run's file. A batch of fewer than THREADED_FROM_ROWS rows is
-        inserted at once, from NumPy."""
+        next batch (DuckDB compresses and writes without Python's lock), one batch at a time, in order; a failed
+        insert is raised by the next call that uses the run's file."""
         if not len(batch):
             return
         keys = np.arange(self._next_key, self._next_key + len(batch), dtype=np.int64)
@@ -671,15 +669,10 @@ class ResultStore:
         inserts: list[tuple[str, dict[str, np.ndarray]]] = []
         for table, data in batch_tables(batch, keys):
             inserts.extend(self._append_steps(data) if table == "steps" else [(table, data)])
-        if sum(len(data[_KEY.name]) for _, data in inserts) < THREADED_FROM_ROWS:   # a small grade: no Arrow
-            self._wait()
-            self._insert_all(inserts)
-            return
-        tables = [(table, _arrow(data)) for table, data in inserts]
         self._wait()   # the batch before this one is in
-        self._pending = self._writer.submit(self._insert_all, tables)
+        self._pending = self._writer.submit(self._insert_all, inserts)
 
-    def _insert_all(self, inserts: list[tuple[str, Any]]) -> None:
+    def _insert_all(self, inserts: list[tuple[str, dict[str, np.ndarray]]]) -> None:
         with self._failures():
             for table, data in inserts:
                 self._insert(table, data)
@@ -990,14 +983,6 @@ def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
 def _quoted(path: Path) -> str:
     """A path as an SQL string literal."""
     return "'" + str(path).replace("'", "''") + "'"
-
-
-def _arrow(data: dict[str, np.ndarray]) -> Any:
-    """Columns as an Arrow table, made while holding Python's lock, so DuckDB reads them without it (NumPy object
-    columns it reads under the lock); NaN becomes NULL, as in DuckDB's NumPy scan."""
-    import pyarrow as pa
-
-    return pa.table({name: pa.array(values, from_pandas=True) for name, values in data.items()})
 
 
 def _columns(rows: list[dict[str, Any]], columns: Iterable[Column]) -> dict[str, np.ndarray]:
