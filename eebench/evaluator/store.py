@@ -364,6 +364,14 @@ SPILL_DIR = "spill"  # in a run's staging folder: DuckDB's temp_directory (swept
 # partial row group that the checkpoint compresses and writes again (the writes took 1.5x as long on 2 cores).
 WRITE_THREADS = 1
 ROW_GROUP_ROWS = 122_880  # DuckDB's row group size: appends of whole row groups are written once, as they are
+# Rows of a table queued before one insert: an insert costs about 10 ms whatever its size (53 inserts of a
+# 256-trajectory batch took 0.6 s where one of their 13,568 rows took 0.06 s), so the narrow tables go in whole
+# row groups, the wide ones (trajectories, episodes) in parts that stay well under the memory cap.
+INSERT_ROWS = {"steps": ROW_GROUP_ROWS, "checkpoints": ROW_GROUP_ROWS, "trajectories": 8192, "episodes": 8192}
+# DuckDB types a column of Python objects from a sample of its values (1,000 by default): a nullable number of the
+# wide tables is typed from all of them (a large number the sample skipped would not fit the type it gave); the
+# narrow tables' object columns are all text, and sampling them costs less.
+ANALYZE_ROWS = {"steps": 1000, "checkpoints": 1000, "trajectories": 1 << 40, "episodes": 1 << 40}
 T = TypeVar("T")
 TABLES = {"trajectories": TRAJECTORY_COLUMNS, "steps": STEP_COLUMNS, "episodes": EPISODE_COLUMNS,
           "checkpoints": CHECKPOINT_COLUMNS}
@@ -599,7 +607,8 @@ class ResultStore:
             self._cleanup()
             raise
         self._next_key = 0
-        self._waiting: list[dict[str, np.ndarray]] = []  # steps not inserted yet: less than a row group
+        self._waiting: dict[str, list[dict[str, np.ndarray]]] = {}  # by table: rows not inserted yet (INSERT_ROWS)
+        self._analyze_rows = 0   # DuckDB's pandas_analyze_sample now (ANALYZE_ROWS)
         self._staged_rows = 0   # of every table: DuckDB's cap grows with them (ROWS_PER_CHECKPOINT_MB)
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="eebench-writer")
         self._pending: Future[None] | None = None        # the batch the writer is inserting
@@ -668,7 +677,7 @@ class ResultStore:
         self._next_key += len(batch)
         inserts: list[tuple[str, dict[str, np.ndarray]]] = []
         for table, data in batch_tables(batch, keys):
-            inserts.extend(self._append_steps(data) if table == "steps" else [(table, data)])
+            inserts.extend(self._queue(table, data))
         self._wait()   # the batch before this one is in
         self._pending = self._writer.submit(self._insert_all, inserts)
 
@@ -683,39 +692,43 @@ class ResultStore:
         if pending is not None:
             pending.result()
 
-    def _append_steps(self, data: dict[str, np.ndarray]) -> list[tuple[str, dict[str, np.ndarray]]]:
-        """Queue step columns; the inserts of the whole row groups queued so far."""
-        waiting = self._waiting
+    def _queue(self, table: str, data: dict[str, np.ndarray]) -> list[tuple[str, dict[str, np.ndarray]]]:
+        """Queue a table's columns; the inserts due: whole multiples of INSERT_ROWS rows."""
+        waiting = self._waiting.setdefault(table, [])
         inserts = []
         if waiting and waiting[0].keys() != data.keys():  # another world's columns: what waits goes first
-            inserts.append(("steps", self._take_waiting()))
+            inserts.append((table, self._take_waiting(table)))
+            waiting = self._waiting[table] = []
         waiting.append(data)
-        rows = sum(len(part["t"]) for part in waiting)
-        if rows >= ROW_GROUP_ROWS:
+        rows = sum(len(part[_KEY.name]) for part in waiting)
+        size = INSERT_ROWS[table]
+        if rows >= size:
             columns = {name: np.concatenate([part[name] for part in waiting]) for name in data}
-            cut = rows - rows % ROW_GROUP_ROWS
-            inserts.append(("steps", {name: values[:cut] for name, values in columns.items()}))
+            cut = rows - rows % size
+            inserts.append((table, {name: values[:cut] for name, values in columns.items()}))
             waiting[:] = [{name: values[cut:].copy() for name, values in columns.items()}] if cut < rows else []
         return inserts
 
-    def _take_waiting(self) -> dict[str, np.ndarray]:
-        columns = {name: np.concatenate([part[name] for part in self._waiting]) for name in self._waiting[0]}
-        self._waiting.clear()
-        return columns
+    def _take_waiting(self, table: str) -> dict[str, np.ndarray]:
+        waiting = self._waiting.pop(table)
+        return {name: np.concatenate([part[name] for part in waiting]) for name in waiting[0]}
 
     def _flush(self) -> None:
         """Insert the queued steps, after the writer's batch (before the staged rows are queried or committed)."""
         self._wait()
         for table in list(self._waiting_arrow):
             self._flush_arrow(table)
-        if self._waiting:
-            self._insert("steps", self._take_waiting())
+        for table in [table for table, waiting in self._waiting.items() if waiting]:
+            self._insert(table, self._take_waiting(table))
 
     def _insert(self, table: str, data: dict[str, np.ndarray] | pa.Table) -> None:
         given = set(getattr(data, "column_names", data))  # an Arrow table's, or a dict's
         names = ", ".join(c.name for c in (*STORED[table], _KEY) if c.name in given)  # the others are NULL
         self._staged_rows += data.num_rows if hasattr(data, "num_rows") else len(data[_KEY.name])
         self.allow_memory(MEMORY_LIMIT_MB + self._staged_rows // ROWS_PER_CHECKPOINT_MB)
+        if self._analyze_rows != ANALYZE_ROWS[table]:
+            self._analyze_rows = ANALYZE_ROWS[table]
+            self.stage.execute(f"SET pandas_analyze_sample = {self._analyze_rows}")
         self.stage.register("batch_rows", data)
         try:  # one statement, one transaction: nothing is left of it when it fails, so it can run again
             self._memory.run(lambda: self.stage.execute(
