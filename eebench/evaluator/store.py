@@ -574,8 +574,9 @@ class ResultStore:
     The run is built in a new DuckDB file in a temporary folder next to the results file, in the results' own
     tables and column order plus a trailing `trajectory_key` (the trajectory's position in the run, which tells
     repeated ids apart). Each batch is committed there, so memory stays flat however many trajectories a run
-    grades; steps are appended a whole number of DuckDB row groups at a time (the rest waits for the next batch),
-    which DuckDB compresses and writes once, as they come. `commit` then makes the run the results:
+    grades; steps and checkpoints are appended a whole number of DuckDB row groups at a time, trajectories and
+    episodes some thousands at a time (the rest waits for the next batch: INSERT_ROWS), which DuckDB compresses and
+    writes once, as they come. `commit` then makes the run the results:
     - when there is no results file, the key columns are dropped and the run's file is moved into place;
     - otherwise the run's file is attached to the results file and its rows copied in, in a single transaction,
       after the rows of re-graded trajectory ids are deleted.
@@ -758,9 +759,8 @@ class ResultStore:
 
     def add_rows(self, table: str, rows: pa.Table) -> None:
         """Stage rows given as Arrow in the layout of `arrow_schemas`, trajectory_key included (a grading worker's
-        part). Steps and checkpoints wait until there are whole row groups to insert, as `write`'s steps do (and
-        the small parts of many pieces make one insert); the wide tables go in as they come, in parts of the size
-        `write` gives them (a much larger insert may not fit under the memory cap)."""
+        part). Steps and checkpoints wait until there are whole row groups to insert, as `write`'s do (and the
+        small parts of many pieces make one insert); the wide tables go in as they come."""
         import pyarrow as pa
 
         with self._failures():
