@@ -697,7 +697,8 @@ class ResultStore:
         """Queue a table's columns; the inserts due: whole multiples of INSERT_ROWS rows."""
         waiting = self._waiting.setdefault(table, [])
         inserts = []
-        if waiting and waiting[0].keys() != data.keys():  # another world's columns: what waits goes first
+        # other columns (another world's, or one NULL throughout a batch and so left out): what waits goes first
+        if waiting and waiting[0].keys() != data.keys():
             inserts.append((table, self._take_waiting(table)))
             waiting = self._waiting[table] = []
         waiting.append(data)
@@ -715,7 +716,7 @@ class ResultStore:
         return {name: np.concatenate([part[name] for part in waiting]) for name in waiting[0]}
 
     def _flush(self) -> None:
-        """Insert the queued steps, after the writer's batch (before the staged rows are queried or committed)."""
+        """Insert the queued rows, after the writer's batch (before the staged rows are queried or committed)."""
         self._wait()
         for table in list(self._waiting_arrow):
             self._flush_arrow(table)
