@@ -24,7 +24,7 @@ import numpy as np
 from eebench.checkpoints import CheckpointLibrary, CheckpointSet, Field, Rule, StateReader, shipped_sets
 from eebench.documents import json_type
 from eebench.errors import InputError, Problem, did_you_mean
-from eebench.evaluator.families import FamilyColumns, Trajectory
+from eebench.evaluator.families import FamilyColumns, Trajectory, step_columns_of
 from eebench.world.grid_dag import GridDagInstance, GridDagWorld
 
 METRIC_VERSION = "coverage/1"  # bump when any graded value for the same input would change
@@ -380,25 +380,22 @@ class CoverageFamily:
                 hit_after[a:b] = r.hits
                 checkpoint_id[a:b] = r.ids
                 distinct[j], revisited[j], phases[j] = r.distinct, r.revisited, r.phases
-        trajectory = np.repeat(np.arange(n_trajectories, dtype=np.int32), lengths)
         owner = np.repeat(np.arange(n_trajectories, dtype=np.int64), n_ids)   # each checkpoint's trajectory
         hit = hit_after != NEVER
         hit_counts = np.bincount(owner[hit], minlength=n_trajectories)
-        # the curve: per trajectory a segment of n_steps + 1 counters (after 0 .. n steps), cumulated
+        # the curve: trajectory j's hits as marks in a segment of n_steps + 1 places (after 0 .. n steps), so the
+        # hits within k steps are the marks up to its place k less the marks of the trajectories before
         segment = lengths + 1
         segment_start = np.cumsum(segment) - segment
-        counters = np.bincount(segment_start[owner[hit]] + hit_after[hit], minlength=int(segment.sum()))
-        cumulated = np.cumsum(counters)
-        before = cumulated[segment_start] - counters[segment_start]   # hits of the trajectories before
-        step_of = np.arange(n, dtype=np.int64) - np.repeat(step_start, lengths) + 1
+        marks = np.sort(segment_start[owner[hit]] + hit_after[hit])
+        before = np.searchsorted(marks, segment_start)
         totals = n_ids.astype(np.float64)
         totals[totals == 0] = np.nan   # no checkpoint: NULL, not 0
-        curve = (cumulated[np.repeat(segment_start, lengths) + step_of] - before[trajectory]) / totals[trajectory]
-        steps: dict[str, np.ndarray] = {"trajectory": trajectory, "visit_depth": depth, "ecc": curve}
-        eccs = hit_counts / totals
+        whole: dict[str, np.ndarray] = {"visit_depth": depth}   # per-step columns kept whole (the others per window)
         if any(p is not None for p in phases):   # else the column is left NULL, at no cost
-            steps["phase"] = np.fromiter(chain.from_iterable(p or [None] * int(k) for p, k in zip(phases, lengths)),
+            whole["phase"] = np.fromiter(chain.from_iterable(p or [None] * int(k) for p, k in zip(phases, lengths)),
                                          dtype=object, count=n)
+        eccs = hit_counts / totals
         trajectories: dict[str, list[Any]] = {
             "checkpoints_total": n_ids.tolist(),
             "checkpoints_hit": hit_counts.tolist(),
@@ -411,19 +408,29 @@ class CoverageFamily:
             trajectories.update({"end_reason": ["end_of_log"] * n_trajectories, "n_steps": lengths.tolist(),
                                  "ignored_actions": [0] * n_trajectories})
             all_steps = list(chain.from_iterable(r.steps for r in graded))  # type: ignore[union-attr, misc]
-            steps.update({
-                "t": (step_of - 1).astype(np.int32),
+            whole.update({
                 "action": np.fromiter((s["action"] for s in all_steps), dtype=object, count=n),
                 "episode": np.zeros(n, dtype=np.int16),
                 "logged_state": np.fromiter(chain.from_iterable(r.states for r in graded),  # type: ignore
                                             dtype=object, count=n),
             })
+
+        def window(a: int, b: int) -> dict[str, np.ndarray]:
+            rows = np.clip(step_start + lengths, a, b) - np.clip(step_start, a, b)
+            trajectory = np.repeat(np.arange(n_trajectories, dtype=np.int32), rows)
+            step_of = np.arange(a, b, dtype=np.int64) - np.repeat(step_start, rows) + 1
+            curve = (np.searchsorted(marks, np.repeat(segment_start, rows) + step_of, side="right")
+                     - before[trajectory]) / totals[trajectory]
+            steps = {"trajectory": trajectory, **{name: values[a:b] for name, values in whole.items()}, "ecc": curve}
+            if logged:
+                steps["t"] = (step_of - 1).astype(np.int32)
+            return steps
         checkpoints = {
             "trajectory": owner.astype(np.int32),
             "checkpoint_id": checkpoint_id,
             "hit_after_steps": np.where(hit, hit_after, np.nan),   # NaN (never) reaches DuckDB as NULL
         }
-        return FamilyColumns(trajectories, steps, checkpoints=checkpoints)
+        return FamilyColumns(trajectories, step_columns_of(n, window), checkpoints=checkpoints)
 
 
 def _compiled_groups(replays: Sequence[Coverage | _PendingGrid]) -> tuple[list[list[int]], set[int]]:
@@ -455,7 +462,8 @@ def _fill_compiled(group: list[int], graded: Sequence[Any], lengths: np.ndarray,
     own = lengths[where]
     offsets = np.zeros(len(group) + 1, dtype=np.int64)
     np.cumsum(own, out=offsets[1:])
-    cells = np.concatenate([graded[i].park.replay.cells_to for i in group]) if group else np.empty(0, np.int32)
+    cells_to = [graded[i].park.replay.cells_to for i in group]
+    cells = cells_to[0] if len(group) == 1 else np.concatenate(cells_to)
     hits = np.full((len(group), len(lookups.ids)), NEVER, dtype=np.int64)
     results = np.empty((len(group), 2), dtype=np.int64)
     group_depth = np.empty(len(cells), dtype=np.int32)
@@ -471,7 +479,10 @@ def _fill_compiled(group: list[int], graded: Sequence[Any], lengths: np.ndarray,
             phases[i] = _phases(played)
     for i, members in lookups.alls:   # members come first; NEVER is larger than any step, so it carries over
         np.minimum(hits[:, i], hits[:, members].max(axis=1, initial=0), out=hits[:, i])
-    depth[np.repeat(step_start[where] - offsets[:-1], own) + np.arange(len(cells))] = group_depth
+    if group == list(range(group[0], group[0] + len(group))):   # (the usual case: one instance, the whole chunk)
+        depth[step_start[group[0]]:step_start[group[0]] + len(cells)] = group_depth
+    else:
+        depth[np.repeat(step_start[where] - offsets[:-1], own) + np.arange(len(cells))] = group_depth
     width = len(lookups.ids)
     places = np.repeat(id_start[where], width) + np.tile(np.arange(width), len(group))
     hit_after[places] = hits.ravel()

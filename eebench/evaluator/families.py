@@ -10,7 +10,7 @@ replays of a chunk into columns at once (NumPy, not row by row). Grading a traje
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
@@ -27,13 +27,65 @@ class Trajectory(NamedTuple):
     earlier: Mapping[str, Any] | None = None
 
 
+# A chunk of more graded steps than this has its step columns made this many rows at a time, never whole (one
+# trajectory of millions of steps): DuckDB's row group size (store.ROW_GROUP_ROWS), so a window is one insert.
+WINDOW_STEPS = 122_880
+
+
+class StepWindows(NamedTuple):
+    """A chunk's step columns made a window of rows at a time: `make(a, b)` gives rows a..b-1 of the columns a
+    dict of whole columns would hold. A family returns it for a chunk of more than WINDOW_STEPS graded steps, so
+    memory follows the window, not the trajectory."""
+
+    rows: int
+    make: Callable[[int, int], dict[str, np.ndarray]]
+
+    def windows(self) -> Iterator[dict[str, np.ndarray]]:
+        for a in range(0, self.rows, WINDOW_STEPS):
+            yield self.make(a, min(a + WINDOW_STEPS, self.rows))
+
+    def map(self, change: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]) -> StepWindows:
+        """The same windows, each passed through `change`."""
+        make = self.make
+        return StepWindows(self.rows, lambda a, b: change(make(a, b)))
+
+
+StepColumns = Mapping[str, np.ndarray] | StepWindows
+
+
+def step_columns_of(rows: int, make: Callable[[int, int], dict[str, np.ndarray]]) -> StepColumns:
+    """A chunk's step columns: whole (`make(0, rows)`) up to WINDOW_STEPS rows, else StepWindows."""
+    return make(0, rows) if rows <= WINDOW_STEPS else StepWindows(rows, make)
+
+
+def step_parts(steps: StepColumns) -> Iterator[Mapping[str, np.ndarray]]:
+    """The columns whole, or window by window."""
+    return steps.windows() if isinstance(steps, StepWindows) else iter((steps,))
+
+
+def step_rows(steps: StepColumns) -> int:
+    return steps.rows if isinstance(steps, StepWindows) else len(steps["trajectory"])
+
+
+def joined_steps(parts: Sequence[StepColumns]) -> StepColumns:
+    """Several families' step columns of one chunk as one: a dict, or windows when any family's are windows."""
+    if not any(isinstance(part, StepWindows) for part in parts):
+        return {name: values for part in parts for name, values in part.items()}  # type: ignore[union-attr]
+
+    def make(a: int, b: int) -> dict[str, np.ndarray]:
+        return {name: values for part in parts
+                for name, values in (part.make(a, b) if isinstance(part, StepWindows)
+                                     else {name: values[a:b] for name, values in part.items()}).items()}
+    return StepWindows(step_rows(parts[0]), make)
+
+
 class FamilyColumns(NamedTuple):
     """A chunk's results: `trajectories` has one value per replay (in order); `steps`, `episodes` and
     `checkpoints` one row per step, episode or checkpoint of a trajectory, with the column `trajectory` giving the
-    replay's position in the chunk."""
+    replay's position in the chunk. `steps` may come as StepWindows (a chunk of more than WINDOW_STEPS steps)."""
 
     trajectories: Mapping[str, Sequence[Any] | np.ndarray]
-    steps: Mapping[str, np.ndarray] | None = None
+    steps: StepColumns | None = None
     episodes: Mapping[str, np.ndarray] | None = None
     checkpoints: Mapping[str, np.ndarray] | None = None
 

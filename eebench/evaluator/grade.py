@@ -24,7 +24,8 @@ from eebench import __version__
 from eebench.checkpoints import CheckpointLibrary
 from eebench.errors import InputError, Problem, quote
 from eebench.evaluator.coverage import LOGGED, LoggedInstance
-from eebench.evaluator.families import MetricFamily, Trajectory, families_for, metric_version
+from eebench.evaluator.families import (MetricFamily, StepColumns, StepWindows, Trajectory, families_for, joined_steps,
+                                        metric_version)
 from eebench.evaluator.store import TRAJECTORY_COLUMNS, Batch, Replaced, ResultStore
 from eebench.instances import InstanceLibrary, check_trajectory_env
 from eebench.trajectories import (AGENT_LABELS, EMPTY_EXPECTED, Record, check_trajectory, parse_record,
@@ -130,7 +131,7 @@ class Grader:
             groups.setdefault(families, []).append(position)
         for families, positions in groups.items():  # one group per world kind in the chunk, usually one
             where = np.asarray(positions, dtype=np.int32)
-            steps: dict[str, np.ndarray] = {}
+            steps: list[StepColumns] = []
             episodes: dict[str, np.ndarray] = {}
             checkpoints: dict[str, np.ndarray] = {}
             for k, family in enumerate(families):
@@ -138,14 +139,21 @@ class Grader:
                 names = tuple(columns.trajectories)
                 for position, values in zip(positions, zip(*columns.trajectories.values())):
                     rows[position].update(zip(names, values))
-                steps.update(columns.steps or {})
+                if columns.steps:
+                    steps.append(columns.steps)
                 episodes.update(columns.episodes or {})
                 checkpoints.update(columns.checkpoints or {})
-            for part, add in ((steps, batch.steps), (episodes, batch.episodes), (checkpoints, batch.checkpoints)):
+            regrouped = len(positions) != len(rows)   # positions in the group -> positions in the chunk
+
+            def in_chunk(part: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+                return {**part, "trajectory": where[part["trajectory"]]}
+            if steps:
+                joined = joined_steps(steps)
+                batch.steps.append(joined.map(in_chunk) if regrouped and isinstance(joined, StepWindows)
+                                   else in_chunk(joined) if regrouped else joined)  # type: ignore[arg-type]
+            for part, add in ((episodes, batch.episodes), (checkpoints, batch.checkpoints)):
                 if part:
-                    if len(positions) != len(rows):  # positions in the group -> positions in the chunk
-                        part["trajectory"] = where[part["trajectory"]]
-                    add.append(part)
+                    add.append(in_chunk(part) if regrouped else part)
         return batch, skipped
 
     def _grade_record(self, record: Record) -> tuple[dict[str, Any], tuple[MetricFamily, ...], list[Any]]:

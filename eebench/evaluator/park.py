@@ -19,7 +19,7 @@ runs the same rules compiled (park_compiled.py) for large runs, and property tes
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
 from operator import itemgetter
@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from eebench.evaluator.families import FamilyColumns, Trajectory
+from eebench.evaluator.families import FamilyColumns, Trajectory, step_columns_of, step_parts
 from eebench.long_lines import StepList
 from eebench.world.geometry import distances_from
 from eebench.world.grid_dag import ACTION_INDEX, ACTIONS, GridDagInstance, GridDagWorld, parse_action
@@ -380,51 +380,67 @@ def action_codes(actions: Sequence[str | None], budget: int | None) -> np.ndarra
     return word_codes(actions[:budget])[0]
 
 
-def word_codes(words: Sequence[str | None]) -> tuple[np.ndarray, list[int]]:
-    """Move codes of `words` (see action_codes), and the positions of the words that are not exactly one of
-    ACTIONS (read by parse_action: other spellings, other words, None)."""
+def word_codes(words: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]:
+    """Move codes of `words` (see action_codes), and a mask of the words that are not exactly one of ACTIONS
+    (read by parse_action: other spellings, other words, None)."""
     # the canonical words in one C-level pass; the rest (-1 there) are read by parse_action
     codes = np.fromiter(map(ACTION_INDEX.get, words, repeat(-1)), dtype=np.int8, count=len(words))
-    inexact = np.flatnonzero(codes < 0).tolist()
-    for i in inexact:
-        parsed = parse_action(words[i])
-        codes[i] = 4 if parsed is None else parsed
+    inexact = codes < 0
+    for block in range(0, len(words), _BLOCK):   # positions as Python ints a block at a time (36 bytes each)
+        for i in (np.flatnonzero(inexact[block:block + _BLOCK]) + block).tolist():
+            parsed = parse_action(words[i])
+            codes[i] = 4 if parsed is None else parsed
     return codes, inexact
 
 
-def step_columns(replays: Sequence[Replay], widths: Sequence[int]) -> dict[str, np.ndarray]:
-    """Per-step columns of many replays at once (`widths`: each one's map width).
+_BLOCK = 1 << 16
+
+
+def step_columns(replays: Sequence[Replay], widths: Sequence[int],
+                 window: tuple[int, int] | None = None) -> dict[str, np.ndarray]:
+    """Per-step columns of many replays at once (`widths`: each one's map width); `window` (a, b): rows a..b-1 of
+    them only (a long run's columns are made a window at a time).
 
     `trajectory` is the replay's position in `replays`; `t` counts from 0 within each trajectory.
     """
     lengths = np.array([len(r.cells_to) for r in replays], dtype=np.int64)
-    n = int(lengths.sum())
-    offsets = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
-    trajectory = np.repeat(np.arange(len(replays), dtype=np.int32), lengths)
-    cells_to = np.concatenate([r.cells_to for r in replays]) if replays else np.empty(0, np.int32)
-    cells_from = np.empty(n, dtype=np.int32)
+    starts = np.cumsum(lengths) - lengths
+    a, b = window or (0, int(lengths.sum()))
+    lo, hi = np.clip(starts, a, b), np.clip(starts + lengths, a, b)   # each replay's rows in the window
+    rows = hi - lo
+    inside = np.flatnonzero(rows).tolist()
+
+    def cut(values: Sequence[np.ndarray], dtype: type) -> np.ndarray:
+        parts = [values[j][lo[j] - starts[j]:hi[j] - starts[j]] for j in inside] if window else values
+        return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.empty(0, dtype)
+
+    trajectory = np.repeat(np.arange(len(replays), dtype=np.int32), rows)
+    cells_to = cut([r.cells_to for r in replays], np.int32)
+    cells_from = np.empty(b - a, dtype=np.int32)
     cells_from[1:] = cells_to[:-1]
-    played = lengths > 0
-    cells_from[offsets[played]] = [r.start for r, p in zip(replays, played) if p]
-    flags = np.concatenate([r.flags for r in replays]) if replays else np.empty(0, np.int8)
+    first = lo[inside] - a   # each replay's first row in the window: the cell it came from
+    cells_from[first] = [replays[j].start if lo[j] == starts[j] else replays[j].cells_to[lo[j] - starts[j] - 1]
+                         for j in inside]
+    flags = cut([r.flags for r in replays], np.int8)
     n_changes = np.fromiter(map(len, (r.changes for r in replays)), dtype=np.int64, count=len(replays))
     changes = np.concatenate([r.changes for r in replays]).astype(np.int64) if replays \
         else np.empty((0, 3), np.int64)  # rows: first step, case, |T|
-    stretch_start = np.repeat(offsets, n_changes) + np.minimum(changes[:, 0], np.repeat(lengths, n_changes))
-    stretch_length = np.diff(np.append(stretch_start, n))
+    stretch_start = np.repeat(starts, n_changes) + np.minimum(changes[:, 0], np.repeat(lengths, n_changes))
+    stretch_end = np.append(stretch_start, lengths.sum())[1:]
+    stretch_rows = np.clip(stretch_end, a, b) - np.clip(stretch_start, a, b)
     stretch_case, stretch_targets = changes[:, 1], changes[:, 2]
-    width = np.repeat(np.asarray(widths, dtype=np.int32), lengths)
+    width = np.repeat(np.asarray(widths, dtype=np.int32), rows)
     return {
         "trajectory": trajectory,
-        "t": (np.arange(n, dtype=np.int64) - np.repeat(offsets, lengths)).astype(np.int32),
+        "t": (np.arange(a, b, dtype=np.int64) - np.repeat(starts, rows)).astype(np.int32),
         "from_x": (cells_from % width).astype(np.int16), "from_y": (cells_from // width).astype(np.int16),
         "to_x": (cells_to % width).astype(np.int16), "to_y": (cells_to // width).astype(np.int16),
         "valid": cells_to != cells_from,  # a valid move always changes cell, an inadmissible one never does
-        "case_id": np.repeat(stretch_case.astype(np.int8), stretch_length),
-        "n_targets": np.repeat(stretch_targets.astype(np.int32), stretch_length),
+        "case_id": np.repeat(stretch_case.astype(np.int8), stretch_rows),
+        "n_targets": np.repeat(stretch_targets.astype(np.int32), stretch_rows),
         "gain": flags & _GAIN,
         "progress": (flags & _PROGRESS) >> 1,
-        "stale": np.concatenate([r.stale for r in replays]) if replays else np.empty(0, np.int32),
+        "stale": cut([r.stale for r in replays], np.int32),
         "error": (flags & _ERROR) >> 2,
     }
 
@@ -522,9 +538,18 @@ class ParkFamily:
 
     def columns(self, graded: Sequence[ParkReplay]) -> FamilyColumns:
         runs, action = self._replay(graded)
-        steps = step_columns(runs, [g.tables.world.width for g in graded])
-        steps["action"] = action
-        counts = error_counts(steps, len(runs))
+        widths = [g.tables.world.width for g in graded]
+
+        def window(a: int, b: int) -> dict[str, np.ndarray]:
+            steps = step_columns(runs, widths, (a, b) if (a, b) != (0, n) else None)
+            steps["action"] = action(a, b)
+            return steps
+        n = sum(len(r.cells_to) for r in runs)
+        steps = step_columns_of(n, window)
+        counts: dict[str, np.ndarray] = {}
+        for part in step_parts(steps):   # windows: counted one at a time now, made again to be written
+            for name, values in error_counts(part, len(runs)).items():
+                counts[name] = counts[name] + values if name in counts else values
         explore_steps, exploit_steps = counts["explore_steps"].tolist(), counts["exploit_steps"].tolist()
         explore_errors, exploit_errors = counts["explore_errors"].tolist(), counts["exploit_errors"].tolist()
         trajectories: dict[str, list[Any]] = {
@@ -546,8 +571,8 @@ class ParkFamily:
         }
         return FamilyColumns(trajectories, steps)
 
-    def _replay(self, graded: Sequence[ParkReplay]) -> tuple[list[Replay], np.ndarray]:
-        """Replay runs in their instances, and the graded steps' actions as one column.
+    def _replay(self, graded: Sequence[ParkReplay]) -> tuple[list[Replay], Callable[[int, int], np.ndarray]]:
+        """Replay runs in their instances; and the action column of the graded steps, rows a..b-1 by `action(a, b)`.
 
         Compiled, one call per instance, once the process has graded enough steps (COMPILED_FROM_STEPS) or the
         map is large; else by the plain-Python reference.
@@ -569,22 +594,25 @@ class ParkFamily:
                 replays[i] = replay(g.tables, g.actions)
         for indices in by_instance.values():
             parts = [codes[offsets[i]:offsets[i + 1]] for i in indices]
-            together = replay_codes_many(graded[indices[0]].tables, np.concatenate(parts),
-                                         np.cumsum([0, *map(len, parts)]), [len(graded[i].actions) for i in indices])
+            together = replay_codes_many(graded[indices[0]].tables, parts[0] if len(parts) == 1 else
+                                         np.concatenate(parts), np.cumsum([0, *map(len, parts)]),
+                                         [len(graded[i].actions) for i in indices])
             for i, replayed in zip(indices, together):
                 replays[i] = replayed
         for g, replayed in zip(graded, replays):
             g.replay = replayed
-        # the graded steps (up to the goal) of each run's actions: the four words as four shared strings, every
-        # other word as written
         played = np.fromiter((len(r.cells_to) for r in replays), dtype=np.int64, count=len(graded))  # type: ignore
-        kept = np.repeat(offsets[:-1] - (np.cumsum(played) - played), played) + np.arange(int(played.sum()))
-        action = _WORDS[codes[kept]]
-        if inexact:
-            where = np.asarray(inexact, dtype=np.int64)
-            at = np.searchsorted(kept, where)
-            graded_word = (at < kept.size) & (kept[np.minimum(at, kept.size - 1)] == where)
-            action[at[graded_word]] = [words[i] for i in where[graded_word].tolist()]
+        played_starts = np.cumsum(played) - played
+
+        def action(a: int, b: int) -> np.ndarray:
+            """The graded steps' actions, rows a..b-1: the four words as four shared strings, every other word as
+            written."""
+            rows = np.clip(played_starts + played, a, b) - np.clip(played_starts, a, b)
+            kept = np.repeat(offsets[:-1] - played_starts, rows) + np.arange(a, b)   # the rows' places in `words`
+            column = _WORDS[codes[kept]]
+            for i, k in zip(np.flatnonzero(inexact[kept]).tolist(), kept[inexact[kept]].tolist()):
+                column[i] = words[k]
+            return column
         return replays, action  # type: ignore[return-value]  # (every replay made above)
 
 

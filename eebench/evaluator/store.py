@@ -21,7 +21,7 @@ import socket
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from operator import itemgetter
 from pathlib import Path
@@ -33,7 +33,7 @@ import numpy as np
 from eebench import __version__
 from eebench.documents import atomic_directory
 from eebench.errors import EebenchError, InputError, did_you_mean
-from eebench.evaluator.families import registered
+from eebench.evaluator.families import StepColumns, StepWindows, registered, step_rows
 from eebench.evaluator.park import EXPLOIT_CASES, EXPLORE_CASES, METRIC_VERSION
 
 if TYPE_CHECKING:
@@ -518,10 +518,11 @@ class Batch:
     """Graded trajectories (one row dict each) and their steps and episodes as column parts.
 
     In `steps` and `episodes`, the column `trajectory` holds each row's trajectory as a position in `rows`; a part
-    holds the columns its metric families fill (the others are NULL).
+    holds the columns its metric families fill (the others are NULL). A part of `steps` may be StepWindows (a long
+    trajectory's columns, made a window at a time as they are written).
     """
 
-    def __init__(self, rows: list[dict[str, Any]] | None = None, steps: list[dict[str, np.ndarray]] | None = None,
+    def __init__(self, rows: list[dict[str, Any]] | None = None, steps: list[StepColumns] | None = None,
                  episodes: list[dict[str, np.ndarray]] | None = None,
                  checkpoints: list[dict[str, np.ndarray]] | None = None):
         self.rows = rows or []
@@ -534,30 +535,44 @@ class Batch:
 
     @property
     def n_steps(self) -> int:
-        return sum(len(part["t"]) for part in self.steps)
+        return sum(map(step_rows, self.steps))
 
     def extend(self, other: Batch) -> None:
         offset = len(self.rows)
+
+        def moved(part: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+            return {**part, "trajectory": part["trajectory"] + offset}
         self.rows.extend(other.rows)
-        self.steps.extend({**part, "trajectory": part["trajectory"] + offset} for part in other.steps)
-        self.episodes.extend({**part, "trajectory": part["trajectory"] + offset} for part in other.episodes)
-        self.checkpoints.extend({**part, "trajectory": part["trajectory"] + offset} for part in other.checkpoints)
+        self.steps.extend(part.map(moved) if isinstance(part, StepWindows) else moved(part)  # type: ignore[arg-type]
+                          for part in other.steps)
+        self.episodes.extend(map(moved, other.episodes))
+        self.checkpoints.extend(map(moved, other.checkpoints))
 
 
 def batch_tables(batch: Batch, keys: np.ndarray) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
     """A batch as NumPy columns of the staged tables, `keys` its rows' trajectory_key: the trajectories, then
-    each part of steps, episodes and checkpoints (parts with the same columns together)."""
+    each part of steps, episodes and checkpoints (parts with the same columns together; StepWindows a window at a
+    time, in their place)."""
     rows = _columns(batch.rows, TRAJECTORY_COLUMNS)
     yield "trajectories", {**rows, _KEY.name: keys}
+
+    def table_of(part: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        owner = part["trajectory"]  # position in batch.rows
+        return {"trajectory_id": rows["trajectory_id"][owner], _KEY.name: keys[owner],
+                **{name: values for name, values in part.items() if name != "trajectory"}}
+
     for table, parts in (("steps", batch.steps), ("episodes", batch.episodes), ("checkpoints", batch.checkpoints)):
-        kinds: dict[tuple[str, ...], list[dict[str, np.ndarray]]] = {}
-        for part in parts:
-            kinds.setdefault(tuple(part), []).append(part)
-        for names, same in kinds.items():
-            owner = np.concatenate([part["trajectory"] for part in same])  # position in batch.rows
-            yield table, {"trajectory_id": rows["trajectory_id"][owner], _KEY.name: keys[owner],
-                          **{name: np.concatenate([part[name] for part in same]) for name in names
-                             if name != "trajectory"}}
+        kinds: dict[tuple[str, ...], list[Mapping[str, np.ndarray]]] = {}
+        for part in [*parts, None]:
+            if part is None or isinstance(part, StepWindows):   # the dicts before it go first: rows stay in order
+                for same in kinds.values():
+                    yield table, table_of({name: np.concatenate([p[name] for p in same]) for name in same[0]})
+                kinds.clear()
+                if part is not None:
+                    for window in part.windows():
+                        yield table, table_of(window)
+            else:
+                kinds.setdefault(tuple(part), []).append(part)
 
 
 class Replaced(NamedTuple):
@@ -677,9 +692,18 @@ class ResultStore:
         keys = np.arange(self._next_key, self._next_key + len(batch), dtype=np.int64)
         self._next_key += len(batch)
         inserts: list[tuple[str, dict[str, np.ndarray]]] = []
+        # a long trajectory's windows go to the writer as they are due, so its rows are never in memory whole
+        eager = any(isinstance(part, StepWindows) for part in batch.steps)
         for table, data in batch_tables(batch, keys):
             inserts.extend(self._queue(table, data))
-        self._wait()   # the batch before this one is in
+            if eager and inserts:
+                self._submit(inserts)
+                inserts = []
+        self._submit(inserts)
+
+    def _submit(self, inserts: list[tuple[str, dict[str, np.ndarray]]]) -> None:
+        """Hand inserts to the writer thread, once the inserts before them are in."""
+        self._wait()
         self._pending = self._writer.submit(self._insert_all, inserts)
 
     def _insert_all(self, inserts: list[tuple[str, dict[str, np.ndarray]]]) -> None:
@@ -705,7 +729,8 @@ class ResultStore:
         rows = sum(len(part[_KEY.name]) for part in waiting)
         size = INSERT_ROWS[table]
         if rows >= size:
-            columns = {name: np.concatenate([part[name] for part in waiting]) for name in data}
+            columns = data if len(waiting) == 1 else {name: np.concatenate([part[name] for part in waiting])
+                                                      for name in data}
             cut = rows - rows % size
             inserts.append((table, {name: values[:cut] for name, values in columns.items()}))
             waiting[:] = [{name: values[cut:].copy() for name, values in columns.items()}] if cut < rows else []

@@ -1,0 +1,77 @@
+"""Step columns made a window at a time (a chunk of more than WINDOW_STEPS graded steps): every table holds exactly
+what the whole columns give, wherever the windows cut (inside a trajectory, across trajectories, across
+instances), with the plain-Python and the compiled replay."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from eebench.checkpoints import library
+from eebench.evaluator import Bench, families, grade_files, park
+from eebench.evaluator.families import StepWindows, joined_steps, step_columns_of, step_parts
+from eebench.instances import write_instances
+from tests.conftest import make_instance, rows
+
+INSTANCES = [
+    make_instance(map_rows=["....", ".#..", "...."], start=[0, 0],
+                  nodes=[("A", [3, 0], []), ("G", [3, 2], [["A"]])], goal="G", budget=60, instance_id="t/small"),
+    make_instance(map_rows=["......", "..#...", "......", "...#.."], start=[1, 1],
+                  nodes=[("A", [5, 0], []), ("B", [0, 3], []), ("G", [5, 3], [["A", "B"]])], goal="G",
+                  budget=90, instance_id="t/other"),
+]
+CHECKPOINTS = """eebench: checkpoints/1
+name: windows
+sets:
+  - instances: ["t/*"]
+    rules: [node_discovered, node_achieved, cell_observed]
+"""
+TABLES = ("SELECT * EXCLUDE (graded_at) FROM trajectories ORDER BY ALL", "SELECT * FROM steps ORDER BY ALL",
+          "SELECT * FROM checkpoints ORDER BY ALL")
+
+words = st.sampled_from(["up", "down", "left", "right", "Up ", "wait", None])
+runs_strategy = st.lists(st.tuples(st.sampled_from([i.id for i in INSTANCES]),
+                                   st.lists(words.map(lambda w: {"action": w}), min_size=1, max_size=100)),
+                         min_size=1, max_size=6)
+
+
+def grade_tables(tmp: Path, runs: list[tuple[str, list[dict[str, Any]]]], name: str) -> list[list[tuple]]:
+    import json
+
+    text = "".join(json.dumps({"eebench": "trajectory/1", "id": f"run/{k}", "instance": instance, "steps": steps})
+                   + "\n" for k, (instance, steps) in enumerate(runs))
+    (tmp / "runs.jsonl").write_text(text)   # (one name: it is in the rows)
+    db = tmp / f"{name}.duckdb"
+    grade_files([tmp / "runs.jsonl"], Bench(tmp / "bench"), db, checkpoints=library([tmp / "cp.yaml"]))
+    return [rows(db, sql) for sql in TABLES]
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["plain", "compiled"])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(runs=runs_strategy, window=st.integers(1, 40))
+def test_windowed_columns_are_the_whole_columns(tmp_path_factory: Any, monkeypatch: pytest.MonkeyPatch,
+                                                compiled: bool, runs: list[Any], window: int) -> None:
+    tmp = tmp_path_factory.mktemp("windows")
+    write_instances(INSTANCES, tmp / "bench", {"kind": "t"})
+    (tmp / "cp.yaml").write_text(CHECKPOINTS)
+    monkeypatch.setattr(park, "COMPILED_FROM_STEPS", 0 if compiled else 1 << 62)
+    whole = grade_tables(tmp, runs, "whole")
+    monkeypatch.setattr(families, "WINDOW_STEPS", window)
+    assert whole[1]   # (every run has a first step, and it is graded)
+    assert grade_tables(tmp, runs, "windowed") == whole
+
+
+def test_a_chunk_past_the_window_is_made_in_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(families, "WINDOW_STEPS", 4)
+    column = np.arange(10)
+    made = step_columns_of(10, lambda a, b: {"trajectory": column[a:b]})
+    assert isinstance(made, StepWindows)
+    assert [part["trajectory"].tolist() for part in step_parts(made)] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    joined = joined_steps([made, {"trajectory": column, "other": -column}])
+    assert [part["other"].tolist() for part in step_parts(joined)] == [[0, -1, -2, -3], [-4, -5, -6, -7], [-8, -9]]
+    assert step_columns_of(4, lambda a, b: {"trajectory": column[a:b]})["trajectory"].tolist() == [0, 1, 2, 3]
