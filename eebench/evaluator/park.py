@@ -419,8 +419,8 @@ def step_columns(replays: Sequence[Replay], widths: Sequence[int],
     cells_from = np.empty(b - a, dtype=np.int32)
     cells_from[1:] = cells_to[:-1]
     first = lo[inside] - a   # each replay's first row in the window: the cell it came from
-    cells_from[first] = [replays[j].start if lo[j] == starts[j] else replays[j].cells_to[lo[j] - starts[j] - 1]
-                         for j in inside]
+    skipped = (lo - starts).tolist()   # each replay's rows before the window
+    cells_from[first] = [replays[j].cells_to[skipped[j] - 1] if skipped[j] else replays[j].start for j in inside]
     flags = cut([r.flags for r in replays], np.int8)
     n_changes = np.fromiter(map(len, (r.changes for r in replays)), dtype=np.int64, count=len(replays))
     changes = np.concatenate([r.changes for r in replays]).astype(np.int64) if replays \
