@@ -466,7 +466,9 @@ def _fill_compiled(group: list[int], graded: Sequence[Any], lengths: np.ndarray,
     cells = cells_to[0] if len(group) == 1 else np.concatenate(cells_to)
     hits = np.full((len(group), len(lookups.ids)), NEVER, dtype=np.int64)
     results = np.empty((len(group), 2), dtype=np.int64)
-    group_depth = np.empty(len(cells), dtype=np.int32)
+    in_place = group == list(range(group[0], group[0] + len(group)))   # (the usual case: the whole chunk, in order)
+    group_depth = depth[step_start[group[0]]:step_start[group[0]] + len(cells)] if in_place \
+        else np.empty(len(cells), dtype=np.int32)
     grid_batch(cells, offsets, flat.start, flat.n, flat.node_at, flat.alt_ptr, flat.member_ptr, flat.members,
                len(flat.node_cell), lookups.state_ptr, lookups.state_ids, lookups.achieved_ptr,
                lookups.achieved_ids, group_depth, hits, results)
@@ -479,9 +481,7 @@ def _fill_compiled(group: list[int], graded: Sequence[Any], lengths: np.ndarray,
             phases[i] = _phases(played)
     for i, members in lookups.alls:   # members come first; NEVER is larger than any step, so it carries over
         np.minimum(hits[:, i], hits[:, members].max(axis=1, initial=0), out=hits[:, i])
-    if group == list(range(group[0], group[0] + len(group))):   # (the usual case: one instance, the whole chunk)
-        depth[step_start[group[0]]:step_start[group[0]] + len(cells)] = group_depth
-    else:
+    if not in_place:
         depth[np.repeat(step_start[where] - offsets[:-1], own) + np.arange(len(cells))] = group_depth
     width = len(lookups.ids)
     places = np.repeat(id_start[where], width) + np.tile(np.arange(width), len(group))
