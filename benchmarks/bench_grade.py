@@ -170,7 +170,7 @@ def run() -> list[Result]:
                                         "steps": [{"action": "wait"}] * STEPS}) + b"\n")
         results.append(Result(f"peak RSS grading one trajectory of {STEPS:,} graded steps",
                               _peak_rss_grading(stuck, tmp / "long", tmp / "rss.duckdb"), "MB",
-                              target="< 300 MB", note="a trajectory's columns are made whole"))
+                              target="< 300 MB", note="its step columns made and written in windows"))
         stuck.unlink()
 
         for size in (100, 200):
