@@ -539,12 +539,12 @@ class ParkFamily:
     def columns(self, graded: Sequence[ParkReplay]) -> FamilyColumns:
         runs, action = self._replay(graded)
         widths = [g.tables.world.width for g in graded]
+        n = sum(len(r.cells_to) for r in runs)
 
         def window(a: int, b: int) -> dict[str, np.ndarray]:
             steps = step_columns(runs, widths, (a, b) if (a, b) != (0, n) else None)
             steps["action"] = action(a, b)
             return steps
-        n = sum(len(r.cells_to) for r in runs)
         steps = step_columns_of(n, window)
         counts: dict[str, np.ndarray] = {}
         for part in step_parts(steps):   # windows: counted one at a time now, made again to be written
@@ -610,8 +610,10 @@ class ParkFamily:
             rows = np.clip(played_starts + played, a, b) - np.clip(played_starts, a, b)
             kept = np.repeat(offsets[:-1] - played_starts, rows) + np.arange(a, b)   # the rows' places in `words`
             column = _WORDS[codes[kept]]
-            for i, k in zip(np.flatnonzero(inexact[kept]).tolist(), kept[inexact[kept]].tolist()):
-                column[i] = words[k]
+            written = inexact[kept]
+            if written.any():
+                for i, k in zip(np.flatnonzero(written).tolist(), kept[written].tolist()):
+                    column[i] = words[k]
             return column
         return replays, action  # type: ignore[return-value]  # (every replay made above)
 
