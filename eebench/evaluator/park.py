@@ -27,7 +27,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from eebench.evaluator.families import FamilyColumns, Trajectory, step_columns_of, step_parts
+from eebench.evaluator.families import (WINDOW_STEPS, FamilyColumns, StepWindows, Trajectory, step_columns_of,
+                                       step_parts)
 from eebench.long_lines import StepList
 from eebench.world.geometry import distances_from
 from eebench.world.grid_dag import ACTION_INDEX, ACTIONS, GridDagInstance, GridDagWorld, parse_action
@@ -536,8 +537,13 @@ class ParkFamily:
         plain = steps.plain_actions() if type(steps) is StepList else None   # a long line's: its list, shared
         return ParkReplay(tables, plain if plain is not None else list(map(_ACTION, steps)))
 
+    def compiled_for(self, tables: ParkTables) -> bool:
+        """Whether the replay runs compiled now: once this process has graded COMPILED_FROM_STEPS steps, and
+        always on maps of more than COMPILED_FROM_CELLS cells."""
+        return self.steps_graded >= COMPILED_FROM_STEPS or tables.n_cells > COMPILED_FROM_CELLS
+
     def columns(self, graded: Sequence[ParkReplay]) -> FamilyColumns:
-        runs, action = self._replay(graded)
+        runs, codes, action = self._replay(graded)
         widths = [g.tables.world.width for g in graded]
         n = sum(len(r.cells_to) for r in runs)
 
@@ -550,6 +556,10 @@ class ParkFamily:
         for part in step_parts(steps):   # windows: counted one at a time now, made again to be written
             for name, values in error_counts(part, len(runs)).items():
                 counts[name] = counts[name] + values if name in counts else values
+        if isinstance(steps, StepWindows) and len(graded) == 1 and self.compiled_for(graded[0].tables):
+            # one long trajectory: written from a replay carried window by window, so that once this chunk is
+            # graded its per-step values (13 bytes a step) are not kept for the writing
+            steps = StepWindows(n, ResumedReplay(graded[0].tables, codes[:n], action).make)
         explore_steps, exploit_steps = counts["explore_steps"].tolist(), counts["exploit_steps"].tolist()
         explore_errors, exploit_errors = counts["explore_errors"].tolist(), counts["exploit_errors"].tolist()
         trajectories: dict[str, list[Any]] = {
@@ -571,8 +581,10 @@ class ParkFamily:
         }
         return FamilyColumns(trajectories, steps)
 
-    def _replay(self, graded: Sequence[ParkReplay]) -> tuple[list[Replay], Callable[[int, int], np.ndarray]]:
-        """Replay runs in their instances; and the action column of the graded steps, rows a..b-1 by `action(a, b)`.
+    def _replay(self, graded: Sequence[ParkReplay]
+                ) -> tuple[list[Replay], np.ndarray, Callable[[int, int], np.ndarray]]:
+        """Replay runs in their instances; the move codes of their actions (cut to the budget), and the action
+        column of the graded steps, rows a..b-1 by `action(a, b)`.
 
         Compiled, one call per instance, once the process has graded enough steps (COMPILED_FROM_STEPS) or the
         map is large; else by the plain-Python reference.
@@ -588,7 +600,7 @@ class ParkFamily:
         replays: list[Replay | None] = [None] * len(graded)
         by_instance: dict[int, list[int]] = {}
         for i, g in enumerate(graded):
-            if self.steps_graded >= COMPILED_FROM_STEPS or g.tables.n_cells > COMPILED_FROM_CELLS:
+            if self.compiled_for(g.tables):
                 by_instance.setdefault(id(g.tables), []).append(i)
             else:
                 replays[i] = replay(g.tables, g.actions)
@@ -615,7 +627,60 @@ class ParkFamily:
                 for i, k in zip(np.flatnonzero(written).tolist(), kept[written].tolist()):
                     column[i] = words[k]
             return column
-        return replays, action  # type: ignore[return-value]  # (every replay made above)
+        return replays, codes, action  # type: ignore[return-value]  # (every replay made above)
+
+
+class ResumedReplay:
+    """The step columns of one trajectory's graded steps, a window at a time, by the compiled replay carrying its
+    state from one window to the next (so no per-step value of the trajectory is kept whole); `codes` are its
+    graded steps' move codes, `action(a, b)` its action column. `make(a, b)` is StepWindows': in order, or from
+    the start again when asked for another window."""
+
+    def __init__(self, tables: ParkTables, codes: np.ndarray, action: Callable[[int, int], np.ndarray]):
+        self.tables, self.codes, self.action = tables, codes, action
+        self.state: tuple[np.ndarray, ...] | None = None
+        self.done = 0   # the steps the state has replayed
+
+    def make(self, a: int, b: int) -> dict[str, np.ndarray]:
+        if self.state is None or a != self.done:
+            self._start()
+            while self.done < a:   # (a window out of order: replayed from the start up to it)
+                self._replay(min(a, self.done + WINDOW_STEPS))
+        replayed = self._replay(b)
+        columns = step_columns([replayed], [self.tables.world.width])
+        columns["t"] += np.int32(a)
+        columns["action"] = self.action(a, b)
+        return columns
+
+    def _start(self) -> None:
+        from eebench.evaluator import park_compiled
+
+        flat = self.tables.compiled()
+        self.state = park_compiled.start_state(flat.start, flat.n, flat.words, flat.to, flat.node_cell,
+                                               flat.node_cells, flat.goal, flat.alt_ptr, flat.member_ptr,
+                                               flat.members, flat.free)
+        self.done = 0
+
+    def _replay(self, b: int) -> Replay:
+        """Steps done..b-1 replayed, as a Replay of their own (its start the cell they start from)."""
+        from eebench.evaluator import park_compiled
+
+        flat, state, a = self.tables.compiled(), self.state, self.done
+        assert state is not None
+        scalars = state[-1]
+        start, case, n_targets = int(scalars[park_compiled.POS]), scalars[park_compiled.CASE], \
+            scalars[park_compiled.TARGETS]
+        m = b - a
+        to_col, flag_col = np.empty(m, dtype=np.int32), np.empty(m, dtype=np.int8)
+        stale_col, changes = np.empty(m, dtype=np.int32), np.empty((m + 1, 3), dtype=np.int32)
+        changes[0] = 0, case, n_targets   # the case in force where the window starts
+        steps, n_changes = park_compiled.run_codes(
+            self.codes[a:b], flat.to, flat.edge, flat.slot_row, flat.closer, flat.node_cell, flat.node_at,
+            flat.node_cells, flat.goal, flat.alt_ptr, flat.member_ptr, flat.members, state, to_col, flag_col,
+            stale_col, changes[1:])
+        assert steps == m, "a window past the graded steps"
+        self.done = b
+        return Replay(start, to_col, flag_col, stale_col, changes[:n_changes + 1], False, "", 0, 0, 0)
 
 
 FAMILY = ParkFamily()

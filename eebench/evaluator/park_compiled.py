@@ -192,7 +192,32 @@ def replay_codes(codes: np.ndarray, start: int, n: int, to: np.ndarray, edge: np
                  changes: np.ndarray) -> tuple[int, int, bool, int, int]:
     """Replay move codes (0-3 moves, 4 not a move; already cut to the budget) as `park.replay` does, into the
     given output arrays; returns (steps, case changes, reached goal, nodes achieved, cells observed)."""
-    words = closer.shape[1]
+    state = start_state(start, n, closer.shape[1], to, node_cell, node_cells, goal, alt_ptr, member_ptr, members,
+                        free)
+    scalars = state[-1]
+    changes[0, 0], changes[0, 1], changes[0, 2] = 0, scalars[CASE], scalars[TARGETS]
+    steps, n_changes = run_codes(codes, to, edge, slot_row, closer, node_cell, node_at, node_cells, goal, alt_ptr,
+                                 member_ptr, members, state, to_col, flag_col, stale_col, changes[1:])
+    observed, achieved = state[0], state[2]
+    n_observed = 0
+    for cell in range(n):
+        n_observed += observed[cell]
+    n_achieved = 0
+    for node in range(achieved.size):
+        n_achieved += achieved[node]
+    return steps, n_changes + 1, scalars[REACHED] != 0, n_achieved, n_observed
+
+
+# the scalars of a replay's state (the last array of `start_state`'s tuple)
+POS, SEGMENT, STALE, REACHED, CASE, TARGETS, GOAL_PENDING = range(7)
+
+
+@njit(cache=True, nogil=True)
+def start_state(start: int, n: int, words: int, to: np.ndarray, node_cell: np.ndarray, node_cells: np.ndarray,
+                goal: int, alt_ptr: np.ndarray, member_ptr: np.ndarray, members: np.ndarray, free: np.ndarray
+                ) -> tuple[np.ndarray, ...]:
+    """A replay's state at the start: (observed, fresh, achieved, unobserved, pending, targets, visits, visit_seg,
+    uses, use_seg, scalars); `run_codes` carries it on, a window of codes at a time if need be."""
     observed = np.zeros(n, dtype=np.uint8)
     fresh = np.zeros(n, dtype=np.uint8)          # entering the cell is a progress event
     achieved = np.zeros(node_cell.size, dtype=np.uint8)
@@ -203,25 +228,38 @@ def replay_codes(codes: np.ndarray, start: int, n: int, to: np.ndarray, edge: np
     visit_seg = np.full(n, -1, dtype=np.int64)   # ... valid when stamped with its number
     uses = np.zeros(2 * n, dtype=np.uint8)
     use_seg = np.full(2 * n, -1, dtype=np.int64)
+    scalars = np.zeros(7, dtype=np.int64)
 
-    pos = start
-    observed[pos] = 1
+    observed[start] = 1
     for cell in range(n):
         fresh[cell] = free[cell] and cell != start
     for k in range(node_cells.shape[0]):
         if _prerequisites_met(node_cells[k, 0], achieved, alt_ptr, member_ptr, members):
             fresh[node_cells[k, 1]] = 1
     for a in range(4):
-        if to[5 * pos + a] >= 0:
-            _set(unobserved, to[5 * pos + a])
+        if to[5 * start + a] >= 0:
+            _set(unobserved, to[5 * start + a])
     goal_pending = _pending(observed, achieved, node_cell, goal, alt_ptr, member_ptr, members, pending)
     case, n_targets = _case(pending, goal_pending, node_cell[goal], unobserved, targets)
-    changes[0, 0], changes[0, 1], changes[0, 2] = 0, case, n_targets
-    n_changes = 1
-    segment = 0
-    visits[pos], visit_seg[pos] = 1, segment
-    stale = 0
+    visits[start], visit_seg[start] = 1, 0
+    scalars[POS], scalars[CASE], scalars[TARGETS], scalars[GOAL_PENDING] = start, case, n_targets, goal_pending
+    return observed, fresh, achieved, unobserved, pending, targets, visits, visit_seg, uses, use_seg, scalars
+
+
+@njit(cache=True, nogil=True)
+def run_codes(codes: np.ndarray, to: np.ndarray, edge: np.ndarray, slot_row: np.ndarray, closer: np.ndarray,
+              node_cell: np.ndarray, node_at: np.ndarray, node_cells: np.ndarray, goal: int, alt_ptr: np.ndarray,
+              member_ptr: np.ndarray, members: np.ndarray, state: tuple[np.ndarray, ...], to_col: np.ndarray,
+              flag_col: np.ndarray, stale_col: np.ndarray, changes: np.ndarray) -> tuple[int, int]:
+    """Carry a replay's state (`start_state`) over `codes`, until the codes end or the goal is reached: the step
+    columns at the codes' positions, a row (first step after it, case, |T|) per case change; returns (steps,
+    changes)."""
+    observed, fresh, achieved, unobserved, pending, targets, visits, visit_seg, uses, use_seg, scalars = state
+    words = closer.shape[1]
+    pos, segment, stale = scalars[POS], scalars[SEGMENT], scalars[STALE]
+    case, n_targets, goal_pending = scalars[CASE], scalars[TARGETS], scalars[GOAL_PENDING] != 0
     reached_goal = False
+    n_changes = 0
     steps = 0
 
     for i in range(codes.size):
@@ -268,6 +306,7 @@ def replay_codes(codes: np.ndarray, start: int, n: int, to: np.ndarray, edge: np
             changes[n_changes, 0], changes[n_changes, 1], changes[n_changes, 2] = i + 1, case, n_targets
             n_changes += 1
             if reached_goal:
+                pos = target
                 break
         else:
             rise = 0  # S(t) - S(t-1)
@@ -295,10 +334,6 @@ def replay_codes(codes: np.ndarray, start: int, n: int, to: np.ndarray, edge: np
             stale_col[i] = stale
         pos = target
 
-    n_observed = 0
-    for cell in range(n):
-        n_observed += observed[cell]
-    n_achieved = 0
-    for node in range(achieved.size):
-        n_achieved += achieved[node]
-    return steps, n_changes, reached_goal, n_achieved, n_observed
+    scalars[POS], scalars[SEGMENT], scalars[STALE], scalars[REACHED] = pos, segment, stale, reached_goal
+    scalars[CASE], scalars[TARGETS], scalars[GOAL_PENDING] = case, n_targets, goal_pending
+    return steps, n_changes

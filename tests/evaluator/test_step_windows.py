@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from eebench.checkpoints import library
 from eebench.evaluator import Bench, families, grade_files, park
+from eebench.evaluator import grade
 from eebench.evaluator.families import StepWindows, joined_steps, step_columns_of, step_parts
 from eebench.instances import write_instances
 from tests.conftest import make_instance, rows
@@ -52,14 +53,18 @@ def grade_tables(tmp: Path, runs: list[tuple[str, list[dict[str, Any]]]], name: 
 
 
 @pytest.mark.parametrize("compiled", [False, True], ids=["plain", "compiled"])
+@pytest.mark.parametrize("chunk_records", [1, 4096], ids=["one-per-chunk", "together"])
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(runs=runs_strategy, window=st.integers(1, 40))
 def test_windowed_columns_are_the_whole_columns(tmp_path_factory: Any, monkeypatch: pytest.MonkeyPatch,
-                                                compiled: bool, runs: list[Any], window: int) -> None:
+                                                compiled: bool, chunk_records: int, runs: list[Any],
+                                                window: int) -> None:
+    """One trajectory to a chunk, compiled: the windows are written from the replay carried window by window."""
     tmp = tmp_path_factory.mktemp("windows")
     write_instances(INSTANCES, tmp / "bench", {"kind": "t"})
     (tmp / "cp.yaml").write_text(CHECKPOINTS)
     monkeypatch.setattr(park, "COMPILED_FROM_STEPS", 0 if compiled else 1 << 62)
+    monkeypatch.setattr(grade, "CHUNK_RECORDS", chunk_records)
     whole = grade_tables(tmp, runs, "whole")
     monkeypatch.setattr(families, "WINDOW_STEPS", window)
     assert whole[1]   # (every run has a first step, and it is graded)
@@ -75,3 +80,25 @@ def test_a_chunk_past_the_window_is_made_in_windows(monkeypatch: pytest.MonkeyPa
     joined = joined_steps([made, {"trajectory": column, "other": -column}])
     assert [part["other"].tolist() for part in step_parts(joined)] == [[0, -1, -2, -3], [-4, -5, -6, -7], [-8, -9]]
     assert step_columns_of(4, lambda a, b: {"trajectory": column[a:b]})["trajectory"].tolist() == [0, 1, 2, 3]
+
+
+@settings(max_examples=40, deadline=None)
+@given(actions=st.lists(words, min_size=1, max_size=150),
+       cuts=st.lists(st.tuples(st.integers(0, 150), st.integers(1, 30)), min_size=1, max_size=6))
+def test_a_resumed_replay_gives_the_windows_of_the_whole_replay(actions: list[str | None],
+                                                                cuts: list[tuple[int, int]]) -> None:
+    """Windows asked in order and out of order (replayed from the start again) hold the rows of the whole
+    replay's columns, the same for the state carried over any number of windows."""
+    tables = park.ParkTables(INSTANCES[1])
+    whole = park.replay(tables, actions)
+    n = len(whole.cells_to)
+    codes = park.action_codes(actions, tables.world.budget)[:n]
+    resumed = park.ResumedReplay(tables, codes, lambda a, b: np.zeros(b - a))
+    reference = park.step_columns([whole], [tables.world.width])
+    in_order = [(a, min(a + 7, n)) for a in range(0, n, 7)]
+    asked = [(min(a, n - 1), min(min(a, n - 1) + size, n)) for a, size in cuts]
+    for a, b in [*in_order, *asked]:
+        made = resumed.make(a, b)
+        for name, values in reference.items():
+            if name != "trajectory":
+                assert made[name].tolist() == values[a:b].tolist(), (name, a, b)
