@@ -4,7 +4,8 @@ A JSON line of a trajectory parsed whole costs about 300 bytes of Python objects
 each): 1.5 GB for 5 million steps. The grader reads lines longer than LONG_LINE_BYTES here instead: msgspec splits
 the top level without copying (each value a `Raw` view of the line), the small values go through the one JSON door
 (`documents.loads_json`), and ijson (its C backend) streams the steps array one step at a time into a StepList:
-the steps that hold only an action as one list of shared strings (8 bytes a step), any other step kept as it is.
+the steps that hold only an action as the action's number in a table of the distinct actions (`Actions`: 2 bytes
+a step while there are fewer than 65,536 of them, else 4), any other step kept as it is.
 
 Whatever this path doubts (digits orjson would round, a lone surrogate escape, nesting past the limit, JSON that
 msgspec or ijson refuses, a step of another shape) goes back to the door, which parses the line whole: its value
@@ -14,30 +15,63 @@ or its error is then exactly the one every other record gets.
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
 import ijson
 import msgspec
+import numpy as np
 
 from eebench.documents import DepthGauge, JsonLimitError, loads_json, orjson_reads_exactly
 
 _LONE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
-_SHARED_ACTIONS = 4096   # distinct short action strings shared by every step that has one
-_SHARED_LENGTH = 32      # (longer actions are rarely repeated word for word)
+_SHARED_ACTIONS = 4096   # distinct short action strings that share one number in the table
+_SHARED_LENGTH = 32      # (longer actions are rarely repeated word for word: each has a number of its own)
+_BLOCK = 1 << 16         # numbers turned into Python ints a block at a time when iterating
 _TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
 PIECE_BYTES = 4 << 20    # the checks read the line this much at a time
 _DIGITS_OVERLAP = 18     # a run of 19 digits across two pieces is whole in the first one's overlap
 
 
+class Actions(Sequence[str | None]):
+    """A long line's actions, read-only: action i is `words[codes[i]]` (one string per distinct action, so a step
+    costs the size of its number). A slice is an Actions sharing the table."""
+
+    __slots__ = ("words", "codes")
+
+    def __init__(self, words: list[str | None], codes: np.ndarray):
+        self.words = words
+        self.codes = codes
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    @overload
+    def __getitem__(self, i: int) -> str | None: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Actions: ...
+
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return Actions(self.words, self.codes[i])
+        return self.words[self.codes[i]]   # (IndexError as a list gives it)
+
+    def __iter__(self) -> Iterator[str | None]:
+        words = self.words
+        for block in range(0, len(self.codes), _BLOCK):
+            yield from map(words.__getitem__, self.codes[block:block + _BLOCK].tolist())
+
+
 class StepList(Sequence[dict[str, Any]]):
-    """The steps of a long trajectory, read-only: steps that hold only an action, as the action (`actions[i]`);
-    any other step as it was read (`others[i]`, the action slot then None). Iterating or indexing gives dicts
-    equal to the parsed steps; a slice is a StepList."""
+    """The steps of a long trajectory, read-only: steps that hold only an action, as the action (`actions[i]`, a
+    list or the compact Actions); any other step as it was read (`others[i]`, the action slot then None).
+    Iterating or indexing gives dicts equal to the parsed steps; a slice is a StepList."""
 
     __slots__ = ("actions", "others")
 
-    def __init__(self, actions: list[str | None], others: dict[int, Any]):
+    def __init__(self, actions: Sequence[str | None], others: dict[int, Any]):
         self.actions = actions
         self.others = others
 
@@ -72,8 +106,9 @@ class StepList(Sequence[dict[str, Any]]):
             return ({"action": a} for a in self.actions)
         return (others[k] if k in others else {"action": a} for k, a in enumerate(self.actions))
 
-    def plain_actions(self) -> list[str | None] | None:
-        """The actions, when every step holds only its action (the list itself: not to be changed); else None."""
+    def plain_actions(self) -> Sequence[str | None] | None:
+        """The actions, when every step holds only its action (the sequence itself: not to be changed); else
+        None."""
         return None if self.others else self.actions
 
 
@@ -127,24 +162,28 @@ def loads_long(data: bytearray) -> dict[str, Any] | None:
 
 
 def _steps(view: memoryview) -> StepList:
-    actions: list[str | None] = []
+    words: list[str | None] = [None]   # number 0: a null action, or a step kept in `others`
+    numbers: dict[str, int] = {}
+    codes = array("H")
     others: dict[int, Any] = {}
-    shared: dict[str, str] = {}
-    append = actions.append
     for k, step in enumerate(ijson.items(_Reader(view), "item", use_float=True)):
         if type(step) is dict and len(step) == 1 and "action" in step:
             action = step["action"]
             if action is None:
-                append(None)
+                codes.append(0)
                 continue
             if type(action) is str:
-                known = shared.get(action)
-                if known is not None:
-                    action = known
-                elif len(action) <= _SHARED_LENGTH and len(shared) < _SHARED_ACTIONS:
-                    shared[action] = action
-                append(action)
+                number = numbers.get(action)
+                if number is None:
+                    number = len(words)
+                    words.append(action)
+                    if len(action) <= _SHARED_LENGTH and len(numbers) < _SHARED_ACTIONS:
+                        numbers[action] = number
+                    if number > 0xFFFF and codes.typecode == "H":
+                        codes = array("I", codes)
+                codes.append(number)
                 continue
-        append(None)
+        codes.append(0)
         others[k] = step
-    return StepList(actions, others)
+    return StepList(Actions(words, np.frombuffer(codes, dtype=np.uint16 if codes.typecode == "H" else np.uint32)),
+                    others)

@@ -25,6 +25,7 @@ from eebench.checkpoints import CheckpointLibrary, CheckpointSet, Field, Rule, S
 from eebench.documents import json_type
 from eebench.errors import InputError, Problem, did_you_mean
 from eebench.evaluator.families import FamilyColumns, Trajectory, step_columns_of
+from eebench.long_lines import StepList
 from eebench.world.grid_dag import GridDagInstance, GridDagWorld
 
 METRIC_VERSION = "coverage/1"  # bump when any graded value for the same input would change
@@ -333,7 +334,7 @@ class CoverageFamily:
     def replay(self, tables: Any, instance: Any, trajectory: Trajectory) -> Coverage:
         steps = trajectory.doc["steps"]
         if isinstance(tables, GridTables):  # every step's phase is checked now, so a bad one skips this record
-            simple = {1}.issuperset(map(len, steps))   # (one C-level pass)
+            simple = not steps.others if type(steps) is StepList else {1}.issuperset(map(len, steps))  # (one C pass)
             if not simple:
                 for i, step in enumerate(steps):
                     _check_phase(step.get("phase"), i, trajectory)

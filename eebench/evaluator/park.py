@@ -29,7 +29,7 @@ import numpy as np
 
 from eebench.evaluator.families import (WINDOW_STEPS, FamilyColumns, StepWindows, Trajectory, step_columns_of,
                                        step_parts)
-from eebench.long_lines import StepList
+from eebench.long_lines import Actions, StepList
 from eebench.world.geometry import distances_from
 from eebench.world.grid_dag import ACTION_INDEX, ACTIONS, GridDagInstance, GridDagWorld, parse_action
 from eebench.world.planning import shortest_completion
@@ -384,6 +384,9 @@ def action_codes(actions: Sequence[str | None], budget: int | None) -> np.ndarra
 def word_codes(words: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]:
     """Move codes of `words` (see action_codes), and a mask of the words that are not exactly one of ACTIONS
     (read by parse_action: other spellings, other words, None)."""
+    if isinstance(words, Actions):   # a long line's: each distinct word read once
+        codes, inexact = word_codes(words.words)
+        return codes[words.codes], inexact[words.codes]
     # the canonical words in one C-level pass; the rest (-1 there) are read by parse_action
     codes = np.fromiter(map(ACTION_INDEX.get, words, repeat(-1)), dtype=np.int8, count=len(words))
     inexact = codes < 0
@@ -506,7 +509,7 @@ class ParkReplay:
     families after this one (coverage reads the cells entered)."""
 
     tables: ParkTables
-    actions: list[str | None]
+    actions: Sequence[str | None]
     replay: Replay | None = None
 
 
@@ -534,7 +537,7 @@ class ParkFamily:
 
     def replay(self, tables: ParkTables, instance: GridDagInstance, trajectory: Trajectory) -> ParkReplay:
         steps = trajectory.doc["steps"]
-        plain = steps.plain_actions() if type(steps) is StepList else None   # a long line's: its list, shared
+        plain = steps.plain_actions() if type(steps) is StepList else None   # a long line's: its actions, shared
         return ParkReplay(tables, plain if plain is not None else list(map(_ACTION, steps)))
 
     def compiled_for(self, tables: ParkTables) -> bool:
@@ -615,6 +618,8 @@ class ParkFamily:
             g.replay = replayed
         played = np.fromiter((len(r.cells_to) for r in replays), dtype=np.int64, count=len(graded))  # type: ignore
         played_starts = np.cumsum(played) - played
+        table = np.fromiter(words.words, dtype=object, count=len(words.words)) if isinstance(words, Actions) \
+            else None   # a long line's distinct words
 
         def action(a: int, b: int) -> np.ndarray:
             """The graded steps' actions, rows a..b-1: the four words as four shared strings, every other word as
@@ -623,7 +628,9 @@ class ParkFamily:
             kept = np.repeat(offsets[:-1] - played_starts, rows) + np.arange(a, b)   # the rows' places in `words`
             column = _WORDS[codes[kept]]
             written = inexact[kept]
-            if written.any():
+            if table is not None:
+                column[written] = table[words.codes[kept[written]]]   # type: ignore[union-attr]
+            elif written.any():
                 for i, k in zip(np.flatnonzero(written).tolist(), kept[written].tolist()):
                     column[i] = words[k]
             return column

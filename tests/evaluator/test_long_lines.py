@@ -17,7 +17,7 @@ from eebench import trajectories
 from eebench.errors import InputError
 from eebench.evaluator import Bench, grade_files
 from eebench.instances import write_instances
-from eebench.long_lines import StepList, loads_long
+from eebench.long_lines import Actions, StepList, loads_long
 from eebench.trajectories import parse_record, read_raw_records
 from tests.conftest import make_instance, rows
 
@@ -125,6 +125,7 @@ def test_a_long_line_becomes_a_step_list_and_its_buffer_is_let_go() -> None:
     parsed = parse_record(record, compact=True).value
     assert isinstance(parsed["steps"], StepList) and list(parsed["steps"]) == doc["steps"]
     assert parsed["steps"].actions[0] is parsed["steps"].actions[3]   # one string shared
+    assert parsed["steps"].actions.codes.tolist() == [1, 0, 0, 1]   # (a null action, a step kept whole: 0)
     assert len(data) == 0
     assert {k: v for k, v in parsed.items() if k != "steps"} == {k: v for k, v in doc.items() if k != "steps"}
     assert loads_long(bytearray(b'{"id": 1e999}')) is None   # the door says what is wrong
@@ -143,3 +144,18 @@ def test_a_step_list_is_the_list_it_stands_for(steps: list[Any], start: int, sto
     with pytest.raises(IndexError):
         compact[len(steps)]
     assert compact.plain_actions() == (None if others else [s["action"] for s in steps])
+
+
+def test_a_long_lines_actions_are_numbers_in_a_table_of_its_words() -> None:
+    """2 bytes a step up to 65,536 table entries, then 4; every action, slice and index as the list gives it."""
+    for distinct, width in ((300, 2), (70_000, 4)):
+        actions = [None if k % 7 == 0 else f"w{k % distinct}" for k in range(2 * distinct)]
+        doc = {"eebench": "trajectory/1", "id": "x", "instance": "t/long", "steps": [{"action": a} for a in actions]}
+        steps = loads_long(bytearray(json.dumps(doc).encode()))["steps"]
+        compact = steps.plain_actions()
+        assert isinstance(compact, Actions) and compact.codes.itemsize == width
+        assert list(compact) == actions and len(compact) == len(actions)
+        assert list(compact[5:900:3]) == actions[5:900:3] and compact[-1] == actions[-1]
+        assert list(steps) == doc["steps"]
+        with pytest.raises(IndexError):
+            compact[len(actions)]
