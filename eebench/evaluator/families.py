@@ -107,7 +107,7 @@ class MetricFamily(Protocol):
         ...
 
     def columns(self, replays: Sequence[Any]) -> FamilyColumns:
-        """Columns of many replays at once."""
+        """Columns of many replays at once (step columns by `step_columns_of`, so a long chunk's are windows)."""
         ...
 
     # Optional: `configure(checkpoints)` returns the family as a grading run uses it (coverage: the run's
