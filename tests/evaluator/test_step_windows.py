@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from eebench import trajectories
 from eebench.checkpoints import library
 from eebench.evaluator import Bench, families, grade_files, park
 from eebench.evaluator import grade
@@ -32,6 +33,7 @@ sets:
   - instances: ["t/*"]
     rules: [node_discovered, node_achieved, cell_observed]
 """
+WHOLE_WINDOW, WHOLE_LINE = families.WINDOW_STEPS, trajectories.LONG_LINE_BYTES
 TABLES = ("SELECT * EXCLUDE (graded_at) FROM trajectories ORDER BY ALL", "SELECT * FROM steps ORDER BY ALL",
           "SELECT * FROM checkpoints ORDER BY ALL")
 
@@ -54,19 +56,25 @@ def grade_tables(tmp: Path, runs: list[tuple[str, list[dict[str, Any]]]], name: 
 
 @pytest.mark.parametrize("compiled", [False, True], ids=["plain", "compiled"])
 @pytest.mark.parametrize("chunk_records", [1, 4096], ids=["one-per-chunk", "together"])
+@pytest.mark.parametrize("compact", [False, True], ids=["lines-whole", "lines-compact"])
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(runs=runs_strategy, window=st.integers(1, 40))
 def test_windowed_columns_are_the_whole_columns(tmp_path_factory: Any, monkeypatch: pytest.MonkeyPatch,
-                                                compiled: bool, chunk_records: int, runs: list[Any],
-                                                window: int) -> None:
-    """One trajectory to a chunk, compiled: the windows are written from the replay carried window by window."""
+                                                compiled: bool, chunk_records: int, compact: bool,
+                                                runs: list[Any], window: int) -> None:
+    """One trajectory to a chunk, compiled: the windows are written from the replay carried window by window;
+    `compact`: the windowed grade reads every line as a long one (its actions a table of words)."""
     tmp = tmp_path_factory.mktemp("windows")
     write_instances(INSTANCES, tmp / "bench", {"kind": "t"})
     (tmp / "cp.yaml").write_text(CHECKPOINTS)
     monkeypatch.setattr(park, "COMPILED_FROM_STEPS", 0 if compiled else 1 << 62)
     monkeypatch.setattr(grade, "CHUNK_RECORDS", chunk_records)
+    # (a monkeypatch lasts across a hypothesis test's examples: each grade sets what it needs)
+    monkeypatch.setattr(families, "WINDOW_STEPS", WHOLE_WINDOW)
+    monkeypatch.setattr(trajectories, "LONG_LINE_BYTES", WHOLE_LINE)
     whole = grade_tables(tmp, runs, "whole")
     monkeypatch.setattr(families, "WINDOW_STEPS", window)
+    monkeypatch.setattr(trajectories, "LONG_LINE_BYTES", 16 if compact else WHOLE_LINE)
     assert whole[1]   # (every run has a first step, and it is graded)
     assert grade_tables(tmp, runs, "windowed") == whole
 
