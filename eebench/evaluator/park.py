@@ -561,7 +561,7 @@ class ParkFamily:
                 counts[name] = counts[name] + values if name in counts else values
         if isinstance(steps, StepWindows) and len(graded) == 1 and self.compiled_for(graded[0].tables):
             # one long trajectory: written from a replay carried window by window, so that once this chunk is
-            # graded its per-step values (13 bytes a step) are not kept for the writing
+            # graded its per-step values (cell, flag word, stale score: 9 bytes a step) are not kept for the writing
             steps = StepWindows(n, ResumedReplay(graded[0].tables, codes[:n], action).make)
         explore_steps, exploit_steps = counts["explore_steps"].tolist(), counts["exploit_steps"].tolist()
         explore_errors, exploit_errors = counts["explore_errors"].tolist(), counts["exploit_errors"].tolist()
