@@ -433,14 +433,25 @@ def _out_of_memory(exc: duckdb.Error) -> bool:
 
 
 class _Memory:
-    """DuckDB's memory cap on one connection, raised when a piece of work cannot be done within it."""
+    """DuckDB's memory cap on one connection, raised when a piece of work cannot be done within it.
 
-    def __init__(self, con: duckdb.DuckDBPyConnection):
+    A write whose commit ran out of the cap cannot be done again on the same connection: DuckDB (2.0) leaves the
+    table's columns misaligned in memory, and its next checkpoint invalidates the file (3,000 trajectories with a
+    10 KB agent.prompt failed so). So with `reopen`, the work is done again on a connection opened afresh from
+    the file (what was committed, and nothing else), under the higher cap; `retried` tells the work it must first
+    see whether its write was committed after all (DuckDB may fail in the checkpoint that follows a commit).
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection,
+                 reopen: Callable[[int], duckdb.DuckDBPyConnection] | None = None):
         self.con = con
         self.limit_mb = MEMORY_LIMIT_MB
+        self.reopen = reopen
+        self.retried = False
 
     def run(self, work: Callable[[], T]) -> T:
         """Do `work` (which must leave nothing behind when it fails: one statement or one transaction)."""
+        self.retried = False
         while True:
             try:
                 return work()
@@ -449,7 +460,11 @@ class _Memory:
                 if not _out_of_memory(exc) or self.limit_mb >= ceiling:
                     raise
                 self.limit_mb = min(self.limit_mb * 4, ceiling)
-                self.con.execute(f"SET memory_limit = '{self.limit_mb}MB'")
+                if self.reopen is None:
+                    self.con.execute(f"SET memory_limit = '{self.limit_mb}MB'")
+                else:
+                    self.con = self.reopen(self.limit_mb)
+                    self.retried = True
 
 
 # In a run's staging folder: "<host> <pid>" of the grade that made it (for people, and to leave alone the runs
@@ -610,11 +625,10 @@ class ResultStore:
                 _sweep_abandoned_runs(self.path)
                 (self._stage_dir / OWNER_FILE).write_text(f"{socket.gethostname()} {os.getpid()}\n")
                 try:
-                    self.stage = _connect(self._stage_path, spill=self._stage_dir / SPILL_DIR)
+                    self.stage = self._open_stage(MEMORY_LIMIT_MB)
                 except InputError as exc:  # a new file that cannot be made: a full disk, say
                     raise self._failed(str(exc)) from None
-                self._memory = _Memory(self.stage)
-                self.stage.execute(f"SET threads = {WRITE_THREADS}")
+                self._memory = _Memory(self.stage, reopen=self._open_stage)
                 self.stage.execute(_ddl("trajectories", (*TRAJECTORY_COLUMNS, _KEY)))
                 self.stage.execute(_ddl("steps", (*STEP_COLUMNS, _KEY)))  # after the generated columns: it is dropped
                 self.stage.execute(_ddl("episodes", (*EPISODE_COLUMNS, _KEY)))
@@ -626,6 +640,7 @@ class ResultStore:
         self._waiting: dict[str, list[dict[str, np.ndarray]]] = {}  # by table: rows not inserted yet (INSERT_ROWS)
         self._analyze_rows = 0   # DuckDB's pandas_analyze_sample now (ANALYZE_ROWS)
         self._staged_rows = 0   # of every table: DuckDB's cap grows with them (ROWS_PER_CHECKPOINT_MB)
+        self._rows = dict.fromkeys(TABLES, 0)   # by table: what a retried insert finds there if it was committed
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="eebench-writer")
         self._pending: Future[None] | None = None        # the batch the writer is inserting
         self._waiting_arrow: dict[str, list[pa.Table]] = {}   # rows of `add_rows` not inserted yet, by table
@@ -647,6 +662,17 @@ class ResultStore:
     def _failed(self, what: str) -> EebenchError:
         return EebenchError(f"{self.path}: grading failed while writing results: {what}; nothing was written "
                             f"({self.path} is as it was)")
+
+    def _open_stage(self, limit_mb: int) -> duckdb.DuckDBPyConnection:
+        """A connection to the run's file under a cap of `limit_mb` (a new one replaces the old: see _Memory)."""
+        with contextlib.suppress(duckdb.Error, AttributeError):
+            self.stage.close()
+        self.stage = _connect(self._stage_path, spill=self._stage_dir / SPILL_DIR)
+        self.stage.execute(f"SET threads = {WRITE_THREADS}")
+        if limit_mb != MEMORY_LIMIT_MB:
+            self.stage.execute(f"SET memory_limit = '{limit_mb}MB'")
+        self._analyze_rows = 0
+        return self.stage
 
     def _check_existing(self) -> None:
         """Refuse, before any grading, a results file eebench cannot add to: damaged, a newer layout, or foreign
@@ -751,17 +777,27 @@ class ResultStore:
     def _insert(self, table: str, data: dict[str, np.ndarray] | pa.Table) -> None:
         given = set(getattr(data, "column_names", data))  # an Arrow table's, or a dict's
         names = ", ".join(c.name for c in (*STORED[table], _KEY) if c.name in given)  # the others are NULL
-        self._staged_rows += data.num_rows if hasattr(data, "num_rows") else len(data[_KEY.name])
+        rows = data.num_rows if hasattr(data, "num_rows") else len(data[_KEY.name])
+        self._staged_rows += rows
         self.allow_memory(MEMORY_LIMIT_MB + self._staged_rows // ROWS_PER_CHECKPOINT_MB)
-        if self._analyze_rows != ANALYZE_ROWS[table]:
-            self._analyze_rows = ANALYZE_ROWS[table]
-            self.stage.execute(f"SET pandas_analyze_sample = {self._analyze_rows}")
-        self.stage.register("batch_rows", data)
-        try:  # one statement, one transaction: nothing is left of it when it fails, so it can run again
-            self._memory.run(lambda: self.stage.execute(
-                f"INSERT INTO {table} ({names}) SELECT {names} FROM batch_rows"))
-        finally:
-            self.stage.unregister("batch_rows")
+        before = self._rows[table]
+
+        def insert() -> None:  # one statement, one transaction: nothing is left of it when it fails
+            if self._memory.retried and self.stage.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] \
+                    == before + rows:
+                return  # committed: what failed was DuckDB's checkpoint after the commit
+            if self._analyze_rows != ANALYZE_ROWS[table]:
+                self._analyze_rows = ANALYZE_ROWS[table]
+                self.stage.execute(f"SET pandas_analyze_sample = {self._analyze_rows}")
+            con = self.stage
+            con.register("batch_rows", data)
+            try:
+                con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM batch_rows")
+            finally:
+                with contextlib.suppress(duckdb.Error):   # (a connection DuckDB invalidated)
+                    con.unregister("batch_rows")
+        self._memory.run(insert)
+        self._rows[table] = before + rows
 
     @property
     def folder(self) -> Path:
@@ -829,10 +865,12 @@ class ResultStore:
         """Keep the first copy of each trajectory id, with its steps."""
         with self._failures():
             self._flush()
-            self._memory.run(lambda: self._in_transaction(
+            self._memory.run(lambda: self._in_transaction(   # (done again, it deletes nothing more)
                 f"DELETE FROM trajectories WHERE trajectory_key NOT IN (SELECT trajectory_key FROM {_FIRST_COPIES})",
                 *(f"DELETE FROM {table} WHERE trajectory_key NOT IN (SELECT trajectory_key FROM trajectories)"
                   for table in ("steps", "episodes", "checkpoints"))))
+            self._rows = {table: self.stage.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
+                          for table in TABLES}
 
     def _in_transaction(self, *statements: str) -> None:
         with _transaction(self.stage):
@@ -887,40 +925,49 @@ class ResultStore:
 
     def _finish_as_results(self) -> None:
         """Turn the run's file into a results file: the key columns go, meta and views come."""
-        con = self.stage
-
-        def finish() -> None:
+        def finish() -> None:   # (done again, it finds the key columns gone and writes the same meta)
+            con = self.stage
             with _transaction(con):
                 for table in TABLES:
-                    con.execute(f"ALTER TABLE {table} DROP COLUMN {_KEY.name}")
+                    con.execute(f"ALTER TABLE {table} DROP COLUMN IF EXISTS {_KEY.name}")
                 self._write_meta_and_views(con)
 
         try:
             self._memory.run(finish)
             # everything in the file itself: no write-ahead log to carry along
-            self._memory.run(lambda: con.execute("CHECKPOINT"))
+            self._memory.run(lambda: self.stage.execute("CHECKPOINT"))
         finally:
-            con.close()
+            self.stage.close()
         wal = self._stage_path.with_name(self._stage_path.name + ".wal")
         if wal.exists():
             raise EebenchError(f"{self.path}: DuckDB left a write-ahead log after a checkpoint: {wal}")
 
     def _copy_into_results(self) -> Replaced:
-        con = _connect_waiting(self.path, spill=self._stage_dir / SPILL_DIR)
-        try:
+        def connect(limit_mb: int) -> duckdb.DuckDBPyConnection:   # (again, afresh, after a failed commit: _Memory)
+            if memory.con is not None:
+                with contextlib.suppress(duckdb.Error):
+                    memory.con.close()
+            con = memory.con = _connect_waiting(self.path, spill=self._stage_dir / SPILL_DIR)
             con.execute(f"ATTACH {_quoted(self._stage_path)} AS stage (READ_ONLY)")
             con.execute(f"SET threads = {WRITE_THREADS}")
-            memory = _Memory(con)
+            con.execute(f"SET memory_limit = '{limit_mb}MB'")
+            return con
+
+        memory = _Memory(None, reopen=connect)  # type: ignore[arg-type]
+        try:
+            con = connect(MEMORY_LIMIT_MB)
             rows = con.execute("SELECT coalesce(sum(estimated_size), 0) FROM duckdb_tables() "
-                               "WHERE database_name = current_database()").fetchone()[0]
+                               "WHERE database_name = current_database()").fetchall()[0][0]
             memory.limit_mb = max(self._memory.limit_mb, MEMORY_LIMIT_MB + (rows + self._staged_rows)
                                   // ROWS_PER_CHECKPOINT_MB)   # (both files' rows: see ROWS_PER_CHECKPOINT_MB)
             con.execute(f"SET memory_limit = '{memory.limit_mb}MB'")
-            replaced = memory.run(lambda: self._add_rows(con))
-            con.execute("DETACH stage")
+            # done again after a commit that was durable, it replaces the run's own rows by the same rows
+            replaced = memory.run(lambda: self._add_rows(memory.con))
+            memory.con.execute("DETACH stage")
             return replaced
         finally:
-            con.close()
+            if memory.con is not None:
+                memory.con.close()
 
     def _add_rows(self, con: duckdb.DuckDBPyConnection) -> Replaced:
         """In one transaction: the tables if new, meta and views, then the run's rows instead of earlier rows of

@@ -179,6 +179,72 @@ def test_long_ids_and_many_steps_grade_under_the_memory_cap(cli, bench: Path, tm
     assert sorted(p.name for p in tmp_path.glob(".r.duckdb*")) == []
 
 
+def test_a_commit_that_ran_out_of_the_cap_is_done_again_afresh(bench: Path, tmp_path: Path, monkeypatch) -> None:
+    # 600 prompts of 10 KB in one insert: its commit runs out of an 8 MB cap. Done again on the same connection,
+    # DuckDB 2.0 found the table's columns misaligned and invalidated the file ("Corrupted in-memory column");
+    # done again on a connection opened afresh, every row is there once, here and in an existing results file
+    monkeypatch.setattr(store, "MEMORY_LIMIT_MB", 8)
+    monkeypatch.setattr(store, "INSERT_ROWS", {**store.INSERT_ROWS, "trajectories": 1 << 20})
+    reopened = []
+    real = store._Memory.run
+
+    def run(self, work):
+        result = real(self, work)
+        reopened.append(self.retried)
+        return result
+    monkeypatch.setattr(store._Memory, "run", run)
+    runs = write_jsonl(tmp_path / "runs.jsonl", [{**trajectory(f"t{i}", SOLVE), "agent": {"name": "a", "prompt": (
+        f"{i}" + "p" * 10_000)}} for i in range(600)])
+    db = tmp_path / "r.duckdb"
+    for graded in (1, 2):   # a new results file, then the same ids again into it
+        report = grade_files([runs], Bench(bench), db)
+        assert (report.trajectories, report.replaced.trajectories) == (600, 600 if graded == 2 else 0)
+        assert rows(db, "SELECT count(*), count(DISTINCT trajectory_id), sum(length(prompt)) FROM trajectories") \
+            == [(600, 600, 600 * 10_000 + sum(map(len, map(str, range(600)))))]
+        assert rows(db, "SELECT count(*) FROM steps") == [(600 * len(SOLVE),)]
+    assert any(reopened)   # (an insert failed for the cap and was done again)
+
+
+def test_an_insert_whose_commit_held_is_not_done_again(tmp_path: Path, monkeypatch) -> None:
+    # DuckDB may run out of the cap in the checkpoint after a durable commit ("COMMIT succeeded and is durable,
+    # but the autocheckpoint failed"): done again afresh, the insert finds its rows there and adds none
+    import numpy as np
+
+    run = store.ResultStore(tmp_path / "r.duckdb")
+    real = store._Memory.run
+
+    def commit_then_fail(self, work):
+        failed = []
+
+        def work_once_then_fail():
+            result = work()
+            if not failed:
+                failed.append(True)
+                raise duckdb.OutOfMemoryException("Out of Memory Error: failed to pin block of size 256.0 KiB")
+            return result
+        return real(self, work_once_then_fail)
+
+    def insert(first: int, n: int) -> None:
+        run._insert("trajectories", {
+            "trajectory_id": np.array([f"t{k}" for k in range(first, first + n)], dtype=object),
+            "instance_id": np.array(["i"] * n, dtype=object), "end_reason": np.array(["goal"] * n, dtype=object),
+            "n_steps": np.zeros(n, np.int32), "ignored_actions": np.zeros(n, np.int32),
+            "metric_version": np.array(["m"] * n, dtype=object), "graded_at": np.zeros(n, "datetime64[us]"),
+            "source_file": np.array(["f"] * n, dtype=object), "eebench_version": np.array(["v"] * n, dtype=object),
+            "env": np.array(["grid_dag"] * n, dtype=object), "trajectory_key": np.arange(first, first + n)})
+    try:
+        insert(0, 3)
+        with monkeypatch.context() as patched:
+            patched.setattr(store._Memory, "run", commit_then_fail)
+            insert(3, 4)
+        insert(7, 2)
+        assert run._memory.limit_mb == 4 * store.MEMORY_LIMIT_MB   # (one retry, on a connection opened afresh)
+        assert run.stage.execute("SELECT list(trajectory_key ORDER BY trajectory_key) FROM trajectories"
+                                 ).fetchall() == [(list(range(9)),)]
+    finally:
+        run.abort()
+
+
 def test_the_memory_cap_grows_only_for_work_that_cannot_spill(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(store, "MEMORY_LIMIT_MB", 64)  # the figures below are worked from a 64 MB start
     con = duckdb.connect(str(tmp_path / "m.duckdb"), config={"memory_limit": "64MB"})
