@@ -961,17 +961,19 @@ class ResultStore:
             memory.limit_mb = max(self._memory.limit_mb, MEMORY_LIMIT_MB + (rows + self._staged_rows)
                                   // ROWS_PER_CHECKPOINT_MB)   # (both files' rows: see ROWS_PER_CHECKPOINT_MB)
             con.execute(f"SET memory_limit = '{memory.limit_mb}MB'")
-            # done again after a commit that was durable, it replaces the run's own rows by the same rows
-            replaced = memory.run(lambda: self._add_rows(memory.con))
+            first: list[Replaced] = []   # what the first attempt found: the results before this run
+            replaced = memory.run(lambda: self._add_rows(memory.con, first))
             memory.con.execute("DETACH stage")
             return replaced
         finally:
             if memory.con is not None:
                 memory.con.close()
 
-    def _add_rows(self, con: duckdb.DuckDBPyConnection) -> Replaced:
+    def _add_rows(self, con: duckdb.DuckDBPyConnection, first: list[Replaced]) -> Replaced:
         """In one transaction: the tables if new, meta and views, then the run's rows instead of earlier rows of
-        its trajectory ids."""
+        its trajectory ids. Done again (after a commit that ran out of memory, perhaps in the checkpoint after it,
+        when it held), it replaces any of the run's own rows by the same rows, and the first attempt's count of
+        what was replaced stands (`first`)."""
         with _transaction(con):
             _upgrade(con)
             con.execute(_ddl("meta", META_COLUMNS))
@@ -983,14 +985,16 @@ class ResultStore:
                        count(*) FILTER (WHERE r.bench_digest IS NOT NULL AND s.bench_digest IS NULL),
                        list(DISTINCT concat_ws(' ', r.bench_name, r.bench_version) ORDER BY 1)
                            FILTER (WHERE r.bench_digest IS NOT NULL AND s.bench_digest IS NULL)
-                FROM trajectories r JOIN stage.trajectories s USING (trajectory_id)""").fetchone()
+                FROM trajectories r JOIN stage.trajectories s USING (trajectory_id)""").fetchall()[0]
+            if not first:
+                first.append(Replaced(count, unbundled, tuple(bundles or ())))
             for table in ("steps", "episodes", "checkpoints", "trajectories"):
                 con.execute(f"DELETE FROM {table} WHERE trajectory_id IN "
                             "(SELECT trajectory_id FROM stage.trajectories)")
             for table, columns in STORED.items():
                 names = ", ".join(c.name for c in columns)  # the run's rows are in run order already
                 con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM stage.{table}")
-        return Replaced(count, unbundled, tuple(bundles or ()))
+        return first[0]
 
     @staticmethod
     def _write_meta_and_views(con: duckdb.DuckDBPyConnection) -> None:

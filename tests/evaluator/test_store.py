@@ -245,6 +245,29 @@ def test_an_insert_whose_commit_held_is_not_done_again(tmp_path: Path, monkeypat
         run.abort()
 
 
+def test_a_commit_into_the_results_done_again_adds_each_row_once(bench: Path, tmp_path: Path, monkeypatch) -> None:
+    # the copy into an existing results file commits, then DuckDB "fails" (in the checkpoint after the commit): done
+    # again on a connection opened afresh, the rows are there once and the replaced count is the first attempt's
+    db = tmp_path / "r.duckdb"
+    grade_files([write_jsonl(tmp_path / "a.jsonl", [trajectory(f"t{i}", SOLVE) for i in range(3)])], Bench(bench), db)
+    real = store.ResultStore._add_rows
+    attempts = []
+
+    def commit_then_fail(self, con, first):
+        result = real(self, con, first)
+        attempts.append(result)
+        if len(attempts) == 1:
+            raise duckdb.OutOfMemoryException("Out of Memory Error: failed to pin block of size 256.0 KiB")
+        return result
+    monkeypatch.setattr(store.ResultStore, "_add_rows", commit_then_fail)
+    again = write_jsonl(tmp_path / "b.jsonl", [trajectory(f"t{i}", SOLVE[:5]) for i in range(1, 5)])
+    report = grade_files([again], Bench(bench), db)
+    assert len(attempts) == 2 and report.replaced.trajectories == 2   # t1, t2 (not the run's own t1..t4)
+    assert rows(db, "SELECT trajectory_id, n_steps FROM trajectories ORDER BY 1") == [
+        ("t0", 9), ("t1", 5), ("t2", 5), ("t3", 5), ("t4", 5)]
+    assert rows(db, "SELECT count(*) FROM steps") == [(9 + 4 * 5,)]
+
+
 def test_the_memory_cap_grows_only_for_work_that_cannot_spill(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(store, "MEMORY_LIMIT_MB", 64)  # the figures below are worked from a 64 MB start
     con = duckdb.connect(str(tmp_path / "m.duckdb"), config={"memory_limit": "64MB"})
