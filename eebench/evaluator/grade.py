@@ -279,7 +279,13 @@ def chunked(records: Iterator[Record]) -> Iterator[list[Record]]:
 def _graded_chunks(chunks: Iterator[list[Record]], bench: Bench | None, graded_at: dt.datetime, skip_invalid: bool,
                    checkpoints: CheckpointLibrary | None) -> Iterator[tuple[list[Record], Batch, list[Problem]]]:
     """Grade chunks in order, in this process (`workers=1`; evaluator/workers.py grades in several)."""
-    grader = Grader(bench, graded_at, checkpoints=checkpoints)
+    return graded_by(Grader(bench, graded_at, checkpoints=checkpoints), chunks, skip_invalid)
+
+
+def graded_by(grader: Grader, chunks: Iterator[list[Record]], skip_invalid: bool
+              ) -> Iterator[tuple[list[Record], Batch, list[Problem]]]:
+    """Each chunk with its batch and the problems skipped, graded in order by `grader` (a worker's grades its
+    pieces one after another)."""
     with _young_collections():
         for chunk in chunks:
             batch, skipped = grader.grade_chunk(chunk, skip_invalid)

@@ -32,7 +32,7 @@ import numpy as np
 
 from eebench.checkpoints import CheckpointLibrary
 from eebench.errors import EebenchError, InputError, Problem
-from eebench.evaluator.grade import FLUSH_STEPS, Bench, Grader, chunked, empty_input
+from eebench.evaluator.grade import FLUSH_STEPS, Bench, Grader, chunked, empty_input, graded_by
 from eebench.evaluator.store import Batch, ResultStore, batch_tables
 from eebench.trajectories import Record, read_raw_records
 
@@ -202,8 +202,7 @@ def _grade_piece(grader: Grader, piece: Piece, skip_invalid: bool, folder: Path,
     skipped: list[Problem] = []
     pending = Batch()
     try:
-        for chunk in chunked(_piece_records(piece)):
-            batch, problems = grader.grade_chunk(chunk, skip_invalid)
+        for chunk, batch, problems in graded_by(grader, chunked(_piece_records(piece)), skip_invalid):
             records += len(chunk)
             skipped.extend(problems)
             pending.extend(batch)
