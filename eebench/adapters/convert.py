@@ -20,13 +20,13 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from eebench.adapters.actions import VOCABULARIES, ActionReader, render_call
-from eebench.adapters.base import HEAD_BYTES, Adapter, Episode, bad_record, dig
+from eebench.adapters.base import HEAD_BYTES, Adapter, Episode, LoggedStep, bad_record, dig
 from eebench.adapters.records import dumps_line
 from eebench.adapters.registry import detect, get_adapter, known_adapters
 from eebench.documents import atomic_file, json_type, open_input
@@ -474,18 +474,13 @@ def place(episode: Episode, path: Path, name: str, options: ConvertOptions) -> P
     return Placed(instance, env, known.sha256(instance), labels, known.env(instance))
 
 
-def to_trajectory(episode: Episode, adapter: Adapter, path: Path, options: ConvertOptions,
-                  readers: dict[str, ActionReader], name: str | None = None) -> dict[str, Any]:
-    """The canonical trajectory/1 document of one episode."""
-    name = name or str(path)
-    if episode.document is not None:
-        return _relabel(episode.document, episode, path, name, options)
-    placed = place(episode, path, name, options)
-    reader = readers[_VOCABULARY_OF.get(placed.kind, "grid")]
-    steps = []
+def step_documents(logged_steps: Iterable[LoggedStep], reader: ActionReader) -> tuple[list[dict[str, Any]], int]:
+    """The trajectory's step documents of an episode's logged steps, their actions read by `reader`; and how many
+    name no action."""
+    steps: list[dict[str, Any]] = []
     unreadable = 0
     from_call, from_text = reader.from_call, reader.from_text
-    for logged in episode.steps:
+    for logged in logged_steps:
         call, raw = logged.call, logged.raw
         if call is not None:
             action = from_call(*call)
@@ -521,6 +516,21 @@ def to_trajectory(episode: Episode, adapter: Adapter, path: Path, options: Conve
         if logged.state is not None:
             step["state"] = logged.state
         steps.append(step)
+    return steps, unreadable
+
+
+def to_trajectory(episode: Episode, adapter: Adapter, path: Path, options: ConvertOptions,
+                  readers: dict[str, ActionReader], name: str | None = None) -> dict[str, Any]:
+    """The canonical trajectory/1 document of one episode."""
+    name = name or str(path)
+    if episode.document is not None:
+        return _relabel(episode.document, episode, path, name, options)
+    placed = place(episode, path, name, options)
+    reader = readers[_VOCABULARY_OF.get(placed.kind, "grid")]
+    if episode.step_documents is not None:   # a fast path's own, held to the same output by a property test
+        steps, unreadable = episode.step_documents(reader)
+    else:
+        steps, unreadable = step_documents(episode.steps, reader)
     agent = {label: value for label in AGENT_LABELS
              if (value := options.labels.get(label) or placed.labels.get(label) or episode.agent.get(label))
              is not None}

@@ -11,8 +11,9 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eebench.adapters.chat import chat_steps, typed_chat_steps
-from eebench.adapters.convert import ConvertOptions, KnownInstances, _items, to_trajectory
+from eebench.adapters.actions import ActionReader
+from eebench.adapters.chat import chat_steps, typed_chat_documents
+from eebench.adapters.convert import ConvertOptions, KnownInstances, _items, step_documents, to_trajectory
 from eebench.adapters.formats.openai_chat import OpenAIChatAdapter, read_fast
 from eebench.adapters.records import dumps_line
 from eebench.documents import MAX_DEPTH, DepthGauge, orjson_reads_exactly, too_deep
@@ -158,8 +159,10 @@ def test_the_fast_path_takes_the_common_shape_and_leaves_the_rest() -> None:
         {"role": "tool", "tool_call_id": "c0", "content": "moved"}]}
     read = read_fast(json.dumps(plain).encode())
     assert read is not None and read[0] == plain
-    [step] = typed_chat_steps(read[1])
-    assert (step.call, step.reasoning, step.tokens_in, step.observation) == (("move", '{"d": 1}'), "go", 3, "moved")
+    reader = ActionReader("text")
+    assert typed_chat_documents(read[1], reader) == ([{"action": 'move({"d": 1})', "raw": 'move({"d": 1})',
+                                                       "reasoning": "go", "observation": "moved", "tokens_in": 3,
+                                                       "tokens_out": 1}], 0)
     for other in ({"reasoning_content": "hm"}, {"content": [{"type": "text", "text": "x"}]},
                   {"usage": {"prompt_tokens": 1.0}}, {"tool_calls": [{"function": {"name": "f", "arguments": {}}}]}):
         shaped = {"task_id": "t", "messages": [{"role": "assistant", "content": "x", **other}]}
@@ -170,8 +173,9 @@ def test_the_fast_path_takes_the_common_shape_and_leaves_the_rest() -> None:
         {"id": "c1", "function": {"name": "move", "arguments": "down"}}]}, {"role": "tool", "content": "seen"}]}
     read = read_fast(json.dumps(odd).encode())
     assert read is not None
-    assert [s.observation for s in typed_chat_steps(read[1])] == [s.observation for s in chat_steps(odd["messages"])]
-    assert [s.observation for s in typed_chat_steps(read[1])] == ["seen", None]
+    documents, _ = typed_chat_documents(read[1], reader)
+    assert documents == step_documents(chat_steps(odd["messages"]), reader)[0]
+    assert [d.get("observation") for d in documents] == ["seen", None]
     assert read_fast(b'{"messages": [], "big": 12345678901234567890}') is None   # orjson would lose digits
     assert read_fast(b'{"messages": [], "x": "\\ud800"}') is None                # the door refuses it
 

@@ -6,6 +6,7 @@ Reads a list of messages (one episode), an object holding one under `messages`, 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import msgspec
 import orjson
 
 from eebench.adapters.base import Adapter, Episode, bad_record
-from eebench.adapters.chat import ChatMessage, chat_steps, typed_chat_steps
+from eebench.adapters.chat import ChatMessage, chat_steps, typed_chat_documents
 from eebench.adapters.records import FastReader, JsonRecord, json_records
 from eebench.documents import json_type, orjson_reads_exactly, too_deep
 from eebench.errors import InputError
@@ -115,11 +116,12 @@ class OpenAIChatAdapter(Adapter):
             record_id = str(fields["id"])
         model = fields.get("model") or next((m.get("model") for m in messages if m.get("role") == "assistant"
                                              and isinstance(m.get("model"), str)), None)
-        steps = chat_steps(messages) if typed is None else typed_chat_steps(typed)
+        steps = chat_steps(messages) if typed is None else []
+        documents = None if typed is None else functools.partial(typed_chat_documents, typed)
         meta = {k: v for k, v in fields.items()
                 if k not in MESSAGE_KEYS and (v is None or isinstance(v, (str, int, float, bool)))}
         return Episode(id=f"{path.stem}/{record_id}", record=record_id,
-                       line=item.line, steps=steps, task=task, fields=fields,
+                       line=item.line, steps=steps, step_documents=documents, task=task, fields=fields,
                        agent={"model": model if isinstance(model, str) else None}, meta=meta)
 
 
