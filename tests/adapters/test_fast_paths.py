@@ -53,7 +53,7 @@ def test_too_deep_reads_escaped_quotes_and_brackets_in_strings() -> None:
 
 _text = st.lists(st.sampled_from(list("ab up left :<>{}\"\\\n") + ["Action: down", "<action>Up</action>", "é",
                                                                    "\u2028", "\x00", "😀"]), max_size=12).map("".join)
-_count = st.one_of(st.none(), st.integers(-3, 2**65))   # what the fast path types (beyond 64 bits: orjson reads a float)
+_count = st.one_of(st.none(), st.integers(-3, 2**65))   # what the fast path types; past 64 bits orjson reads floats
 _token = st.one_of(_count, st.floats(0, 1e3, allow_nan=False), st.booleans(), st.just(10**20))
 _call_id = st.one_of(st.sampled_from(["c0", "c1", "None"]), st.none())
 _arguments = st.one_of(st.sampled_from(['{"direction": "up"}', '{"direction": "left"}', "", "up", "{bad"]), _text)
