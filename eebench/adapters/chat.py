@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -145,9 +145,13 @@ class ChatCall(msgspec.Struct, forbid_unknown_fields=True):
     type: str | None = None
 
 
+# a count that as_int keeps as it is; a negative one (unknown, for as_int) leaves its record to the exact path
+TokenCount = Annotated[int, msgspec.Meta(ge=0)]
+
+
 class ChatUsage(msgspec.Struct, forbid_unknown_fields=True):
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
+    prompt_tokens: TokenCount | None = None
+    completion_tokens: TokenCount | None = None
     total_tokens: int | None = None
 
 
@@ -178,7 +182,7 @@ def typed_chat_documents(messages: list[ChatMessage], reader: ActionReader) -> t
             text, usage, calls = message.content, message.usage, message.tool_calls
             tokens_in = tokens_out = None
             if usage is not None:
-                tokens_in, tokens_out = as_int(usage.prompt_tokens), as_int(usage.completion_tokens)
+                tokens_in, tokens_out = usage.prompt_tokens, usage.completion_tokens
             if not calls:
                 waiting = [[from_text(text), text, None, None, tokens_in, tokens_out]]
                 made.append(waiting[0])
