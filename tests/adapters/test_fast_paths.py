@@ -196,3 +196,23 @@ def test_orjson_reads_numbers_exactly_where_the_door_lets_it(whole: int, fractio
             assert math.isinf(json.loads(data)[0])
         else:
             assert fast == json.loads(data)
+
+
+# -- reading actions: the label patterns tried from the first label word ------------------------------------------
+
+_label_text = st.lists(st.sampled_from(["Action", "ACTION", "move", "MoVe", "next", "final", "answer", "decision",
+                                        "DECIſION", "fınal", "\u0130", "aktion", ":", "=", " ", "\n", "-", "x", "up",
+                                        "Final ", "next  action", "é"]), max_size=12).map("".join)
+
+
+@settings(max_examples=500)
+@given(_label_text)
+def test_the_label_patterns_match_from_the_first_label_word_as_from_the_start(text: str) -> None:
+    from eebench.adapters.actions import _ACTION_INLINE, _ACTION_LINE, _label_start
+
+    start = _label_start(text)
+    if start < 0:
+        assert not _ACTION_LINE.search(text) and not _ACTION_INLINE.search(text)
+    else:
+        assert [m.span() for m in _ACTION_INLINE.finditer(text, start)] == [m.span() for m in
+                                                                           _ACTION_INLINE.finditer(text)]
