@@ -115,10 +115,13 @@ _NOT_OBJECTS = {"think", "action", "move", "answer", "direction", "act", "end", 
 _FENCE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)```", re.S)
 
 
+_JSON_DECODER = json.JSONDecoder()   # keeps no state between texts
+
+
 def _json_objects(text: str) -> list[Any]:
     """Every JSON object embedded in the text (bare or in code fences), in order of appearance."""
     found = []
-    decoder = json.JSONDecoder()
+    decoder = _JSON_DECODER
     start = text.find("{")
     while start != -1:
         try:
@@ -175,6 +178,14 @@ def _label_start(text: str) -> int:
     return min(found) if found else -1
 
 
+def _line_start(text: str, start: int) -> int:
+    """Where a line label (`> Action: up`) before or at `start` may begin: back over what the line pattern lets
+    precede the label word (space, newlines too, and `>*#_-`)."""
+    while start and (text[start - 1] in ">*#_-" or text[start - 1].isspace()):
+        start -= 1
+    return start
+
+
 def _candidates(text: str, open_vocabulary: bool) -> Iterator[list[str]]:
     """Candidate phrases grouped by the strength of the evidence, strongest group first; each in text order.
 
@@ -188,8 +199,8 @@ def _candidates(text: str, open_vocabulary: bool) -> Iterator[list[str]]:
     # both label patterns need a `:` or `=` and a label word: prose without them skips both
     start = _label_start(text) if ":" in text or "=" in text else -1
     labelled = start >= 0
-    if labelled:
-        yield [m.group(1) for m in _ACTION_LINE.finditer(text)]
+    if labelled:   # `^` still matches only at a line's start, as from the text's start
+        yield [m.group(1) for m in _ACTION_LINE.finditer(text, _line_start(text, start))]
     if not open_vocabulary:
         if labelled:
             # `I think up is bad. Action: left`; its lookbehind still sees the letter before `start`
@@ -246,7 +257,7 @@ class ActionReader:
         return action
 
     def _read(self, text: str) -> str | None:
-        if not text.strip():
+        if not text or text.isspace():   # what strip() would leave empty, without the copy
             return None
         word = self._word
         if self.pattern is not None:  # the user's pattern first; the built-in rules still read what it does not

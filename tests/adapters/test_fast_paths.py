@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 import orjson
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from eebench.adapters.actions import ActionReader
@@ -202,17 +202,20 @@ def test_orjson_reads_numbers_exactly_where_the_door_lets_it(whole: int, fractio
 
 _label_text = st.lists(st.sampled_from(["Action", "ACTION", "move", "MoVe", "next", "final", "answer", "decision",
                                         "DECIſION", "fınal", "\u0130", "aktion", ":", "=", " ", "\n", "-", "x", "up",
-                                        "Final ", "next  action", "é"]), max_size=12).map("".join)
+                                        "Final ", "next  action", "é", "> ", "#", "*", "_", "\t", "\u2003", "\r\n",
+                                        "\n  Action: ", "\n> **Move** = ", "\u2028- final answer:"]),
+                     max_size=14).map("".join)
 
 
 @settings(max_examples=500)
 @given(_label_text)
+@example("I think up is bad.\n  > Action: left")
 def test_the_label_patterns_match_from_the_first_label_word_as_from_the_start(text: str) -> None:
-    from eebench.adapters.actions import _ACTION_INLINE, _ACTION_LINE, _label_start
+    from eebench.adapters.actions import _ACTION_INLINE, _ACTION_LINE, _label_start, _line_start
 
     start = _label_start(text)
     if start < 0:
         assert not _ACTION_LINE.search(text) and not _ACTION_INLINE.search(text)
-    else:
-        assert [m.span() for m in _ACTION_INLINE.finditer(text, start)] == [m.span() for m in
-                                                                           _ACTION_INLINE.finditer(text)]
+        return
+    for pattern, at in ((_ACTION_INLINE, start), (_ACTION_LINE, _line_start(text, start))):
+        assert [m.span() for m in pattern.finditer(text, at)] == [m.span() for m in pattern.finditer(text)]
