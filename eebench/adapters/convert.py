@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 ENVS = ("grid_dag", "rooms", "logged")
 LOGGED = "logged"
 STDIN = "-"                      # the input (and output) name of the standard streams
+# trajectories of a few KB each: written 1 MiB at a time, not one system call each (the default buffer is 8 KiB)
+OUTPUT_BUFFER = 1 << 20
 SHOWN_LOCATIONS = 5              # unreadable actions listed by place in the summary, the rest counted
 # endings of log files, stripped to name an instance after its file (`a-3.5__b.json` -> `a-3.5__b`); never a cut at
 # the first dot, which model names contain
@@ -223,12 +225,11 @@ def _count(report: ConvertReport, trajectory: dict[str, Any], episode: Episode, 
     if trajectory.get("env") == LOGGED:
         report.logged += 1
         report.logged_example = report.logged_example or trajectory["instance"]
-    for t, step in enumerate(trajectory["steps"]):
-        if step["action"] is None:
-            report.unreadable += 1
-            if len(report.unreadable_at) < SHOWN_LOCATIONS:
-                where = f"{name}:{episode.line}" if episode.line is not None else f"{name} record {episode.record}"
-                report.unreadable_at.append(f"{where} step {t}")
+    unreadable = [t for t, step in enumerate(trajectory["steps"]) if step["action"] is None]
+    report.unreadable += len(unreadable)
+    for t in unreadable[:SHOWN_LOCATIONS - len(report.unreadable_at)]:
+        where = f"{name}:{episode.line}" if episode.line is not None else f"{name} record {episode.record}"
+        report.unreadable_at.append(f"{where} step {t}")
 
 
 def _renamed(exc: InputError, shown: Mapping[Path, str]) -> InputError:
@@ -275,10 +276,10 @@ def _suffix_for(head: bytes) -> str:
 def _output(out: Path) -> Iterator[IO[bytes]]:
     """The output file, written atomically; `-` is standard output, written only once the whole run succeeded."""
     if str(out) != STDIN:
-        with atomic_file(out, "wb") as handle:
+        with atomic_file(out, "wb", OUTPUT_BUFFER) as handle:
             yield handle
         return
-    with tempfile.TemporaryFile() as handle:
+    with tempfile.TemporaryFile(buffering=OUTPUT_BUFFER) as handle:
         yield handle
         handle.seek(0)
         shutil.copyfileobj(handle, sys.stdout.buffer)
