@@ -131,15 +131,16 @@ def _assistant_steps(message: Mapping[str, Any], by_call: dict[str, LoggedStep])
 # -- the fast path: messages of the common shape, typed by msgspec ------------------------------------------------
 # A message that fits these types exactly (unknown fields refused) needs none of the checks chat_turns makes on a
 # message of any shape: content is text or null, no reasoning fields, calls in the chat-completions shape with
-# JSON-string arguments, integer token counts. Anything else fails to decode, and its record takes the exact path.
-# The types nest six levels at most, so a record of such messages and scalars is never too deep.
+# JSON-string arguments, integer token counts. Anything else fails msgspec.convert, and its record takes the exact
+# path. The types nest six levels at most, so a record of such messages and scalars is never too deep. They hold
+# no `Any`, so no instance can be part of a reference cycle: gc=False spares the garbage collector tracking them.
 
-class ChatFunction(msgspec.Struct, forbid_unknown_fields=True):
+class ChatFunction(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     name: str
     arguments: str
 
 
-class ChatCall(msgspec.Struct, forbid_unknown_fields=True):
+class ChatCall(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     function: ChatFunction
     id: str | None = None
     type: str | None = None
@@ -149,13 +150,13 @@ class ChatCall(msgspec.Struct, forbid_unknown_fields=True):
 TokenCount = Annotated[int, msgspec.Meta(ge=0)]
 
 
-class ChatUsage(msgspec.Struct, forbid_unknown_fields=True):
+class ChatUsage(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     prompt_tokens: TokenCount | None = None
     completion_tokens: TokenCount | None = None
     total_tokens: int | None = None
 
 
-class ChatMessage(msgspec.Struct, forbid_unknown_fields=True):
+class ChatMessage(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     role: str
     content: str | None = None
     tool_calls: list[ChatCall] | None = None
