@@ -125,9 +125,10 @@ def _chat_lines(draw) -> bytes:
     return b"\n".join(lines) + b"\n"
 
 
-def _converted(adapter: OpenAIChatAdapter, path: Path) -> list[bytes | str]:
-    """What convert makes of each record: the trajectory's bytes, or the one-line error."""
-    options = ConvertOptions(instance_field="task_id", known=KnownInstances())
+def _converted(adapter: OpenAIChatAdapter, path: Path, env: str | None) -> list[bytes | str]:
+    """What convert makes of each record: the trajectory's bytes, or the one-line error. With `env` logged the
+    actions read as open text, else as grid moves."""
+    options = ConvertOptions(instance_field="task_id", env=env, known=KnownInstances())
     readers = options.readers()
     made: list[bytes | str] = []
     for item in _items(path, adapter):
@@ -141,14 +142,14 @@ def _converted(adapter: OpenAIChatAdapter, path: Path) -> list[bytes | str]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(_chat_lines())
-def test_the_fast_and_the_exact_path_convert_chat_logs_alike(data: bytes) -> None:
+@given(_chat_lines(), st.sampled_from([None, "logged"]))
+def test_the_fast_and_the_exact_path_convert_chat_logs_alike(data: bytes, env: str | None) -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "chat.jsonl"
         path.write_bytes(data)
         exact = OpenAIChatAdapter()
         exact.fast_reader = None
-        assert _converted(OpenAIChatAdapter(), path) == _converted(exact, path)
+        assert _converted(OpenAIChatAdapter(), path, env) == _converted(exact, path, env)
 
 
 def test_the_fast_path_takes_the_common_shape_and_leaves_the_rest() -> None:
