@@ -13,9 +13,12 @@ import datetime
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from eebench.errors import InputError, Problem
+
+if TYPE_CHECKING:
+    from eebench.adapters.actions import ActionReader
 
 # Per-step fields a canonical trajectory may carry beyond the action, in the order they are written; adapters fill
 # what their format has (convert.to_trajectory writes them).
@@ -61,7 +64,7 @@ class Episode:
     document: dict[str, Any] | None = None   # an already canonical trajectory (the eebench format), kept as is
     # a fast path's step documents, made with the action reader convert picks, in place of `steps`: (the
     # documents, how many name no action); it must give what convert makes of `steps` (see convert.step_documents)
-    step_documents: Callable[[Any], tuple[list[dict[str, Any]], int]] | None = None
+    step_documents: Callable[[ActionReader], tuple[list[dict[str, Any]], int]] | None = None
 
 
 class Adapter(abc.ABC):
