@@ -131,9 +131,10 @@ def _assistant_steps(message: Mapping[str, Any], by_call: dict[str, LoggedStep])
 # -- the fast path: messages of the common shape, typed by msgspec ------------------------------------------------
 # A message that fits these types exactly (unknown fields refused) needs none of the checks chat_turns makes on a
 # message of any shape: content is text or null, no reasoning fields, calls in the chat-completions shape with
-# JSON-string arguments, integer token counts. Anything else fails msgspec.convert, and its record takes the exact
-# path. The types nest six levels at most, so a record of such messages and scalars is never too deep. They hold
-# no `Any`, so no instance can be part of a reference cycle: gc=False spares the garbage collector tracking them.
+# JSON-string arguments, non-negative integer token counts. Anything else fails msgspec.convert, and its record
+# takes the exact path. The types nest six levels at most, so a record of such messages and scalars is never too
+# deep. They hold no `Any`, so no instance can be part of a reference cycle: gc=False spares the garbage collector
+# tracking them.
 
 class ChatFunction(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     name: str
