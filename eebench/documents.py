@@ -711,8 +711,9 @@ def _remove_folders(created: list[Path]) -> None:
 
 
 @contextlib.contextmanager
-def atomic_file(path: Path | str, mode: str = "w") -> Iterator[IO[Any]]:
-    """Write a file through a temporary sibling, renamed into place only if the block succeeds.
+def atomic_file(path: Path | str, mode: str = "w", buffering: int = -1) -> Iterator[IO[Any]]:
+    """Write a file through a temporary sibling, renamed into place only if the block succeeds (`buffering` as
+    for `open`).
 
     Folders created for it are removed again when the block fails, so a failed run leaves nothing behind.
     """
@@ -724,7 +725,8 @@ def atomic_file(path: Path | str, mode: str = "w") -> Iterator[IO[Any]]:
         _remove_folders(created)
         raise InputError.at(str(path), f"cannot write: {exc.strerror}") from None
     try:
-        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8", "newline": "\n"})) as handle:
+        with os.fdopen(fd, mode, buffering,
+                       **({} if "b" in mode else {"encoding": "utf-8", "newline": "\n"})) as handle:
             yield handle
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)

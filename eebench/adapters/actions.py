@@ -16,6 +16,7 @@ built-in rules read what it does not.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -50,6 +51,11 @@ def grid_move(phrase: str) -> str | None:
     """
     if len(phrase) > 80 and len(phrase := phrase.strip()) > 80:
         return None  # six words at most: a paragraph is never a move, and is not worth splitting into words
+    return _short_grid_move(phrase)
+
+
+@functools.lru_cache(maxsize=1 << 12)   # answers repeat (`up`, `move up`), and a phrase of 80 letters is small to keep
+def _short_grid_move(phrase: str) -> str | None:
     words = _WORD.findall(phrase.lower())
     if not words or len(words) > 6:
         return None
@@ -99,15 +105,23 @@ _ACTION_LINE = re.compile(r"^[\s>*#_-]*(?:final\s+)?(?:action|move|answer|next\s
 # the same label inside a line, after other words; weaker than a line of its own
 _ACTION_INLINE = re.compile(r"(?<![\w-])(?:final\s+)?(?:action|move|answer|next\s+action|decision)\s*[:=]\s*(.+?)\s*$",
                             re.I | re.M)
+# the label patterns need one of these words; the inline one starts at it, and is tried from the first one on, not
+# at every letter of the reasoning before it (for a text without any, neither pattern is tried)
+_LABEL_WORDS = ("action", "move", "answer", "next", "decision", "final")
+# letters re.I matches to a letter of those words that lower() does not turn into it (İ also becomes two letters)
+_ODD_CASES = ("\u0130", "\u0131", "\u017f")
 _ANGLE = re.compile(r"<([^<>/|]{1,80})>")
 _NOT_OBJECTS = {"think", "action", "move", "answer", "direction", "act", "end", "br"}
 _FENCE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)```", re.S)
 
 
+_JSON_DECODER = json.JSONDecoder()   # keeps no state between texts
+
+
 def _json_objects(text: str) -> list[Any]:
     """Every JSON object embedded in the text (bare or in code fences), in order of appearance."""
     found = []
-    decoder = json.JSONDecoder()
+    decoder = _JSON_DECODER
     start = text.find("{")
     while start != -1:
         try:
@@ -154,6 +168,24 @@ def _text_call_arguments(args: str) -> dict[str, Any] | str:
     return args.strip().strip("\"'")
 
 
+def _label_start(text: str) -> int:
+    """Where the first word a label pattern needs starts, read case-insensitively as the patterns read it, or -1
+    when the text has none; 0 when a letter lower() does not fold as re.I does leaves that undecided."""
+    if any(odd in text for odd in _ODD_CASES):
+        return 0
+    lowered = text.lower()   # of the same length: only İ lowers to two letters
+    found = [at for at in map(lowered.find, _LABEL_WORDS) if at >= 0]
+    return min(found) if found else -1
+
+
+def _line_start(text: str, start: int) -> int:
+    """Where a line label (`> Action: up`) before or at `start` may begin: back over what the line pattern lets
+    precede the label word (space, newlines too, and `>*#_-`)."""
+    while start and (text[start - 1] in ">*#_-" or text[start - 1].isspace()):
+        start -= 1
+    return start
+
+
 def _candidates(text: str, open_vocabulary: bool) -> Iterator[list[str]]:
     """Candidate phrases grouped by the strength of the evidence, strongest group first; each in text order.
 
@@ -164,12 +196,15 @@ def _candidates(text: str, open_vocabulary: bool) -> Iterator[list[str]]:
         yield [a for a in (_from_mapping(o) for o in _json_objects(text) if isinstance(o, dict)) if a is not None]
     if "<" in text:
         yield [m.group(2) for m in _TAG.finditer(text)] + [m.group(1) for m in _BALROG_TAG.finditer(text)]
-    labelled = ":" in text or "=" in text   # both label patterns need one: prose without either skips them
-    if labelled:
-        yield [m.group(1) for m in _ACTION_LINE.finditer(text)]
+    # both label patterns need a `:` or `=` and a label word: prose without them skips both
+    start = _label_start(text) if ":" in text or "=" in text else -1
+    labelled = start >= 0
+    if labelled:   # `^` still matches only at a line's start, as from the text's start
+        yield [m.group(1) for m in _ACTION_LINE.finditer(text, _line_start(text, start))]
     if not open_vocabulary:
         if labelled:
-            yield [m.group(1) for m in _ACTION_INLINE.finditer(text)]  # `I think up is bad. Action: left`
+            # `I think up is bad. Action: left`; its lookbehind still sees the letter before `start`
+            yield [m.group(1) for m in _ACTION_INLINE.finditer(text, start)]
         if "(" in text:
             yield [_call_phrase(m.group(1), _text_call_arguments(m.group(2))) for m in _CALL.finditer(text)]
         if "<" in text:
@@ -222,7 +257,7 @@ class ActionReader:
         return action
 
     def _read(self, text: str) -> str | None:
-        if not text.strip():
+        if not text or text.isspace():   # what strip() would leave empty, without the copy
             return None
         word = self._word
         if self.pattern is not None:  # the user's pattern first; the built-in rules still read what it does not

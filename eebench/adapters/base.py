@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import abc
 import datetime
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from eebench.errors import InputError, Problem
+
+if TYPE_CHECKING:
+    from eebench.adapters.actions import ActionReader
 
 # Per-step fields a canonical trajectory may carry beyond the action, in the order they are written; adapters fill
 # what their format has (convert.to_trajectory writes them).
@@ -59,6 +62,9 @@ class Episode:
     agent: dict[str, str | None] = field(default_factory=dict)  # name, model, prompt, harness as the log says
     meta: dict[str, Any] = field(default_factory=dict)       # what else the log knew (reward, exit status, ...)
     document: dict[str, Any] | None = None   # an already canonical trajectory (the eebench format), kept as is
+    # a fast path's step documents, made with the action reader convert picks, in place of `steps`: (the
+    # documents, how many name no action); it must give what convert makes of `steps` (see convert.step_documents)
+    step_documents: Callable[[ActionReader], tuple[list[dict[str, Any]], int]] | None = None
 
 
 class Adapter(abc.ABC):

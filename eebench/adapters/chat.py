@@ -4,8 +4,9 @@ embeds such messages (openai-chat, and the chat parts of other logs).
 Each assistant message is one step, or one step per tool call when it makes calls. What the assistant wrote
 beside its calls is the step's reasoning; the observation is the `tool` message answering the call (by
 `tool_call_id`), or, for harnesses that send the environment's answer as the next `user` message, that message.
-`chat_turns` reads messages of any shape; `typed_chat_steps` is its fast path for messages of the common shape,
-typed by msgspec (openai-chat's JSON Lines), held to the same output by a property test.
+`chat_turns` reads messages of any shape; `typed_chat_documents` is the fast path for messages of the common
+shape, typed by msgspec (openai-chat's JSON Lines): it makes the steps' documents at once, held to the same output
+by a property test.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
+from eebench.adapters.actions import ActionReader, render_call
 from eebench.adapters.base import LoggedStep, as_int, text_of
 
 
@@ -129,27 +131,33 @@ def _assistant_steps(message: Mapping[str, Any], by_call: dict[str, LoggedStep])
 # -- the fast path: messages of the common shape, typed by msgspec ------------------------------------------------
 # A message that fits these types exactly (unknown fields refused) needs none of the checks chat_turns makes on a
 # message of any shape: content is text or null, no reasoning fields, calls in the chat-completions shape with
-# JSON-string arguments, integer token counts. Anything else fails to decode, and its record takes the exact path.
-# The types nest six levels at most, so a record of such messages and scalars is never too deep.
+# JSON-string arguments, non-negative integer token counts. Anything else fails msgspec.convert, and its record
+# takes the exact path. The types nest six levels at most, so a record of such messages and scalars is never too
+# deep. They hold no `Any`, so no instance can be part of a reference cycle: gc=False spares the garbage collector
+# tracking them.
 
-class ChatFunction(msgspec.Struct, forbid_unknown_fields=True):
+class ChatFunction(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     name: str
     arguments: str
 
 
-class ChatCall(msgspec.Struct, forbid_unknown_fields=True):
+class ChatCall(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     function: ChatFunction
     id: str | None = None
     type: str | None = None
 
 
-class ChatUsage(msgspec.Struct, forbid_unknown_fields=True):
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
+# a count that as_int keeps as it is; a negative one (unknown, for as_int) leaves its record to the exact path
+TokenCount = Annotated[int, msgspec.Meta(ge=0)]
+
+
+class ChatUsage(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    prompt_tokens: TokenCount | None = None
+    completion_tokens: TokenCount | None = None
     total_tokens: int | None = None
 
 
-class ChatMessage(msgspec.Struct, forbid_unknown_fields=True):
+class ChatMessage(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     role: str
     content: str | None = None
     tool_calls: list[ChatCall] | None = None
@@ -160,45 +168,66 @@ class ChatMessage(msgspec.Struct, forbid_unknown_fields=True):
     refusal: str | None = None
 
 
-def typed_chat_steps(messages: list[ChatMessage]) -> list[LoggedStep]:
-    """chat_steps for messages of the common shape: the same steps, without the checks their types make
-    unnecessary (a property test holds the two to the same output)."""
-    steps: list[LoggedStep] = []
-    by_call: dict[str, LoggedStep] = {}
-    waiting: list[LoggedStep] = []
+def typed_chat_documents(messages: list[ChatMessage], reader: ActionReader) -> tuple[list[dict[str, Any]], int]:
+    """What convert makes of `chat_steps(messages)` (see convert.step_documents), in one pass for messages of the
+    common shape: the same step documents and count of unreadable actions, without a LoggedStep per step or the
+    checks the types make unnecessary (a property test holds the two paths to the same output)."""
+    from_text, from_call = reader.from_text, reader.from_call
+    # a step is [action, raw, reasoning, observation, tokens_in, tokens_out] until the end: a `tool` message may
+    # still answer any earlier call, and the observation comes before the tokens in a step document
+    made: list[list[Any]] = []
+    by_call: dict[str, list[Any]] = {}
+    waiting: list[list[Any]] = []
     for message in messages:
         role = message.role
         if role == "assistant":
             text, usage, calls = message.content, message.usage, message.tool_calls
             tokens_in = tokens_out = None
             if usage is not None:
-                tokens_in, tokens_out = as_int(usage.prompt_tokens), as_int(usage.completion_tokens)
+                tokens_in, tokens_out = usage.prompt_tokens, usage.completion_tokens
             if not calls:
-                step = LoggedStep(text=text, tokens_in=tokens_in, tokens_out=tokens_out)
-                waiting = [step]
-                steps.append(step)
-            else:
-                waiting = []
-                for i, call in enumerate(calls):
-                    step = (LoggedStep(call=(call.function.name, call.function.arguments), reasoning=text or None,
-                                       tokens_in=tokens_in, tokens_out=tokens_out) if i == 0
-                            else LoggedStep(call=(call.function.name, call.function.arguments)))
-                    if call.id is not None:
-                        by_call[call.id] = step
-                    waiting.append(step)
-                steps.extend(waiting)
+                waiting = [[from_text(text), text, None, None, tokens_in, tokens_out]]
+                made.append(waiting[0])
+                continue
+            waiting = []
+            for call in calls:
+                name, arguments = call.function.name, call.function.arguments
+                step = [from_call(name, arguments), render_call(name, arguments, verbatim=True), None, None, None,
+                        None]
+                if not waiting:   # the first call carries what the assistant wrote beside its calls, and the tokens
+                    step[2], step[4], step[5] = text or None, tokens_in, tokens_out
+                if call.id is not None:
+                    by_call[call.id] = step
+                waiting.append(step)
+            made.extend(waiting)
         elif role == "user":
             if waiting:
-                if (waiting[0].observation is None if len(waiting) == 1
-                        else all(s.observation is None for s in waiting)):
-                    waiting[-1].observation = message.content
+                if (waiting[0][3] is None if len(waiting) == 1 else all(s[3] is None for s in waiting)):
+                    waiting[-1][3] = message.content
                 waiting = []
         elif role == "tool" or role == "function":
             text = message.content
             step = by_call.get(str(message.tool_call_id)) or (waiting[0] if len(waiting) == 1 else None)
             if step is not None and text is not None:
-                step.observation = text if step.observation is None else f"{step.observation}\n{text}"
-    return steps
+                step[3] = text if step[3] is None else f"{step[3]}\n{text}"
+    documents = []
+    unreadable = 0
+    for action, raw, reasoning, observation, tokens_in, tokens_out in made:
+        document: dict[str, Any] = {"action": action}
+        if action is None:
+            unreadable += 1
+        if raw is not None:
+            document["raw"] = raw
+        if reasoning is not None:
+            document["reasoning"] = reasoning
+        if observation is not None:
+            document["observation"] = observation
+        if tokens_in is not None:
+            document["tokens_in"] = tokens_in
+        if tokens_out is not None:
+            document["tokens_out"] = tokens_out
+        documents.append(document)
+    return documents, unreadable
 
 
 _THINK = re.compile(r"^\s*<(think|thinking)>(.*?)</\1>\s*", re.S)

@@ -20,13 +20,13 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from eebench.adapters.actions import VOCABULARIES, ActionReader, render_call
-from eebench.adapters.base import HEAD_BYTES, Adapter, Episode, bad_record, dig
+from eebench.adapters.base import HEAD_BYTES, Adapter, Episode, LoggedStep, bad_record, dig
 from eebench.adapters.records import dumps_line
 from eebench.adapters.registry import detect, get_adapter, known_adapters
 from eebench.documents import atomic_file, json_type, open_input
@@ -40,11 +40,31 @@ if TYPE_CHECKING:
 ENVS = ("grid_dag", "rooms", "logged")
 LOGGED = "logged"
 STDIN = "-"                      # the input (and output) name of the standard streams
+# trajectories of a few KB each: written 1 MiB at a time, not one system call each (the default buffer is 8 KiB)
+OUTPUT_BUFFER = 1 << 20
 SHOWN_LOCATIONS = 5              # unreadable actions listed by place in the summary, the rest counted
 # endings of log files, stripped to name an instance after its file (`a-3.5__b.json` -> `a-3.5__b`); never a cut at
 # the first dot, which model names contain
 LOG_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".txt", ".log", ".csv", ".eval", ".traj", ".trajectory",
                           ".actions", ".gz", ".zip", ".yaml", ".yml"})
+
+
+@functools.cache   # the shipped suites do not change while eebench runs: read once per process, not per call
+def _shipped_envs() -> dict[str, str]:
+    """The shipped suites' instance ids and their world kinds (from the presets, not by generating)."""
+    from eebench.documents import load_document
+    from eebench.suites import PresetMember, Suite, load_suite, shipped_suites
+    from eebench.world.kinds import kind_of
+
+    envs: dict[str, str] = {}
+    for path in shipped_suites().values():
+        suite = load_suite(path)
+        for member in suite.members:
+            one = Suite(suite.name, (member,), suite.presets)
+            env = (kind_of(suite.presets[member.presets[0]]).env if isinstance(member, PresetMember)
+                   else load_document(member.path).get("env", "grid_dag"))
+            envs.update(dict.fromkeys(one.instance_ids(), env))
+    return envs
 
 
 class KnownInstances:
@@ -62,22 +82,9 @@ class KnownInstances:
     def where(self) -> str:
         return self.bench.where if self.bench is not None else "the shipped suites"
 
-    @functools.cached_property
+    @property
     def _shipped(self) -> dict[str, str]:
-        """The shipped suites' instance ids and their world kinds (from the presets, not by generating)."""
-        from eebench.documents import load_document
-        from eebench.suites import PresetMember, Suite, load_suite, shipped_suites
-        from eebench.world.kinds import kind_of
-
-        envs: dict[str, str] = {}
-        for path in shipped_suites().values():
-            suite = load_suite(path)
-            for member in suite.members:
-                one = Suite(suite.name, (member,), suite.presets)
-                env = (kind_of(suite.presets[member.presets[0]]).env if isinstance(member, PresetMember)
-                       else load_document(member.path).get("env", "grid_dag"))
-                envs.update(dict.fromkeys(one.instance_ids(), env))
-        return envs
+        return _shipped_envs()
 
     def knows(self, instance_id: str) -> bool:
         if self._library is None:
@@ -218,12 +225,11 @@ def _count(report: ConvertReport, trajectory: dict[str, Any], episode: Episode, 
     if trajectory.get("env") == LOGGED:
         report.logged += 1
         report.logged_example = report.logged_example or trajectory["instance"]
-    for t, step in enumerate(trajectory["steps"]):
-        if step["action"] is None:
-            report.unreadable += 1
-            if len(report.unreadable_at) < SHOWN_LOCATIONS:
-                where = f"{name}:{episode.line}" if episode.line is not None else f"{name} record {episode.record}"
-                report.unreadable_at.append(f"{where} step {t}")
+    unreadable = [t for t, step in enumerate(trajectory["steps"]) if step["action"] is None]
+    report.unreadable += len(unreadable)
+    for t in unreadable[:SHOWN_LOCATIONS - len(report.unreadable_at)]:
+        where = f"{name}:{episode.line}" if episode.line is not None else f"{name} record {episode.record}"
+        report.unreadable_at.append(f"{where} step {t}")
 
 
 def _renamed(exc: InputError, shown: Mapping[Path, str]) -> InputError:
@@ -270,10 +276,10 @@ def _suffix_for(head: bytes) -> str:
 def _output(out: Path) -> Iterator[IO[bytes]]:
     """The output file, written atomically; `-` is standard output, written only once the whole run succeeded."""
     if str(out) != STDIN:
-        with atomic_file(out, "wb") as handle:
+        with atomic_file(out, "wb", OUTPUT_BUFFER) as handle:
             yield handle
         return
-    with tempfile.TemporaryFile() as handle:
+    with tempfile.TemporaryFile(buffering=OUTPUT_BUFFER) as handle:
         yield handle
         handle.seek(0)
         shutil.copyfileobj(handle, sys.stdout.buffer)
@@ -474,18 +480,13 @@ def place(episode: Episode, path: Path, name: str, options: ConvertOptions) -> P
     return Placed(instance, env, known.sha256(instance), labels, known.env(instance))
 
 
-def to_trajectory(episode: Episode, adapter: Adapter, path: Path, options: ConvertOptions,
-                  readers: dict[str, ActionReader], name: str | None = None) -> dict[str, Any]:
-    """The canonical trajectory/1 document of one episode."""
-    name = name or str(path)
-    if episode.document is not None:
-        return _relabel(episode.document, episode, path, name, options)
-    placed = place(episode, path, name, options)
-    reader = readers[_VOCABULARY_OF.get(placed.kind, "grid")]
-    steps = []
+def step_documents(logged_steps: Iterable[LoggedStep], reader: ActionReader) -> tuple[list[dict[str, Any]], int]:
+    """The trajectory's step documents of an episode's logged steps, their actions read by `reader`; and how many
+    name no action."""
+    steps: list[dict[str, Any]] = []
     unreadable = 0
     from_call, from_text = reader.from_call, reader.from_text
-    for logged in episode.steps:
+    for logged in logged_steps:
         call, raw = logged.call, logged.raw
         if call is not None:
             action = from_call(*call)
@@ -521,6 +522,21 @@ def to_trajectory(episode: Episode, adapter: Adapter, path: Path, options: Conve
         if logged.state is not None:
             step["state"] = logged.state
         steps.append(step)
+    return steps, unreadable
+
+
+def to_trajectory(episode: Episode, adapter: Adapter, path: Path, options: ConvertOptions,
+                  readers: dict[str, ActionReader], name: str | None = None) -> dict[str, Any]:
+    """The canonical trajectory/1 document of one episode."""
+    name = name or str(path)
+    if episode.document is not None:
+        return _relabel(episode.document, episode, path, name, options)
+    placed = place(episode, path, name, options)
+    reader = readers[_VOCABULARY_OF.get(placed.kind, "grid")]
+    if episode.step_documents is not None:   # a fast path's own, held to the same output by a property test
+        steps, unreadable = episode.step_documents(reader)
+    else:
+        steps, unreadable = step_documents(episode.steps, reader)
     agent = {label: value for label in AGENT_LABELS
              if (value := options.labels.get(label) or placed.labels.get(label) or episode.agent.get(label))
              is not None}

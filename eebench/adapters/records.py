@@ -121,7 +121,7 @@ def json_lines(path: Path, fast: FastReader | None = None) -> Iterator[JsonRecor
     reader is asked first; a line it leaves goes through the one door."""
     index = 0
     for number, raw in binary_lines(path):
-        if not raw.strip():
+        if raw.isspace():   # blank (a line from readline is never empty), without a stripped copy
             continue
         read = fast(raw) if fast is not None else None
         if read is not None:

@@ -8,11 +8,12 @@ import tempfile
 from pathlib import Path
 
 import orjson
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from eebench.adapters.chat import chat_steps, typed_chat_steps
-from eebench.adapters.convert import ConvertOptions, KnownInstances, _items, to_trajectory
+from eebench.adapters.actions import ActionReader
+from eebench.adapters.chat import chat_steps, typed_chat_documents
+from eebench.adapters.convert import ConvertOptions, KnownInstances, _items, step_documents, to_trajectory
 from eebench.adapters.formats.openai_chat import OpenAIChatAdapter, read_fast
 from eebench.adapters.records import dumps_line
 from eebench.documents import MAX_DEPTH, DepthGauge, orjson_reads_exactly, too_deep
@@ -52,7 +53,7 @@ def test_too_deep_reads_escaped_quotes_and_brackets_in_strings() -> None:
 
 _text = st.lists(st.sampled_from(list("ab up left :<>{}\"\\\n") + ["Action: down", "<action>Up</action>", "é",
                                                                    "\u2028", "\x00", "😀"]), max_size=12).map("".join)
-_count = st.one_of(st.none(), st.integers(-3, 2**63 - 1))                       # what the fast path types
+_count = st.one_of(st.none(), st.integers(-3, 2**65))   # what the fast path types; past 64 bits orjson reads floats
 _token = st.one_of(_count, st.floats(0, 1e3, allow_nan=False), st.booleans(), st.just(10**20))
 _call_id = st.one_of(st.sampled_from(["c0", "c1", "None"]), st.none())
 _arguments = st.one_of(st.sampled_from(['{"direction": "up"}', '{"direction": "left"}', "", "up", "{bad"]), _text)
@@ -124,9 +125,10 @@ def _chat_lines(draw) -> bytes:
     return b"\n".join(lines) + b"\n"
 
 
-def _converted(adapter: OpenAIChatAdapter, path: Path) -> list[bytes | str]:
-    """What convert makes of each record: the trajectory's bytes, or the one-line error."""
-    options = ConvertOptions(instance_field="task_id", known=KnownInstances())
+def _converted(adapter: OpenAIChatAdapter, path: Path, env: str | None) -> list[bytes | str]:
+    """What convert makes of each record: the trajectory's bytes, or the one-line error. With `env` logged the
+    actions read as open text, else as grid moves."""
+    options = ConvertOptions(instance_field="task_id", env=env, known=KnownInstances())
     readers = options.readers()
     made: list[bytes | str] = []
     for item in _items(path, adapter):
@@ -140,14 +142,14 @@ def _converted(adapter: OpenAIChatAdapter, path: Path) -> list[bytes | str]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(_chat_lines())
-def test_the_fast_and_the_exact_path_convert_chat_logs_alike(data: bytes) -> None:
+@given(_chat_lines(), st.sampled_from([None, "logged"]))
+def test_the_fast_and_the_exact_path_convert_chat_logs_alike(data: bytes, env: str | None) -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "chat.jsonl"
         path.write_bytes(data)
         exact = OpenAIChatAdapter()
         exact.fast_reader = None
-        assert _converted(OpenAIChatAdapter(), path) == _converted(exact, path)
+        assert _converted(OpenAIChatAdapter(), path, env) == _converted(exact, path, env)
 
 
 def test_the_fast_path_takes_the_common_shape_and_leaves_the_rest() -> None:
@@ -158,8 +160,10 @@ def test_the_fast_path_takes_the_common_shape_and_leaves_the_rest() -> None:
         {"role": "tool", "tool_call_id": "c0", "content": "moved"}]}
     read = read_fast(json.dumps(plain).encode())
     assert read is not None and read[0] == plain
-    [step] = typed_chat_steps(read[1])
-    assert (step.call, step.reasoning, step.tokens_in, step.observation) == (("move", '{"d": 1}'), "go", 3, "moved")
+    reader = ActionReader("text")
+    assert typed_chat_documents(read[1], reader) == ([{"action": 'move({"d": 1})', "raw": 'move({"d": 1})',
+                                                       "reasoning": "go", "observation": "moved", "tokens_in": 3,
+                                                       "tokens_out": 1}], 0)
     for other in ({"reasoning_content": "hm"}, {"content": [{"type": "text", "text": "x"}]},
                   {"usage": {"prompt_tokens": 1.0}}, {"tool_calls": [{"function": {"name": "f", "arguments": {}}}]}):
         shaped = {"task_id": "t", "messages": [{"role": "assistant", "content": "x", **other}]}
@@ -170,9 +174,11 @@ def test_the_fast_path_takes_the_common_shape_and_leaves_the_rest() -> None:
         {"id": "c1", "function": {"name": "move", "arguments": "down"}}]}, {"role": "tool", "content": "seen"}]}
     read = read_fast(json.dumps(odd).encode())
     assert read is not None
-    assert [s.observation for s in typed_chat_steps(read[1])] == [s.observation for s in chat_steps(odd["messages"])]
-    assert [s.observation for s in typed_chat_steps(read[1])] == ["seen", None]
-    assert read_fast(b'{"messages": [], "big": 12345678901234567890}') is None   # orjson would lose digits
+    documents, _ = typed_chat_documents(read[1], reader)
+    assert documents == step_documents(chat_steps(odd["messages"]), reader)[0]
+    assert [d.get("observation") for d in documents] == ["seen", None]
+    assert read_fast(b'{"messages": [], "big": 123456789012345678901}') is None   # orjson would lose digits
+    assert read_fast(b'{"messages": [], "big": 18446744073709551615}') == ({"messages": [], "big": 2**64 - 1}, [])
     assert read_fast(b'{"messages": [], "x": "\\ud800"}') is None                # the door refuses it
 
 
@@ -191,3 +197,26 @@ def test_orjson_reads_numbers_exactly_where_the_door_lets_it(whole: int, fractio
             assert math.isinf(json.loads(data)[0])
         else:
             assert fast == json.loads(data)
+
+
+# -- reading actions: the label patterns tried from the first label word ------------------------------------------
+
+_label_text = st.lists(st.sampled_from(["Action", "ACTION", "move", "MoVe", "next", "final", "answer", "decision",
+                                        "DECIſION", "fınal", "\u0130", "aktion", ":", "=", " ", "\n", "-", "x", "up",
+                                        "Final ", "next  action", "é", "> ", "#", "*", "_", "\t", "\u2003", "\r\n",
+                                        "\n  Action: ", "\n> **Move** = ", "\u2028- final answer:"]),
+                     max_size=14).map("".join)
+
+
+@settings(max_examples=500)
+@given(_label_text)
+@example("I think up is bad.\n  > Action: left")
+def test_the_label_patterns_match_from_the_first_label_word_as_from_the_start(text: str) -> None:
+    from eebench.adapters.actions import _ACTION_INLINE, _ACTION_LINE, _label_start, _line_start
+
+    start = _label_start(text)
+    if start < 0:
+        assert not _ACTION_LINE.search(text) and not _ACTION_INLINE.search(text)
+        return
+    for pattern, at in ((_ACTION_INLINE, start), (_ACTION_LINE, _line_start(text, start))):
+        assert [m.span() for m in pattern.finditer(text, at)] == [m.span() for m in pattern.finditer(text)]

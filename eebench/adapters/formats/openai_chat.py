@@ -6,6 +6,7 @@ Reads a list of messages (one episode), an object holding one under `messages`, 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import msgspec
 import orjson
 
 from eebench.adapters.base import Adapter, Episode, bad_record
-from eebench.adapters.chat import ChatMessage, chat_steps, typed_chat_steps
+from eebench.adapters.chat import ChatMessage, chat_steps, typed_chat_documents
 from eebench.adapters.records import FastReader, JsonRecord, json_records
 from eebench.documents import json_type, orjson_reads_exactly, too_deep
 from eebench.errors import InputError
@@ -27,19 +28,15 @@ OTHER_FORMATS = (b'"responses_create_params"', b'"trajectory_format"', b'"schema
                  b'"output_text"')   # Responses-API objects
 
 
-# per messages key, a decoder that reads the record's messages in their common shape and skips every other field
-_TYPED = {key: msgspec.json.Decoder(msgspec.defstruct(f"ChatRecord_{key}", [(key, list[ChatMessage])]))
-          for key in MESSAGE_KEYS}
-
-
 def read_fast(raw: bytes) -> tuple[dict[str, Any], list[ChatMessage]] | None:
     """A JSON line that is a record of messages in the common shape: its value (what `loads` gives, orjson
     refusing what the door refuses) and its messages typed; None leaves the line to the exact path.
 
-    Its depth needs no count when the other fields are scalars: the messages' types nest six levels at most.
+    The messages are typed from that value by msgspec (no second parse). Two of the door's checks are needed only
+    when a field beside the messages is not a scalar, or is a float: the depth count (the messages' types nest six
+    levels at most), and the one for integers orjson cannot read exactly (beyond 64 bits it reads them as floats;
+    every integer it returns is exact, and the messages' types hold no float).
     """
-    if not orjson_reads_exactly(raw):
-        return None
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -49,13 +46,14 @@ def read_fast(raw: bytes) -> tuple[dict[str, Any], list[ChatMessage]] | None:
     key = next((k for k in MESSAGE_KEYS if type(value.get(k)) is list), None)
     if key is None:
         return None
-    if any(type(v) is dict or type(v) is list for k, v in value.items() if k != key) and too_deep(raw):
+    others = {type(v) for k, v in value.items() if k != key}
+    nested = dict in others or list in others
+    if (nested or float in others) and not orjson_reads_exactly(raw) or nested and too_deep(raw):
         return None
     try:
-        typed = _TYPED[key].decode(raw)
-    except (msgspec.DecodeError, UnicodeDecodeError):   # ValidationError is a DecodeError
+        return value, msgspec.convert(value[key], list[ChatMessage])
+    except msgspec.ValidationError:
         return None
-    return value, getattr(typed, key)
 
 
 class OpenAIChatAdapter(Adapter):
@@ -115,11 +113,12 @@ class OpenAIChatAdapter(Adapter):
             record_id = str(fields["id"])
         model = fields.get("model") or next((m.get("model") for m in messages if m.get("role") == "assistant"
                                              and isinstance(m.get("model"), str)), None)
-        steps = chat_steps(messages) if typed is None else typed_chat_steps(typed)
+        steps = chat_steps(messages) if typed is None else []
+        documents = None if typed is None else functools.partial(typed_chat_documents, typed)
         meta = {k: v for k, v in fields.items()
                 if k not in MESSAGE_KEYS and (v is None or isinstance(v, (str, int, float, bool)))}
         return Episode(id=f"{path.stem}/{record_id}", record=record_id,
-                       line=item.line, steps=steps, task=task, fields=fields,
+                       line=item.line, steps=steps, step_documents=documents, task=task, fields=fields,
                        agent={"model": model if isinstance(model, str) else None}, meta=meta)
 
 
