@@ -284,8 +284,8 @@ def _graded_chunks(chunks: Iterator[list[Record]], bench: Bench | None, graded_a
 
 def graded_by(grader: Grader, chunks: Iterator[list[Record]], skip_invalid: bool
               ) -> Iterator[tuple[list[Record], Batch, list[Problem]]]:
-    """Each chunk with its batch and the problems skipped, graded in order by `grader` (a worker's grades its
-    pieces one after another)."""
+    """Each chunk with its batch and the problems skipped, graded in order by `grader` (a worker's grader grades
+    its pieces one after another)."""
     with _young_collections():
         for chunk in chunks:
             batch, skipped = grader.grade_chunk(chunk, skip_invalid)

@@ -462,9 +462,11 @@ class _Memory:
                 self.limit_mb = min(self.limit_mb * 4, ceiling)
                 if self.reopen is None:
                     self.con.execute(f"SET memory_limit = '{self.limit_mb}MB'")
-                else:
-                    self.con = self.reopen(self.limit_mb)
-                    self.retried = True
+                    continue
+                with contextlib.suppress(duckdb.Error):   # (a connection DuckDB may have invalidated)
+                    self.con.close()
+                self.con = self.reopen(self.limit_mb)
+                self.retried = True
 
 
 # In a run's staging folder: "<host> <pid>" of the grade that made it (for people, and to leave alone the runs
@@ -664,9 +666,7 @@ class ResultStore:
                             f"({self.path} is as it was)")
 
     def _open_stage(self, limit_mb: int) -> duckdb.DuckDBPyConnection:
-        """A connection to the run's file under a cap of `limit_mb` (a new one replaces the old: see _Memory)."""
-        with contextlib.suppress(duckdb.Error, AttributeError):
-            self.stage.close()
+        """A connection to the run's file under a cap of `limit_mb` (again after a failed commit: see _Memory)."""
         self.stage = _connect(self._stage_path, spill=self._stage_dir / SPILL_DIR)
         self.stage.execute(f"SET threads = {WRITE_THREADS}")
         if limit_mb != MEMORY_LIMIT_MB:
@@ -943,31 +943,26 @@ class ResultStore:
             raise EebenchError(f"{self.path}: DuckDB left a write-ahead log after a checkpoint: {wal}")
 
     def _copy_into_results(self) -> Replaced:
-        def connect(limit_mb: int) -> duckdb.DuckDBPyConnection:   # (again, afresh, after a failed commit: _Memory)
-            if memory.con is not None:
-                with contextlib.suppress(duckdb.Error):
-                    memory.con.close()
-            con = memory.con = _connect_waiting(self.path, spill=self._stage_dir / SPILL_DIR)
+        def connect(limit_mb: int) -> duckdb.DuckDBPyConnection:   # (again after a failed commit: see _Memory)
+            con = _connect_waiting(self.path, spill=self._stage_dir / SPILL_DIR)
             con.execute(f"ATTACH {_quoted(self._stage_path)} AS stage (READ_ONLY)")
             con.execute(f"SET threads = {WRITE_THREADS}")
             con.execute(f"SET memory_limit = '{limit_mb}MB'")
             return con
 
-        memory = _Memory(None, reopen=connect)  # type: ignore[arg-type]
+        memory = _Memory(connect(MEMORY_LIMIT_MB), reopen=connect)
         try:
-            con = connect(MEMORY_LIMIT_MB)
-            rows = con.execute("SELECT coalesce(sum(estimated_size), 0) FROM duckdb_tables() "
-                               "WHERE database_name = current_database()").fetchall()[0][0]
+            rows = memory.con.execute("SELECT coalesce(sum(estimated_size), 0) FROM duckdb_tables() "
+                                      "WHERE database_name = current_database()").fetchall()[0][0]
             memory.limit_mb = max(self._memory.limit_mb, MEMORY_LIMIT_MB + (rows + self._staged_rows)
                                   // ROWS_PER_CHECKPOINT_MB)   # (both files' rows: see ROWS_PER_CHECKPOINT_MB)
-            con.execute(f"SET memory_limit = '{memory.limit_mb}MB'")
+            memory.con.execute(f"SET memory_limit = '{memory.limit_mb}MB'")
             first: list[Replaced] = []   # what the first attempt found: the results before this run
             replaced = memory.run(lambda: self._add_rows(memory.con, first))
             memory.con.execute("DETACH stage")
             return replaced
         finally:
-            if memory.con is not None:
-                memory.con.close()
+            memory.con.close()
 
     def _add_rows(self, con: duckdb.DuckDBPyConnection, first: list[Replaced]) -> Replaced:
         """In one transaction: the tables if new, meta and views, then the run's rows instead of earlier rows of
