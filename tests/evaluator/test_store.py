@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -208,8 +209,6 @@ def test_a_commit_that_ran_out_of_the_cap_is_done_again_afresh(bench: Path, tmp_
 def test_an_insert_whose_commit_held_is_not_done_again(tmp_path: Path, monkeypatch) -> None:
     # DuckDB may run out of the cap in the checkpoint after a durable commit ("COMMIT succeeded and is durable,
     # but the autocheckpoint failed"): done again afresh, the insert finds its rows there and adds none
-    import numpy as np
-
     run = store.ResultStore(tmp_path / "r.duckdb")
     real = store._Memory.run
 
