@@ -59,8 +59,10 @@ browser:
 	  else echo "no chromium and not root: the browser tests will skip"; fi; \
 	fi
 
+# one pytest worker per core (pytest-xdist); a test file's tests stay together on one worker (the browser tests
+# share a page from test to test, and module fixtures are built once)
 test: $(VENV)/.installed-test browser
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --dist loadfile
 
 bench: $(VENV)/.installed-test browser
 	$(BIN)/python -m benchmarks

@@ -148,7 +148,8 @@ def test_folders_and_dot_slash_members_are_read(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name, data, kind", [("b.tar.gz", b"not gzip", "tar.gz"), ("b.zip", b"not zip", "zip"),
-                                             ("b.tgz", gzip.compress(b"not a tar"), "tar.gz")])
+                                             ("b.tgz", gzip.compress(b"not a tar", mtime=0), "tar.gz")],
+                         ids=["not-gzip", "not-zip", "gzip-not-tar"])
 def test_unreadable_archives(tmp_path: Path, name: str, data: bytes, kind: str) -> None:
     (tmp_path / name).write_bytes(data)
     with pytest.raises(InputError, match=re.escape(f"{tmp_path / name}: not a readable {kind} archive (")):
