@@ -821,23 +821,21 @@ class ResultStore:
 
     def add_rows(self, table: str, rows: pa.Table) -> None:
         """Stage rows given as Arrow in the layout of `arrow_schemas`, trajectory_key included (a grading worker's
-        part). Steps and checkpoints wait until there are whole row groups to insert, as `write`'s do (and the
-        small parts of many pieces make one insert); the wide tables go in as they come."""
+        part). They wait until there are whole multiples of INSERT_ROWS to insert, as `write`'s do (so the small
+        parts of many pieces make one insert)."""
         import pyarrow as pa
 
         with self._failures():
-            if table not in ("steps", "checkpoints"):
-                self._insert(table, rows)
-                return
             waiting = self._waiting_arrow.setdefault(table, [])
             if waiting and waiting[0].schema != rows.schema:  # another world's columns: what waits goes first
                 self._flush_arrow(table)
                 waiting = self._waiting_arrow[table] = []
             waiting.append(rows)
             count = sum(map(len, waiting))
-            if count >= ROW_GROUP_ROWS:
+            size = INSERT_ROWS[table]
+            if count >= size:
                 queued = pa.concat_tables(waiting)
-                cut = count - count % ROW_GROUP_ROWS
+                cut = count - count % size
                 self._insert(table, queued.slice(0, cut))
                 waiting[:] = [queued.slice(cut)] if cut < count else []
 
