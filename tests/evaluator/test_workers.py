@@ -20,7 +20,7 @@ from eebench.checkpoints import library
 from eebench.errors import EebenchError, InputError
 from eebench.evaluator import Bench, grade_files
 from eebench.evaluator import workers as workers_module
-from eebench.evaluator.grade import GradeReport, resolve_workers
+from eebench.evaluator.grade import FLUSH_STEPS, GradeReport, resolve_workers
 from eebench.instances import write_instances
 from eebench.suites import resolve_spec
 from eebench.trajectories import read_raw_records
@@ -94,7 +94,8 @@ def test_every_world_kind_and_file_kind_give_one_process_rows(bench: Path, tmp_p
 
 
 def test_main_suite_rows_over_the_compiled_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Enough steps that one process and each worker switch to the compiled replay (at different records)."""
+    """Enough steps that one process and each worker switch to the compiled replay (at different records), and
+    pieces of more than FLUSH_STEPS steps (their rows are written in several batches to one Arrow file)."""
     from benchmarks.bench_grade import _write_runs
 
     suite = resolve_spec("park2026-main")
@@ -102,9 +103,10 @@ def test_main_suite_rows_over_the_compiled_path(tmp_path: Path, monkeypatch: pyt
     write_instances(main, tmp_path / "main", suite.source())
     runs = tmp_path / "runs.jsonl"
     _write_runs(runs, main, 150_000, None)
-    monkeypatch.setattr(workers_module, "PIECE_BYTES", runs.stat().st_size // 7)
+    monkeypatch.setattr(workers_module, "PIECE_BYTES", runs.stat().st_size // 2)
+    assert len(list(workers_module.pieces([runs]))) >= 2
     _, report = grade_both(tmp_path, [runs], tmp_path / "main")
-    assert report[1] > 140_000
+    assert report[1] > 140_000 and FLUSH_STEPS < 70_000   # a piece of half the file: about 75,000 steps
 
 
 def test_skip_invalid_lists_the_same_problems_in_the_same_order(bench: Path, tmp_path: Path, small_pieces) -> None:
