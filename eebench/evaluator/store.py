@@ -707,12 +707,8 @@ class ResultStore:
     def write(self, batch: Batch) -> None:
         """Stage a batch (committed to the run's file, not yet to the results): each table's rows are inserted once
         there are INSERT_ROWS of them, a long trajectory's step windows one by one, so its rows are never in
-        memory whole.
-
-        This is done in the grading thread. A writer thread that inserted a batch while the next one was graded
-        gained nothing measurable (5M main-suite steps: 15.6-16.6 s with it, 15.4-16.8 s without, in alternating
-        runs) and cost a tenth more CPU: DuckDB's Python client takes Python's lock again and again while it
-        inserts, so the two threads mostly take turns (README, "How grading is made fast")."""
+        memory whole. In the caller's thread: a writer thread gained nothing, since DuckDB's Python client takes
+        Python's lock again and again while it inserts (README, "How grading is made fast", Writing)."""
         if not len(batch):
             return
         keys = np.arange(self._next_key, self._next_key + len(batch), dtype=np.int64)
