@@ -3,8 +3,8 @@ grading 100 MB of logged text-game trajectories (target: >= 20 MB/s).
 
 Main suite: 10,000 random-word trajectories of the park2026-main instances with the shipped checkpoints (every
 cell, every node discovered and achieved), graded end to end (`grade_files`: parse, replay, DuckDB) with and
-without the coverage family in the same process; CPU seconds (this process and DuckDB's threads), the best of
-three, as the machine is shared; the wall seconds (best of three too) are in the note. Logged: trajectories of
+without the coverage family in the same process, five times each in turns; CPU seconds (this process and DuckDB's
+threads), the best of each, as the machine is shared; the wall seconds (best of each too) are in the note. Logged: trajectories of
 40 steps whose observations carry a `-= Room =-` header (about 2.5 kB a step with the model's output), graded
 with a checkpoints file of 12 rooms and 6 regexes; the baseline is reading and parsing the same file
 (`json.loads` per line), the floor of any grader.
@@ -30,6 +30,7 @@ WORDS = ("up", "down", "left", "right")
 ROOMS = ("Kitchen", "Cellar", "Attic", "Garden", "Hall", "Study", "Pantry", "Bedroom", "Bathroom", "Library",
          "Garage", "Porch")
 LOGGED_MB = 100
+RUNS = 5   # of the main-suite grade with and without coverage, in turns (the best of each is the figure)
 CHECKPOINTS = """eebench: checkpoints/1
 name: bench-text
 sets:
@@ -53,9 +54,8 @@ def _times(fn: Callable[[], Any]) -> tuple[float, float]:
     return time.process_time() - cpu, time.perf_counter() - wall
 
 
-def _best(fn: Callable[[], Any], runs: int = 3) -> tuple[float, float]:
-    """The least CPU and the least wall time of `runs` calls."""
-    times = [_times(fn) for _ in range(runs)]
+def _best(times: list[tuple[float, float]]) -> tuple[float, float]:
+    """The least CPU and the least wall time of some calls' `_times`."""
     return min(cpu for cpu, _ in times), min(wall for _, wall in times)
 
 
@@ -93,13 +93,18 @@ def _main_suite(tmp: Path) -> list[Result]:
         db.unlink(missing_ok=True)
         grade_files([runs], Bench(tmp / "main"), db)
 
+    def without_coverage() -> tuple[float, float]:
+        undo = _without_coverage()
+        try:
+            return _times(grade)
+        finally:
+            undo()
+
     grade()  # warm: imports, shipped checkpoint files
-    with_coverage, with_wall = _best(grade)
-    undo = _without_coverage()
-    try:
-        without, without_wall = _best(grade)
-    finally:
-        undo()
+    # in turns, so a machine that slows down or speeds up meanwhile weighs on both alike
+    pairs = [(_times(grade), without_coverage()) for _ in range(RUNS)]
+    with_coverage, with_wall = _best([with_ for with_, _ in pairs])
+    without, without_wall = _best([without for _, without in pairs])
     return [Result("grade main suite, 10k trajectories, with coverage (CPU s; baseline: without)", with_coverage,
                    "s", without, "<= 1.30x the time without coverage",
                    f"+{100 * (with_coverage / without - 1):.0f}%; wall {with_wall:.2f} s against {without_wall:.2f} s, "
