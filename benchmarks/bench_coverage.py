@@ -4,10 +4,10 @@ grading 100 MB of logged text-game trajectories (target: >= 20 MB/s).
 Main suite: 10,000 random-word trajectories of the park2026-main instances with the shipped checkpoints (every
 cell, every node discovered and achieved), graded end to end (`grade_files`: parse, replay, DuckDB) with and
 without the coverage family in the same process, five times each in turns; CPU seconds (this process and DuckDB's
-threads), the best of each, as the machine is shared; the wall seconds (best of each too) are in the note. Logged: trajectories of
-40 steps whose observations carry a `-= Room =-` header (about 2.5 kB a step with the model's output), graded
-with a checkpoints file of 12 rooms and 6 regexes; the baseline is reading and parsing the same file
-(`json.loads` per line), the floor of any grader.
+threads), the best of each, as the machine is shared; the wall seconds (best of each too) are in the note.
+Logged: trajectories of 40 steps whose observations carry a `-= Room =-` header (about 2.5 kB a step with the
+model's output), graded with a checkpoints file of 12 rooms and 6 regexes; the baseline is reading and parsing the
+same file (`json.loads` per line), the floor of any grader.
 """
 
 from __future__ import annotations
