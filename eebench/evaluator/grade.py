@@ -277,16 +277,10 @@ def chunked(records: Iterator[Record]) -> Iterator[list[Record]]:
         yield chunk
 
 
-def _graded_chunks(chunks: Iterator[list[Record]], bench: Bench | None, graded_at: dt.datetime, skip_invalid: bool,
-                   checkpoints: CheckpointLibrary | None) -> Iterator[tuple[list[Record], Batch, list[Problem]]]:
-    """Grade chunks in order, in this process (`workers=1`; evaluator/workers.py grades in several)."""
-    return graded_by(Grader(bench, graded_at, checkpoints=checkpoints), chunks, skip_invalid)
-
-
 def graded_by(grader: Grader, chunks: Iterator[list[Record]], skip_invalid: bool
               ) -> Iterator[tuple[list[Record], Batch, list[Problem]]]:
-    """Each chunk with its batch and the problems skipped, graded in order by `grader` (a worker's grader grades
-    its pieces one after another)."""
+    """Each chunk with its batch and the problems skipped, graded in order by `grader` (one process's grader grades
+    the whole input; a worker's, its pieces one after another)."""
     with _young_collections():
         for chunk in chunks:
             batch, skipped = grader.grade_chunk(chunk, skip_invalid)
@@ -336,7 +330,7 @@ def grade_files(files: Sequence[Path], bench: Bench | None, db: Path, *, skip_in
         given[resolved] = Path(path)
     started = time.perf_counter()
     graded_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-    Grader(bench, graded_at, checkpoints=checkpoints)  # a bad bench folder fails early, before the database is touched
+    grader = Grader(bench, graded_at, checkpoints=checkpoints)  # a bad bench folder fails before the db is touched
     report = GradeReport()
     workers = resolve_workers(workers)
     if workers > 1 and (any(str(path) == "-" for path in files) or not _worth_workers(files)):
@@ -350,8 +344,7 @@ def grade_files(files: Sequence[Path], bench: Bench | None, db: Path, *, skip_in
                                                    workers, progress))
         else:
             pending = Batch()
-            for chunk, batch, skipped in _graded_chunks(_chunks(files), bench, graded_at, skip_invalid,
-                                                        checkpoints):
+            for chunk, batch, skipped in graded_by(grader, _chunks(files), skip_invalid):   # in this process
                 report.skipped.extend(skipped)
                 pending.extend(batch)
                 if pending.n_steps >= FLUSH_STEPS:
