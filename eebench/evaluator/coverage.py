@@ -24,7 +24,7 @@ import numpy as np
 from eebench.checkpoints import CheckpointLibrary, CheckpointSet, Field, Rule, StateReader, shipped_sets
 from eebench.documents import json_type
 from eebench.errors import InputError, Problem, did_you_mean
-from eebench.evaluator.families import FamilyColumns, Trajectory, step_columns_of
+from eebench.evaluator.families import FamilyColumns, Trajectory, WordList, step_columns_of
 from eebench.long_lines import StepList
 from eebench.world.grid_dag import GridDagInstance, GridDagWorld
 
@@ -366,20 +366,21 @@ class CoverageFamily:
         logged = bool(graded) and isinstance(graded[0], Coverage) and graded[0].env == LOGGED
         depth = np.empty(n, dtype=np.float64 if logged else np.int32)
         hit_after = np.empty(int(n_ids.sum()), dtype=np.int64)
-        checkpoint_id = np.empty(len(hit_after), dtype=object)
+        checkpoint_id = np.empty(len(hit_after), dtype=np.int32)   # codes into `checkpoint_words`
+        checkpoint_words = WordList()
         distinct: list[int | None] = [None] * n_trajectories
         revisited = [0] * n_trajectories
         phases: list[list[Any] | None] = [None] * n_trajectories
         for group in compiled:  # one kernel call per instance
             _fill_compiled(group, graded, lengths, n_ids, step_start, id_start, depth, hit_after, checkpoint_id,
-                           distinct, revisited, phases)
+                           checkpoint_words, distinct, revisited, phases)
         for j, r in enumerate(graded):
             if isinstance(r, Coverage):
                 a, b = step_start[j], step_start[j] + r.n_steps
                 depth[a:b] = [np.nan if d is None else d for d in r.depth] if logged else r.depth
                 a, b = id_start[j], id_start[j] + len(r.ids)
                 hit_after[a:b] = r.hits
-                checkpoint_id[a:b] = r.ids
+                checkpoint_id[a:b] = np.arange(b - a, dtype=np.int32) + checkpoint_words.add(r.ids)
                 distinct[j], revisited[j], phases[j] = r.distinct, r.revisited, r.phases
         owner = np.repeat(np.arange(n_trajectories, dtype=np.int64), n_ids)   # each checkpoint's trajectory
         hit = hit_after != NEVER
@@ -428,7 +429,7 @@ class CoverageFamily:
             return steps
         checkpoints = {
             "trajectory": owner.astype(np.int32),
-            "checkpoint_id": checkpoint_id,
+            "checkpoint_id": checkpoint_words.coded(checkpoint_id),
             "hit_after_steps": np.where(hit, hit_after, np.nan),   # NaN (never) reaches DuckDB as NULL
         }
         return FamilyColumns(trajectories, step_columns_of(n, window), checkpoints=checkpoints)
@@ -450,7 +451,8 @@ def _compiled_groups(replays: Sequence[Coverage | _PendingGrid]) -> tuple[list[l
 
 def _fill_compiled(group: list[int], graded: Sequence[Any], lengths: np.ndarray, n_ids: np.ndarray,
                    step_start: np.ndarray, id_start: np.ndarray, depth: np.ndarray, hit_after: np.ndarray,
-                   checkpoint_id: np.ndarray, distinct: list[int | None], revisited: list[int],
+                   checkpoint_id: np.ndarray, checkpoint_words: WordList, distinct: list[int | None],
+                   revisited: list[int],
                    phases: list[list[Any] | None]) -> None:
     """Count one instance's trajectories (positions `group` of the chunk) with the compiled kernel, into the
     chunk's columns at their places."""
@@ -487,7 +489,7 @@ def _fill_compiled(group: list[int], graded: Sequence[Any], lengths: np.ndarray,
     width = len(lookups.ids)
     places = np.repeat(id_start[where], width) + np.tile(np.arange(width), len(group))
     hit_after[places] = hits.ravel()
-    checkpoint_id[places] = np.tile(lookups.ids, len(group))
+    checkpoint_id[places] = np.tile(np.arange(width, dtype=np.int32), len(group)) + checkpoint_words.add(lookups.ids)
     for row, i in enumerate(group):
         distinct[i], revisited[i] = results[row].tolist()
 

@@ -50,6 +50,63 @@ class StepWindows(NamedTuple):
         return StepWindows(self.rows, lambda a, b: change(make(a, b)))
 
 
+class Coded:
+    """A text column as codes into its words: row i is words[codes[i]] (a word may be None: NULL). For columns
+    that repeat a few texts (a trajectory's id on each of its steps, the four move words): the store has DuckDB
+    look each row's word up in C, where a column of Python strings is read string by string under Python's lock,
+    which the grading thread wants back (store.py, `_insert`)."""
+
+    __slots__ = ("codes", "words")
+
+    def __init__(self, codes: np.ndarray, words: np.ndarray):
+        self.codes, self.words = codes, words
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, rows: slice) -> Coded:
+        return Coded(self.codes[rows], self.words)
+
+    def values(self) -> np.ndarray:
+        """The column as Python objects."""
+        return self.words[self.codes]
+
+    def compact(self) -> Coded:
+        """The same rows with only the words they use (a remainder kept for a later insert)."""
+        used, codes = np.unique(self.codes, return_inverse=True)
+        return Coded(codes.astype(np.int32), self.words[used])
+
+
+class WordList:
+    """The words of a Coded column being made, added a part at a time."""
+
+    def __init__(self) -> None:
+        self.parts: list[np.ndarray] = []
+        self.size = 0
+
+    def add(self, words: Sequence[str | None]) -> int:
+        """Add words; the code of the first of them."""
+        code = self.size
+        self.parts.append(np.fromiter(words, dtype=object, count=len(words)))
+        self.size += len(words)
+        return code
+
+    def coded(self, codes: np.ndarray) -> Coded:
+        return Coded(codes, np.concatenate(self.parts) if self.parts else np.empty(0, dtype=object))
+
+
+def concatenated(parts: Sequence[np.ndarray | Coded]) -> np.ndarray | Coded:
+    """Parts of one column as one (Coded parts as Coded: each part's codes moved past the words before it)."""
+    if not isinstance(parts[0], Coded):
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+    if len(parts) == 1:
+        return parts[0]
+    sizes = np.fromiter((len(p.words) for p in parts), dtype=np.int64, count=len(parts))  # type: ignore[union-attr]
+    before = (np.cumsum(sizes) - sizes).tolist()
+    return Coded(np.concatenate([p.codes + np.int32(b) for p, b in zip(parts, before)]),  # type: ignore[union-attr]
+                 np.concatenate([p.words for p in parts]))  # type: ignore[union-attr]
+
+
 StepColumns = Mapping[str, np.ndarray] | StepWindows
 
 

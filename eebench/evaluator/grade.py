@@ -28,7 +28,7 @@ from eebench.errors import InputError, Problem, quote
 from eebench.evaluator.coverage import LOGGED, LoggedInstance
 from eebench.evaluator.families import (MetricFamily, StepColumns, StepWindows, Trajectory, families_for, joined_steps,
                                         metric_version)
-from eebench.evaluator.store import TRAJECTORY_COLUMNS, Batch, Replaced, ResultStore
+from eebench.evaluator.store import TRAJECTORY_COLUMNS, Batch, Replaced, ResultStore, quick_switches
 from eebench.instances import InstanceLibrary, check_trajectory_env
 from eebench.trajectories import (AGENT_LABELS, EMPTY_EXPECTED, Record, check_trajectory, parse_record,
                                   read_raw_records, usage_totals)
@@ -335,36 +335,46 @@ def grade_files(files: Sequence[Path], bench: Bench | None, db: Path, *, skip_in
     workers = resolve_workers(workers)
     if workers > 1 and (any(str(path) == "-" for path in files) or not _worth_workers(files)):
         workers = 1  # standard input, or too little input to pay for the workers' start: this process
-    store = ResultStore(db)
-    try:
-        if workers > 1:
-            from eebench.evaluator.workers import grade_in_workers
+    with quick_switches():
+        store = ResultStore(db)
+        try:
+            if workers > 1:
+                from eebench.evaluator.workers import grade_in_workers
 
-            report.skipped.extend(grade_in_workers(files, bench, graded_at, skip_invalid, checkpoints, store,
-                                                   workers, progress))
-        else:
-            pending = Batch()
-            for chunk, batch, skipped in graded_by(grader, _chunks(files), skip_invalid):   # in this process
-                report.skipped.extend(skipped)
-                pending.extend(batch)
-                if pending.n_steps >= FLUSH_STEPS:
-                    store.write(pending)
-                    pending = Batch()
-                if progress:
-                    progress(len(chunk), batch.n_steps)
-            store.write(pending)
-        _check_unique(store, report, skip_invalid)
-        report.trajectories, report.steps = store.staged_trajectories(), store.staged_steps()
-        if not report.trajectories:  # one rule with convert: a run that graded nothing is a mistake, not a success
-            raise InputError([*report.skipped, "nothing was graded: every trajectory was skipped (listed above); "
-                                               "nothing was written"])
-        report.coverage_notes = _coverage_notes(store, checkpoints)
-        report.replaced = store.commit()
-    except BaseException:
-        store.abort()
-        raise
+                report.skipped.extend(grade_in_workers(files, bench, graded_at, skip_invalid, checkpoints, store,
+                                                       workers, progress))
+            else:
+                report.skipped.extend(_grade_here(grader, files, store, skip_invalid, progress))
+            _check_unique(store, report, skip_invalid)
+            report.trajectories, report.steps = store.staged_trajectories(), store.staged_steps()
+            if not report.trajectories:  # one rule with convert: a run that graded nothing is a mistake
+                raise InputError([*report.skipped, "nothing was graded: every trajectory was skipped (listed above); "
+                                                   "nothing was written"])
+            report.coverage_notes = _coverage_notes(store, checkpoints)
+            report.replaced = store.commit()
+        except BaseException:
+            store.abort()
+            raise
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _grade_here(grader: Grader, files: Sequence[Path], store: ResultStore, skip_invalid: bool,
+                progress: Callable[[int, int], None] | None) -> list[Problem]:
+    """Grade `files` in this process into `store` (whose writer thread inserts a batch while the next is graded);
+    the problems skipped."""
+    skipped: list[Problem] = []
+    pending = Batch()
+    for chunk, batch, problems in graded_by(grader, _chunks(files), skip_invalid):
+        skipped.extend(problems)
+        pending.extend(batch)
+        if pending.n_steps >= FLUSH_STEPS:
+            store.write(pending)
+            pending = Batch()
+        if progress:
+            progress(len(chunk), batch.n_steps)
+    store.write(pending)
+    return skipped
 
 
 def _worth_workers(files: Sequence[Path]) -> bool:

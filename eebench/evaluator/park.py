@@ -27,8 +27,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from eebench.evaluator.families import (WINDOW_STEPS, FamilyColumns, StepWindows, Trajectory, step_columns_of,
-                                       step_parts)
+from eebench.evaluator.families import (WINDOW_STEPS, Coded, FamilyColumns, StepWindows, Trajectory,
+                                       step_columns_of, step_parts)
 from eebench.long_lines import Actions, StepList
 from eebench.world.geometry import distances_from
 from eebench.world.grid_dag import ACTION_INDEX, ACTIONS, GridDagInstance, GridDagWorld, parse_action
@@ -621,19 +621,22 @@ class ParkFamily:
         table = np.fromiter(words.words, dtype=object, count=len(words.words)) if isinstance(words, Actions) \
             else None   # a long line's distinct words
 
-        def action(a: int, b: int) -> np.ndarray:
-            """The graded steps' actions, rows a..b-1: the four words as four shared strings, every other word as
-            written."""
+        def action(a: int, b: int) -> Coded:
+            """The graded steps' actions, rows a..b-1: the four words by their move codes, every other word as
+            written (coded past them)."""
             rows = np.clip(played_starts + played, a, b) - np.clip(played_starts, a, b)
             kept = np.repeat(offsets[:-1] - played_starts, rows) + np.arange(a, b)   # the rows' places in `words`
-            column = _WORDS[codes[kept]]
+            column = codes[kept].astype(np.int32)
             written = inexact[kept]
-            if table is not None:
-                column[written] = table[words.codes[kept[written]]]   # type: ignore[union-attr]
-            elif written.any():
-                for i, k in zip(np.flatnonzero(written).tolist(), kept[written].tolist()):
-                    column[i] = words[k]
-            return column
+            if not written.any():
+                return Coded(column, _WORDS)
+            if table is not None:   # a long line's distinct words, coded after the four
+                column[written] = len(_WORDS) + words.codes[kept[written]]   # type: ignore[union-attr]
+                return Coded(column, np.concatenate([_WORDS, table]))
+            at = kept[written].tolist()
+            column[written] = np.arange(len(_WORDS), len(_WORDS) + len(at), dtype=np.int32)
+            return Coded(column, np.concatenate([_WORDS, np.fromiter(map(words.__getitem__, at), dtype=object,
+                                                                     count=len(at))]))
         return replays, codes, action  # type: ignore[return-value]  # (every replay made above)
 
 

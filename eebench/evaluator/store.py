@@ -18,10 +18,12 @@ import json
 import os
 import shutil
 import socket
+import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
@@ -32,7 +34,7 @@ import numpy as np
 from eebench import __version__
 from eebench.documents import atomic_directory
 from eebench.errors import EebenchError, InputError, did_you_mean
-from eebench.evaluator.families import StepColumns, StepWindows, registered, step_rows
+from eebench.evaluator.families import Coded, StepColumns, StepWindows, concatenated, registered, step_rows
 from eebench.evaluator.park import EXPLOIT_CASES, EXPLORE_CASES, METRIC_VERSION
 
 if TYPE_CHECKING:
@@ -530,6 +532,27 @@ def _ddl(table: str, columns: Iterable[Column]) -> str:
     return f"CREATE TABLE IF NOT EXISTS {table} (" + ", ".join(f"{c.name} {c.type}" for c in columns) + ")"
 
 
+Columns = dict[str, np.ndarray | Coded]   # a table's rows as columns, by name
+
+SWITCH_SECONDS = 2e-5  # Python's thread switch interval while a grade writes (its default: 5 ms)
+
+
+@contextlib.contextmanager
+def quick_switches() -> Iterator[None]:
+    """Python's switch interval shortened while a store's writer thread inserts beside a grading thread.
+
+    DuckDB's client takes Python's lock again and again while it inserts (between its execution steps, and for
+    each vector of a column of Python strings). At the default interval it waits up to 5 ms each time for the
+    grading thread to let go, so the two threads took turns: 1M rows beside a busy thread took 4.2 s instead of
+    0.3 s. At SWITCH_SECONDS the waits are short and the insert runs beside the grading (0.4 s)."""
+    kept = sys.getswitchinterval()
+    sys.setswitchinterval(min(kept, SWITCH_SECONDS))
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(kept)
+
+
 class Batch:
     """Graded trajectories (one row dict each) and their steps and episodes as column parts.
 
@@ -565,16 +588,16 @@ class Batch:
         self.checkpoints.extend(map(moved, other.checkpoints))
 
 
-def batch_tables(batch: Batch, keys: np.ndarray) -> Iterator[tuple[str, dict[str, np.ndarray]]]:
+def batch_tables(batch: Batch, keys: np.ndarray) -> Iterator[tuple[str, Columns]]:
     """A batch as NumPy columns of the staged tables, `keys` its rows' trajectory_key: the trajectories, then
     each part of steps, episodes and checkpoints (parts with the same columns together; StepWindows a window at a
     time, in their place)."""
     rows = _columns(batch.rows, TRAJECTORY_COLUMNS)
     yield "trajectories", {**rows, _KEY.name: keys}
 
-    def table_of(part: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def table_of(part: Mapping[str, np.ndarray]) -> Columns:
         owner = part["trajectory"]  # position in batch.rows
-        return {"trajectory_id": rows["trajectory_id"][owner], _KEY.name: keys[owner],
+        return {"trajectory_id": Coded(owner, rows["trajectory_id"]), _KEY.name: keys[owner],
                 **{name: values for name, values in part.items() if name != "trajectory"}}
 
     for table, parts in (("steps", batch.steps), ("episodes", batch.episodes), ("checkpoints", batch.checkpoints)):
@@ -582,7 +605,7 @@ def batch_tables(batch: Batch, keys: np.ndarray) -> Iterator[tuple[str, dict[str
         for part in [*parts, None]:
             if part is None or isinstance(part, StepWindows):   # the dicts before it go first: rows stay in order
                 for same in kinds.values():
-                    yield table, table_of({name: np.concatenate([p[name] for p in same]) for name in same[0]})
+                    yield table, table_of({name: concatenated([p[name] for p in same]) for name in same[0]})
                 kinds.clear()
                 if part is not None:
                     for window in part.windows():
@@ -638,10 +661,12 @@ class ResultStore:
             self._cleanup()
             raise
         self._next_key = 0
-        self._waiting: dict[str, list[dict[str, np.ndarray]]] = {}  # by table: rows not inserted yet (INSERT_ROWS)
+        self._waiting: dict[str, list[Columns]] = {}  # by table: rows not inserted yet (INSERT_ROWS)
         self._analyze_rows = 0   # DuckDB's pandas_analyze_sample now (ANALYZE_ROWS)
         self._staged_rows = 0   # of every table: DuckDB's cap grows with them (ROWS_PER_CHECKPOINT_MB)
         self._rows = dict.fromkeys(TABLES, 0)   # by table: what a retried insert finds there if it was committed
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="eebench-writer")
+        self._pending: Future[None] | None = None        # the batch the writer is inserting
         self._waiting_arrow: dict[str, list[pa.Table]] = {}   # rows of `add_rows` not inserted yet, by table
 
     @contextlib.contextmanager
@@ -705,20 +730,45 @@ class ResultStore:
             con.close()
 
     def write(self, batch: Batch) -> None:
-        """Stage a batch (committed to the run's file, not yet to the results): each table's rows are inserted once
-        there are INSERT_ROWS of them, a long trajectory's step windows one by one, so its rows are never in
-        memory whole. In the caller's thread: a writer thread gained nothing, since DuckDB's Python client takes
-        Python's lock again and again while it inserts (README, "How grading is made fast", Writing)."""
+        """Stage a batch (committed to the run's file, not yet to the results).
+
+        The columns are made here; DuckDB inserts them in the store's writer thread while the caller grades the
+        next batch, one batch at a time, in order; a failed insert is raised by the next call that uses the run's
+        file. DuckDB compresses and writes without Python's lock, save for brief moments (see quick_switches); a
+        Coded column's words are looked up in C, not read from Python strings row by row."""
         if not len(batch):
             return
         keys = np.arange(self._next_key, self._next_key + len(batch), dtype=np.int64)
         self._next_key += len(batch)
-        with self._failures():
-            for table, data in batch_tables(batch, keys):
-                for due in self._queue(table, data):
-                    self._insert(*due)
+        inserts: list[tuple[str, Columns | pa.Table]] = []
+        # a long trajectory's windows go to the writer as they are due, so its rows are never in memory whole
+        eager = any(isinstance(part, StepWindows) for part in batch.steps)
+        for table, data in batch_tables(batch, keys):
+            inserts.extend(self._queue(table, data))
+            if eager and inserts:
+                self._submit(inserts)
+                inserts = []
+        self._submit(inserts)
 
-    def _queue(self, table: str, data: dict[str, np.ndarray]) -> list[tuple[str, dict[str, np.ndarray]]]:
+    def _submit(self, inserts: list[tuple[str, Columns | pa.Table]]) -> None:
+        """Hand inserts to the writer thread, once the inserts before them are in."""
+        if not inserts:
+            return
+        self._wait()
+        self._pending = self._writer.submit(self._insert_all, inserts)
+
+    def _insert_all(self, inserts: list[tuple[str, Columns | pa.Table]]) -> None:
+        with self._failures():
+            for table, data in inserts:
+                self._insert(table, data)
+
+    def _wait(self) -> None:
+        """Wait for the writer's batch; raise what failed there."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def _queue(self, table: str, data: Columns) -> list[tuple[str, Columns | pa.Table]]:
         """Queue a table's columns; the inserts due: whole multiples of INSERT_ROWS rows."""
         waiting = self._waiting.setdefault(table, [])
         inserts = []
@@ -730,28 +780,40 @@ class ResultStore:
         rows = sum(len(part[_KEY.name]) for part in waiting)
         size = INSERT_ROWS[table]
         if rows >= size:
-            columns = data if len(waiting) == 1 else {name: np.concatenate([part[name] for part in waiting])
+            columns = data if len(waiting) == 1 else {name: concatenated([part[name] for part in waiting])
                                                       for name in data}
             cut = rows - rows % size
             inserts.append((table, {name: values[:cut] for name, values in columns.items()}))
-            waiting[:] = [{name: values[cut:].copy() for name, values in columns.items()}] if cut < rows else []
+            waiting[:] = [{name: _kept(values[cut:]) for name, values in columns.items()}] if cut < rows else []
         return inserts
 
-    def _take_waiting(self, table: str) -> dict[str, np.ndarray]:
+    def _take_waiting(self, table: str) -> Columns:
         waiting = self._waiting.pop(table)
-        return {name: np.concatenate([part[name] for part in waiting]) for name in waiting[0]}
+        return {name: concatenated([part[name] for part in waiting]) for name in waiting[0]}
 
     def _flush(self) -> None:
-        """Insert the queued rows (before the staged rows are queried or committed)."""
+        """Insert the queued rows, after the writer's batch (before the staged rows are queried or committed)."""
+        self._wait()
         for table in list(self._waiting_arrow):
             self._flush_arrow(table)
         for table in [table for table, waiting in self._waiting.items() if waiting]:
             self._insert(table, self._take_waiting(table))
 
-    def _insert(self, table: str, data: dict[str, np.ndarray] | pa.Table) -> None:
+    def _insert(self, table: str, data: Columns | pa.Table) -> None:
         given = set(getattr(data, "column_names", data))  # an Arrow table's, or a dict's
-        names = ", ".join(c.name for c in (*STORED[table], _KEY) if c.name in given)  # the others are NULL
+        names = [c.name for c in (*STORED[table], _KEY) if c.name in given]  # the others are NULL
         rows = data.num_rows if hasattr(data, "num_rows") else len(data[_KEY.name])
+        # a Coded column goes in as its codes, which DuckDB looks up in its words (a list parameter)
+        words: list[list[str | None]] = []
+        values = []
+        for name in names:
+            column = data[name] if isinstance(data, dict) else None
+            if isinstance(column, Coded):
+                words.append(column.words.tolist())
+                data = {**data, name: column.codes}  # type: ignore[dict-item]
+                values.append(f"(${len(words)}::VARCHAR[])[{name} + 1]")
+            else:
+                values.append(name)
         self._staged_rows += rows
         self.allow_memory(MEMORY_LIMIT_MB + self._staged_rows // ROWS_PER_CHECKPOINT_MB)
         before = self._rows[table]
@@ -766,7 +828,8 @@ class ResultStore:
             con = self.stage
             con.register("batch_rows", data)
             try:
-                con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM batch_rows")
+                con.execute(f"INSERT INTO {table} ({', '.join(names)}) SELECT {', '.join(values)} FROM batch_rows",
+                            words or None)
             finally:
                 with contextlib.suppress(duckdb.Error):   # (a connection DuckDB invalidated)
                     con.unregister("batch_rows")
@@ -810,7 +873,7 @@ class ResultStore:
             if count >= size:
                 queued = pa.concat_tables(waiting)
                 cut = count - count % size
-                self._insert(table, queued.slice(0, cut))
+                self._submit([(table, queued.slice(0, cut))])
                 waiting[:] = [queued.slice(cut)] if cut < count else []
 
     def _flush_arrow(self, table: str) -> None:
@@ -975,11 +1038,16 @@ class ResultStore:
 
     def abort(self) -> None:
         """Drop the staged rows; the results file is left as it was."""
+        with contextlib.suppress(Exception):   # what the writer's batch raised does not matter now
+            self._wait()
         with contextlib.suppress(duckdb.Error, AttributeError):
             self.stage.close()
         self._cleanup()
 
     def _cleanup(self) -> None:
+        writer = getattr(self, "_writer", None)
+        if writer is not None:
+            writer.shutdown(wait=True)
         shutil.rmtree(self._stage_dir, ignore_errors=True)
         with contextlib.suppress(OSError):
             os.close(self._lock)  # (after the removal: a sweep never takes a folder still being emptied)
@@ -1030,6 +1098,11 @@ def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
         with contextlib.suppress(duckdb.Error):
             con.execute("ROLLBACK")
         raise
+
+
+def _kept(values: np.ndarray | Coded) -> np.ndarray | Coded:
+    """Rows left for a later insert, as a copy of their own (not a view holding the inserted rows' memory)."""
+    return values.compact() if isinstance(values, Coded) else values.copy()
 
 
 def _quoted(path: Path) -> str:

@@ -32,6 +32,7 @@ import numpy as np
 
 from eebench.checkpoints import CheckpointLibrary
 from eebench.errors import EebenchError, InputError, Problem
+from eebench.evaluator.families import Coded
 from eebench.evaluator.grade import FLUSH_STEPS, Bench, Grader, chunked, empty_input, graded_by
 from eebench.evaluator.store import Batch, ResultStore, batch_tables
 from eebench.trajectories import Record, read_raw_records
@@ -170,14 +171,9 @@ class _PartWriter:
             return
         keys = np.arange(self._next, self._next + len(batch), dtype=np.int64)
         self._next += len(batch)
-        ids: pa.Array | None = None   # the trajectories' ids, as Arrow
         for table, data in batch_tables(batch, keys):
             schema = pa.schema([field for field in self.schemas[table] if field.name in data])
-            # a trajectory's id on each of its rows (steps, checkpoints): taken in C, not converted row by row
-            columns = [ids.take(data["trajectory_key"] - keys[0]) if field.name == "trajectory_id" and ids is not None
-                       else _arrow(data[field.name], field.type) for field in schema]
-            if table == "trajectories":
-                ids = columns[schema.get_field_index("trajectory_id")]
+            columns = [_arrow(data[field.name], field.type) for field in schema]
             writer = self._writers.get((table, tuple(schema.names)))
             if writer is None:
                 file = str(self.folder / f"piece-{self.piece.index:06d}-{len(self.parts)}.{table}.arrow")
@@ -197,11 +193,13 @@ class _PartWriter:
                 os.remove(file)
 
 
-def _arrow(values: np.ndarray, type: pa.DataType) -> pa.Array:
+def _arrow(values: np.ndarray | Coded, type: pa.DataType) -> pa.Array:
     """A NumPy column as Arrow of the staged table's type; NaN is NULL (from_pandas), as DuckDB reads NumPy floats
-    in one process."""
+    in one process. A Coded column's words are converted once each, and taken for its rows in C."""
     import pyarrow as pa
 
+    if isinstance(values, Coded):
+        return _arrow(values.words, type).take(values.codes)
     if values.dtype == object:
         return pa.array(values, type=type, from_pandas=True)
     return pa.array(values, from_pandas=True).cast(type)

@@ -7,11 +7,14 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from eebench.checkpoints import Checkpoint, CheckpointLibrary, CheckpointSet, Field, Rule
 from eebench.evaluator.coverage import LoggedInstance
-from eebench.evaluator.families import Trajectory, families_for, metric_version, registered
+from eebench.evaluator.families import Coded, Trajectory, concatenated, families_for, metric_version, registered
 from eebench.evaluator.store import TABLES
 from eebench.instances import write_instances
 from eebench.world.rooms import RoomsInstance
@@ -69,3 +72,25 @@ def test_grading_grid_dag_never_loads_the_rooms_world(tmp_path) -> None:
             "print(sorted(m for m in ('networkx', 'ortools', 'eebench.world.rooms') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+WORD = st.one_of(st.none(), st.sampled_from(["up", "down", "run/1", "é", ""]), st.text(max_size=5))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(WORD, min_size=1, max_size=6).flatmap(
+           lambda words: st.tuples(st.just(words), st.lists(st.integers(0, len(words) - 1), max_size=12))),
+       min_size=1, max_size=4),
+       st.integers(0, 40))
+def test_coded_columns_keep_their_values_when_joined_cut_and_compacted(parts: list[tuple[list, list[int]]],
+                                                                        cut: int) -> None:
+    # a Coded column stands for words[codes]: joining parts, slicing rows and dropping unused words keep those values
+    coded = [Coded(np.array(codes, dtype=np.int32), np.array(words + [None], dtype=object)[:-1])
+             for words, codes in parts]
+    expected = [words[code] for words, codes in parts for code in codes]
+    joined = concatenated(coded)
+    assert joined.values().tolist() == expected
+    assert joined[cut:].values().tolist() == expected[cut:]
+    rest = joined[cut:].compact()
+    assert rest.values().tolist() == expected[cut:]
+    assert len(rest.words) == len(set(map(int, joined.codes[cut:])))   # only the words its rows use

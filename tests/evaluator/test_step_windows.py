@@ -51,6 +51,10 @@ def grade_tables(tmp: Path, runs: list[tuple[str, list[dict[str, Any]]]], name: 
     (tmp / "runs.jsonl").write_text(text)   # (one name: it is in the rows)
     db = tmp / f"{name}.duckdb"
     grade_files([tmp / "runs.jsonl"], Bench(tmp / "bench"), db, checkpoints=library([tmp / "cp.yaml"]))
+    # each graded step's action as written (the four words by code, the others as words of their own)
+    graded = dict(rows(db, "SELECT trajectory_id, n_steps FROM trajectories"))
+    assert rows(db, "SELECT trajectory_id, t, action FROM steps ORDER BY trajectory_id, t") == sorted(
+        (f"run/{k}", t, steps[t]["action"]) for k, (_, steps) in enumerate(runs) for t in range(graded[f"run/{k}"]))
     return [rows(db, sql) for sql in TABLES]
 
 
