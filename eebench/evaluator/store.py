@@ -794,10 +794,13 @@ class ResultStore:
     def _flush(self) -> None:
         """Insert the queued rows, after the writer's batch (before the staged rows are queried or committed)."""
         self._wait()
-        for table in list(self._waiting_arrow):
-            self._flush_arrow(table)
-        for table in [table for table, waiting in self._waiting.items() if waiting]:
-            self._insert(table, self._take_waiting(table))
+        if self._waiting_arrow:
+            import pyarrow as pa
+
+            self._insert_all([(table, pa.concat_tables(waiting)) for table, waiting in self._waiting_arrow.items()])
+            self._waiting_arrow.clear()
+        self._insert_all([(table, self._take_waiting(table)) for table, waiting in list(self._waiting.items())
+                          if waiting])
 
     def _insert(self, table: str, data: Columns | pa.Table) -> None:
         given = set(getattr(data, "column_names", data))  # an Arrow table's, or a dict's
@@ -815,7 +818,7 @@ class ResultStore:
             else:
                 values.append(name)
         self._staged_rows += rows
-        self.allow_memory(MEMORY_LIMIT_MB + self._staged_rows // ROWS_PER_CHECKPOINT_MB)
+        self._raise_cap(MEMORY_LIMIT_MB + self._staged_rows // ROWS_PER_CHECKPOINT_MB)
         before = self._rows[table]
 
         def insert() -> None:  # one statement, one transaction: nothing is left of it when it fails
@@ -844,6 +847,10 @@ class ResultStore:
     def allow_memory(self, limit_mb: int) -> None:
         """Raise DuckDB's memory cap on the run's file to `limit_mb` (a process that only writes, grading
         elsewhere, can give DuckDB what a grading process keeps for its own work)."""
+        self._wait()
+        self._raise_cap(limit_mb)
+
+    def _raise_cap(self, limit_mb: int) -> None:
         if limit_mb > self._memory.limit_mb:
             self._memory.limit_mb = limit_mb
             with self._failures():
@@ -865,7 +872,7 @@ class ResultStore:
         with self._failures():
             waiting = self._waiting_arrow.setdefault(table, [])
             if waiting and waiting[0].schema != rows.schema:  # another world's columns: what waits goes first
-                self._flush_arrow(table)
+                self._submit([(table, pa.concat_tables(waiting))])
                 waiting = self._waiting_arrow[table] = []
             waiting.append(rows)
             count = sum(map(len, waiting))
@@ -875,12 +882,6 @@ class ResultStore:
                 cut = count - count % size
                 self._submit([(table, queued.slice(0, cut))])
                 waiting[:] = [queued.slice(cut)] if cut < count else []
-
-    def _flush_arrow(self, table: str) -> None:
-        import pyarrow as pa
-
-        if waiting := self._waiting_arrow.pop(table, None):
-            self._insert(table, pa.concat_tables(waiting))
 
     def _staged(self, sql: str) -> list[tuple[Any, ...]]:
         """Rows of a query over the staged run (queued steps inserted first)."""

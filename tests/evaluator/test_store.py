@@ -388,3 +388,50 @@ def test_a_large_number_after_thousands_of_rows_keeps_its_type(bench: Path, tmp_
     grade_files([write_jsonl(tmp_path / "runs.jsonl", docs)], Bench(bench), db)
     assert rows(db, "SELECT trajectory_id, tokens_in FROM trajectories WHERE trajectory_id IN ('r0', 'r1', 'big') "
                     "ORDER BY 1") == [("big", 3 * 2 ** 40), ("r0", None), ("r1", 45)]
+
+
+def test_the_run_file_is_used_by_one_thread_at_a_time(tmp_path: Path, monkeypatch) -> None:
+    # while the writer thread inserts (slowly here), whatever else uses the run's file waits for it: rows of other
+    # columns that send the waiting rows first, a raised memory cap, the commit (DuckDB refuses a busy connection)
+    import pyarrow as pa
+
+    import threading
+
+    monkeypatch.setitem(store.INSERT_ROWS, "steps", 2)
+    real_insert, real_cap = store.ResultStore._insert, store.ResultStore._raise_cap
+
+    def idle(self) -> bool:   # called in the main thread: no insert handed to the writer is still to finish
+        return threading.current_thread() is not threading.main_thread() or self._pending is None \
+            or self._pending.done()
+
+    def slow(self, table, data):
+        assert idle(self)
+        if threading.current_thread() is not threading.main_thread():
+            time.sleep(0.2)
+        real_insert(self, table, data)
+
+    def cap(self, limit_mb):
+        assert idle(self)
+        real_cap(self, limit_mb)
+    monkeypatch.setattr(store.ResultStore, "_insert", slow)
+    monkeypatch.setattr(store.ResultStore, "_raise_cap", cap)
+    run = store.ResultStore(tmp_path / "r.duckdb")
+    schemas = run.arrow_schemas()
+
+    def steps(first: int, n: int, *extra: str) -> pa.Table:
+        names = ["trajectory_id", "t", "valid", "episode", "trajectory_key", *extra]
+        values = {"trajectory_id": [f"t{k}" for k in range(first, first + n)], "t": [0] * n, "valid": [True] * n,
+                  "episode": [0] * n, "trajectory_key": list(range(first, first + n)), "action": ["up"] * n}
+        return pa.table({name: values[name] for name in names},
+                        schema=pa.schema([schemas["steps"].field(name) for name in names]))
+    try:
+        run.add_rows("steps", steps(0, 2))            # an insert for the writer
+        run.add_rows("steps", steps(2, 1, "action"))  # other columns: the rows waiting go first, once it is done
+        run.add_rows("steps", steps(3, 1))
+        run.allow_memory(2 * store.MEMORY_LIMIT_MB)
+        run.commit()
+    except BaseException:
+        run.abort()
+        raise
+    assert rows(tmp_path / "r.duckdb", "SELECT trajectory_id, action FROM steps ORDER BY 1") == [
+        ("t0", None), ("t1", None), ("t2", "up"), ("t3", None)]
