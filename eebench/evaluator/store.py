@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from operator import itemgetter
@@ -533,6 +534,9 @@ def _ddl(table: str, columns: Iterable[Column]) -> str:
 
 
 Columns = dict[str, np.ndarray | Coded]   # a table's rows as columns, by name
+# Batches of inserts handed to the writer thread at most, so one that takes long does not stop the grading (a
+# whole row group of steps each, some megabytes)
+WRITER_QUEUE = 2
 
 SWITCH_SECONDS = 2e-5  # Python's thread switch interval while a grade writes (its default: 5 ms)
 
@@ -666,7 +670,7 @@ class ResultStore:
         self._staged_rows = 0   # of every table: DuckDB's cap grows with them (ROWS_PER_CHECKPOINT_MB)
         self._rows = dict.fromkeys(TABLES, 0)   # by table: what a retried insert finds there if it was committed
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="eebench-writer")
-        self._pending: Future[None] | None = None        # the batch the writer is inserting
+        self._pending: deque[Future[None]] = deque()   # the batches handed to the writer, oldest first
         self._waiting_arrow: dict[str, list[pa.Table]] = {}   # rows of `add_rows` not inserted yet, by table
 
     @contextlib.contextmanager
@@ -751,11 +755,13 @@ class ResultStore:
         self._submit(inserts)
 
     def _submit(self, inserts: list[tuple[str, Columns | pa.Table]]) -> None:
-        """Hand inserts to the writer thread, once the inserts before them are in."""
+        """Hand inserts to the writer thread, which does them in order; with WRITER_QUEUE batches handed over
+        already, first wait for the oldest."""
         if not inserts:
             return
-        self._wait()
-        self._pending = self._writer.submit(self._insert_all, inserts)
+        while len(self._pending) >= WRITER_QUEUE:
+            self._pending.popleft().result()
+        self._pending.append(self._writer.submit(self._insert_all, inserts))
 
     def _insert_all(self, inserts: list[tuple[str, Columns | pa.Table]]) -> None:
         with self._failures():
@@ -763,10 +769,9 @@ class ResultStore:
                 self._insert(table, data)
 
     def _wait(self) -> None:
-        """Wait for the writer's batch; raise what failed there."""
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            pending.result()
+        """Wait for every batch handed to the writer; raise what failed there."""
+        while self._pending:
+            self._pending.popleft().result()
 
     def _queue(self, table: str, data: Columns) -> list[tuple[str, Columns | pa.Table]]:
         """Queue a table's columns; the inserts due: whole multiples of INSERT_ROWS rows."""

@@ -401,8 +401,7 @@ def test_the_run_file_is_used_by_one_thread_at_a_time(tmp_path: Path, monkeypatc
     real_insert, real_cap = store.ResultStore._insert, store.ResultStore._raise_cap
 
     def idle(self) -> bool:   # called in the main thread: no insert handed to the writer is still to finish
-        return threading.current_thread() is not threading.main_thread() or self._pending is None \
-            or self._pending.done()
+        return threading.current_thread() is not threading.main_thread() or all(f.done() for f in self._pending)
 
     def slow(self, table, data):
         assert idle(self)
