@@ -632,9 +632,9 @@ class ResultStore:
     The run is built in a new DuckDB file in a temporary folder next to the results file, in the results' own
     tables and column order plus a trailing `trajectory_key` (the trajectory's position in the run, which tells
     repeated ids apart). Each batch is committed there, by the store's writer thread while the caller grades the
-    next ones (`write`), so memory stays flat however many trajectories a run grades; steps and checkpoints are appended a whole number of DuckDB row groups at a time, trajectories and
-    episodes some thousands at a time (the rest waits for the next batch: INSERT_ROWS), which DuckDB compresses and
-    writes once, as they come. `commit` then makes the run the results:
+    next ones (`write`), so memory stays flat however many trajectories a run grades; steps and checkpoints are
+    appended a whole number of DuckDB row groups at a time, trajectories and episodes some thousands at a time (the
+    rest waits for the next batch: INSERT_ROWS), which DuckDB compresses and writes once, as they come. `commit` then makes the run the results:
     - when there is no results file, the key columns are dropped and the run's file is moved into place;
     - otherwise the run's file is attached to the results file and its rows copied in, in a single transaction,
       after the rows of re-graded trajectory ids are deleted.
