@@ -538,6 +538,11 @@ Columns = dict[str, np.ndarray | Coded]   # a table's rows as columns, by name
 # whole row group of steps each, some megabytes)
 WRITER_QUEUE = 2
 
+# A Coded column goes in as codes when its words are this many times fewer than its rows, else as Python strings:
+# DuckDB takes a list parameter at about 0.35 us a word, and copies it again as it evaluates the lookup (122,880
+# rows with as many distinct words: 0.3 s as codes, 0.01 s as strings; a main-suite trajectory's id covers 74 rows)
+CODED_ROWS_PER_WORD = 16
+
 SWITCH_SECONDS = 2e-5  # Python's thread switch interval while a grade writes (its default: 5 ms)
 
 
@@ -811,12 +816,16 @@ class ResultStore:
         given = set(getattr(data, "column_names", data))  # an Arrow table's, or a dict's
         names = [c.name for c in (*STORED[table], _KEY) if c.name in given]  # the others are NULL
         rows = data.num_rows if hasattr(data, "num_rows") else len(data[_KEY.name])
-        # a Coded column goes in as its codes, which DuckDB looks up in its words (a list parameter)
+        # a Coded column goes in as its codes, which DuckDB looks up in its words (a list parameter), unless they
+        # are too many for its rows (CODED_ROWS_PER_WORD)
         words: list[list[str | None]] = []
         values = []
         for name in names:
             column = data[name] if isinstance(data, dict) else None
-            if isinstance(column, Coded):
+            if isinstance(column, Coded) and len(column.words) * CODED_ROWS_PER_WORD > len(column):
+                data = {**data, name: column.values()}  # type: ignore[dict-item]
+                values.append(name)
+            elif isinstance(column, Coded):
                 words.append(column.words.tolist())
                 data = {**data, name: column.codes}  # type: ignore[dict-item]
                 values.append(f"(${len(words)}::VARCHAR[])[{name} + 1]")

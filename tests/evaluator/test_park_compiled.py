@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from eebench.evaluator import Bench, grade, grade_files, park
+from eebench.evaluator import Bench, grade, grade_files, park, store
 from eebench.evaluator.park import (ParkTables, action_codes, replay, replay_compiled, replay_compiled_many,
                                    step_columns)
 from eebench.generator import generate_instance
@@ -124,16 +124,20 @@ def test_a_grade_is_the_same_byte_for_byte_compiled_or_not(tmp_path, monkeypatch
     runs = write_jsonl(tmp_path / "runs.jsonl", [
         {"eebench": "trajectory/1", "id": f"r{k}", "instance": instances[k % 6].id,
          "steps": [{"action": words[(k * 7 + i * i) % 7]} for i in range(k * 3)]} for k in range(40)])
+    # and the repeated texts (ids, actions, checkpoint ids) written as codes into their words or as strings
     tables = {}
-    for threshold in (10 ** 12, 0):
+    for threshold, rows_per_word in ((10 ** 12, 10 ** 12), (0, 0), (0, 10 ** 12)):
         monkeypatch.setattr(park, "COMPILED_FROM_STEPS", threshold)
-        db = tmp_path / f"{threshold}.duckdb"
+        monkeypatch.setattr(store, "CODED_ROWS_PER_WORD", rows_per_word)
+        db = tmp_path / f"{threshold}-{rows_per_word}.duckdb"
         grade_files([runs], Bench(tmp_path / "bench"), db)
         with duckdb.connect(str(db), read_only=True) as con:
-            tables[threshold] = [con.execute("SELECT * EXCLUDE (graded_at) FROM trajectories ORDER BY ALL").fetchall(),
-                                 con.execute("SELECT * FROM steps ORDER BY ALL").fetchall(),
-                                 con.execute("SELECT * FROM checkpoints ORDER BY ALL").fetchall()]
-    assert tables[0] == tables[10 ** 12] and len(tables[0][1]) > 1000 and len(tables[0][2]) > 1000
+            tables[threshold, rows_per_word] = [
+                con.execute("SELECT * EXCLUDE (graded_at) FROM trajectories ORDER BY ALL").fetchall(),
+                con.execute("SELECT * FROM steps ORDER BY ALL").fetchall(),
+                con.execute("SELECT * FROM checkpoints ORDER BY ALL").fetchall()]
+    plain, *compiled = tables.values()
+    assert all(other == plain for other in compiled) and len(plain[1]) > 1000 and len(plain[2]) > 1000
 
 
 @settings(max_examples=30, deadline=None)
