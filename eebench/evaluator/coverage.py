@@ -452,8 +452,7 @@ def _compiled_groups(replays: Sequence[Coverage | _PendingGrid]) -> tuple[list[l
 def _fill_compiled(group: list[int], graded: Sequence[Any], lengths: np.ndarray, n_ids: np.ndarray,
                    step_start: np.ndarray, id_start: np.ndarray, depth: np.ndarray, hit_after: np.ndarray,
                    checkpoint_id: np.ndarray, checkpoint_words: WordList, distinct: list[int | None],
-                   revisited: list[int],
-                   phases: list[list[Any] | None]) -> None:
+                   revisited: list[int], phases: list[list[Any] | None]) -> None:
     """Count one instance's trajectories (positions `group` of the chunk) with the compiled kernel, into the
     chunk's columns at their places."""
     from eebench.evaluator.coverage_compiled import grid_batch

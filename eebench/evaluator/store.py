@@ -639,7 +639,8 @@ class ResultStore:
     repeated ids apart). Each batch is committed there, by the store's writer thread while the caller grades the
     next ones (`write`), so memory stays flat however many trajectories a run grades; steps and checkpoints are
     appended a whole number of DuckDB row groups at a time, trajectories and episodes some thousands at a time (the
-    rest waits for the next batch: INSERT_ROWS), which DuckDB compresses and writes once, as they come. `commit` then makes the run the results:
+    rest waits for the next batch: INSERT_ROWS), which DuckDB compresses and writes once, as they come. `commit`
+    then makes the run the results:
     - when there is no results file, the key columns are dropped and the run's file is moved into place;
     - otherwise the run's file is attached to the results file and its rows copied in, in a single transaction,
       after the rows of re-graded trajectory ids are deleted.
@@ -1053,8 +1054,9 @@ class ResultStore:
 
     def abort(self) -> None:
         """Drop the staged rows; the results file is left as it was."""
-        with contextlib.suppress(Exception):   # what the writer's batch raised does not matter now
-            self._wait()
+        while self._pending:   # every batch handed to the writer is done before the file closes
+            with contextlib.suppress(Exception):   # (what they raised does not matter now)
+                self._pending.popleft().result()
         with contextlib.suppress(duckdb.Error, AttributeError):
             self.stage.close()
         self._cleanup()
