@@ -288,6 +288,20 @@ def graded_by(grader: Grader, chunks: Iterator[list[Record]], skip_invalid: bool
             yield chunk, batch, skipped
 
 
+def written(graded: Iterator[tuple[list[Record], Batch, list[Problem]]], write: Callable[[Batch], None]
+            ) -> Iterator[tuple[list[Record], Batch, list[Problem]]]:
+    """The graded chunks, passed on as they come, their batches given to `write` every FLUSH_STEPS steps and at
+    the end (one process and each worker flush alike)."""
+    pending = Batch()
+    for graded_chunk in graded:
+        pending.extend(graded_chunk[1])
+        if pending.n_steps >= FLUSH_STEPS:
+            write(pending)
+            pending = Batch()
+        yield graded_chunk
+    write(pending)
+
+
 @contextlib.contextmanager
 def _young_collections() -> Iterator[None]:
     """Python's automatic collections off while chunks are graded, the young generations collected after each.
@@ -364,16 +378,10 @@ def _grade_here(grader: Grader, files: Sequence[Path], store: ResultStore, skip_
     """Grade `files` in this process into `store` (whose writer thread inserts a batch while the next is graded);
     the problems skipped."""
     skipped: list[Problem] = []
-    pending = Batch()
-    for chunk, batch, problems in graded_by(grader, _chunks(files), skip_invalid):
+    for chunk, batch, problems in written(graded_by(grader, _chunks(files), skip_invalid), store.write):
         skipped.extend(problems)
-        pending.extend(batch)
-        if pending.n_steps >= FLUSH_STEPS:
-            store.write(pending)
-            pending = Batch()
         if progress:
             progress(len(chunk), batch.n_steps)
-    store.write(pending)
     return skipped
 
 

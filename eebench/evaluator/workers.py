@@ -33,7 +33,7 @@ import numpy as np
 from eebench.checkpoints import CheckpointLibrary
 from eebench.errors import EebenchError, InputError, Problem
 from eebench.evaluator.families import Coded
-from eebench.evaluator.grade import FLUSH_STEPS, Bench, Grader, chunked, empty_input, graded_by
+from eebench.evaluator.grade import Bench, Grader, chunked, empty_input, graded_by, written
 from eebench.evaluator.store import Batch, ResultStore, batch_tables
 from eebench.trajectories import Record, read_raw_records
 
@@ -211,17 +211,12 @@ def _grade_piece(grader: Grader, piece: Piece, skip_invalid: bool, folder: Path,
     writer = _PartWriter(folder, piece, schemas)
     records = 0
     skipped: list[Problem] = []
-    pending = Batch()
     try:
-        for chunk, batch, problems in graded_by(grader, chunked(_piece_records(piece)), skip_invalid):
+        for chunk, batch, problems in written(graded_by(grader, chunked(_piece_records(piece)), skip_invalid),
+                                              writer.write):
             records += len(chunk)
             skipped.extend(problems)
-            pending.extend(batch)
-            if pending.n_steps >= FLUSH_STEPS:
-                writer.write(pending)
-                pending = Batch()
             results.put(_Progress(len(chunk), batch.n_steps))
-        writer.write(pending)
     except InputError as exc:
         writer.discard()
         return Outcome(piece.index, records, skipped, exc.problems, [])
