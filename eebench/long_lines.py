@@ -63,6 +63,17 @@ class Actions(Sequence[str | None]):
         for block in range(0, len(self.codes), _BLOCK):
             yield from map(words.__getitem__, self.codes[block:block + _BLOCK].tolist())
 
+    @staticmethod
+    def joined(parts: Sequence[Sequence[str | None]]) -> Actions | None:
+        """Several Actions sharing one table as one (the lines of a chunk read by evaluator/bare_steps); None when
+        they do not all share a table."""
+        if not parts or not all(type(part) is Actions for part in parts):
+            return None
+        words = parts[0].words   # type: ignore[attr-defined]
+        if any(part.words is not words for part in parts):   # type: ignore[attr-defined]
+            return None
+        return Actions(words, np.concatenate([part.codes for part in parts]))   # type: ignore[attr-defined]
+
 
 class StepList(Sequence[dict[str, Any]]):
     """The steps of a long trajectory, read-only: steps that hold only an action, as the action (`actions[i]`, a

@@ -36,6 +36,7 @@ from eebench.trajectories import (AGENT_LABELS, EMPTY_EXPECTED, Record, check_tr
 CHUNK_RECORDS = 4096     # at most this many records graded together ...
 CHUNK_BYTES = 1 << 20    # ... or of this much JSON (about 50k steps), so memory follows steps, not records
 FLUSH_STEPS = 50_000     # steps gathered before a write to DuckDB
+COMPACT_FROM_STEPS = 50_000   # graded steps after which lines are read by bare_steps (a compiled scanner: numba)
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,7 @@ class Grader:
         self._tables: OrderedDict[tuple[str, type, str], Any] = OrderedDict()
         self._bases: dict[tuple[str, type, str, str | None], dict[str, Any]] = {}
         self._cache_size = cache_size
+        self.steps_graded = 0
 
     def families(self, env: str) -> tuple[MetricFamily, ...]:
         """The families grading `env`, as this run uses them (configured with its checkpoint sets)."""
@@ -114,9 +116,10 @@ class Grader:
         rows: list[dict[str, Any]] = []
         graded: list[tuple[tuple[MetricFamily, ...], list[Any]]] = []   # per row: its families and their replays
         skipped: list[Problem] = []
-        for record in records:
+        for record, doc in zip(records, self._read_bare(records)):
             try:
-                row, families, replays = self._grade_record(parse_record(record, compact=True))
+                row, families, replays = self._grade_record(parse_record(record, compact=True) if doc is None
+                                                            else record._replace(value=doc))
             except InputError as exc:
                 if not skip_invalid:
                     raise
@@ -156,7 +159,21 @@ class Grader:
             for part, add in ((episodes, batch.episodes), (checkpoints, batch.checkpoints)):
                 if part:
                     add.append(in_chunk(part) if regrouped else part)
+        self.steps_graded += batch.n_steps
         return batch, skipped
+
+    def _read_bare(self, records: Sequence[Record]) -> list[dict[str, Any] | None]:
+        """The documents of the lines whose steps hold only an action, read without a dict per step once this
+        grader has graded COMPACT_FROM_STEPS steps (evaluator/bare_steps.py); None for every other record."""
+        docs: list[dict[str, Any] | None] = [None] * len(records)
+        if self.steps_graded < COMPACT_FROM_STEPS:
+            return docs
+        from eebench.evaluator.bare_steps import loads_bare
+
+        lines = [k for k, record in enumerate(records) if type(record.value) is bytes]
+        for k, doc in zip(lines, loads_bare([records[k].value for k in lines])):
+            docs[k] = doc
+        return docs
 
     def _grade_record(self, record: Record) -> tuple[dict[str, Any], tuple[MetricFamily, ...], list[Any]]:
         doc = check_trajectory(record)

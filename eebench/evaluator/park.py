@@ -594,7 +594,8 @@ class ParkFamily:
         """
         cut = [g.actions if len(g.actions) <= g.tables.world.budget else g.actions[:g.tables.world.budget]
                for g in graded]
-        words = cut[0] if len(cut) == 1 else list(chain.from_iterable(cut))   # (one long trajectory: no copy)
+        # (one long trajectory: no copy; a chunk read by bare_steps: one table of words)
+        words = cut[0] if len(cut) == 1 else Actions.joined(cut) or list(chain.from_iterable(cut))
         codes, inexact = word_codes(words)
         offsets = np.zeros(len(graded) + 1, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, cut), dtype=np.int64, count=len(graded)), out=offsets[1:])
