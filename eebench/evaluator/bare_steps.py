@@ -145,11 +145,15 @@ def loads_bare(lines: Sequence[bytes]) -> list[dict[str, Any] | None]:
         except (msgspec.DecodeError, msgspec.ValidationError):
             steps = None
         array = b"" if steps is None else bytes(steps)
-        # A steps array that holds a quote is not inside a string (a string's quotes are escaped), so its first
-        # place on the line is the steps' own, or a value of the same text before it: then the door finds the
+        # Where the steps stand: the line's last value (as most writers put them, eebench's own included), else
+        # the first place of their text. A steps array that holds a quote is not inside a string (a string's quotes
+        # are escaped), so a place that is not the steps' own is a value of the same text: then the door finds the
         # steps still there, not [], and the line is left to parse_record.
         if b'"' in array:
-            where = line.find(array)
+            end = len(line.rstrip())
+            where = end - 1 - len(array)
+            if not (where > 0 and line.startswith(array, where) and line.startswith(b"}", end - 1)):
+                where = line.find(array)
             try:
                 doc = loads_json(line[:where] + b"[]" + line[where + len(array):])
             except (ValueError, JsonLimitError, UnicodeDecodeError):
