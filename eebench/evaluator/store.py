@@ -1149,7 +1149,14 @@ def _column(values: Sequence[Any]) -> np.ndarray | None:
     # text, no value at all, or a nullable number (floats with NaN would lose NULL): keep objects
     if not kinds or type(None) in kinds or any(issubclass(kind, str) for kind in kinds):
         return np.fromiter(values, dtype=object, count=len(values))
+    dtype = _NUMBER_DTYPES.get(kinds.pop()) if len(kinds) == 1 else None
+    if dtype is not None:   # (one pass, where np.array first looks for the type)
+        with contextlib.suppress(OverflowError):   # (an integer past 64 bits: np.array's choice below)
+            return np.fromiter(values, dtype=dtype, count=len(values))
     return np.array(values)
+
+
+_NUMBER_DTYPES = {int: np.int64, float: np.float64, bool: np.bool_}   # what np.array makes of such a column
 
 
 MESSAGE_CHARS = 800  # at most this much of a DuckDB message is quoted (it may echo a huge statement)
