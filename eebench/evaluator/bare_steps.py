@@ -167,12 +167,13 @@ def loads_bare(lines: Sequence[bytes]) -> list[dict[str, Any] | None]:
         return docs
     text = np.frombuffer(b"".join(arrays), dtype=np.uint8)
     lengths = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
+    del arrays
     ends = np.cumsum(lengths)
     most = text.size // 15 + 1   # the shortest step, {"action":null}, is 15 bytes
     kinds = np.empty(most, dtype=np.int8)
-    at = np.empty(most, dtype=np.int64)
-    until = np.empty(most, dtype=np.int64)
-    counts = np.empty(len(arrays), dtype=np.int64)
+    at = np.empty(most, dtype=np.int32)   # (a chunk's lines are bytes: shorter than LONG_LINE_BYTES each)
+    until = np.empty(most, dtype=np.int32)
+    counts = np.empty(lengths.size, dtype=np.int64)
     total = scan(text, ends - lengths, ends, kinds, at, until, counts)
     codes = kinds[:total].astype(np.int32)
     words: list[str | None] = list(WORDS)

@@ -534,9 +534,10 @@ def _ddl(table: str, columns: Iterable[Column]) -> str:
 
 
 Columns = dict[str, np.ndarray | Coded]   # a table's rows as columns, by name
-# Batches of inserts handed to the writer thread at most, so one that takes long does not stop the grading (a
-# whole row group of steps each, some megabytes)
-WRITER_QUEUE = 2
+# Batches of inserts handed to the writer thread at most (a whole row group of steps each, some megabytes). Since
+# lines are read without a dict per step (bare_steps) the grading outpaces the writer, so the queue is full: two
+# held 10 MB more at the peak than one, for the same speed (8.1-8.6 s against 8.1-9.1 s per 5M steps, in turns).
+WRITER_QUEUE = 1
 
 # A Coded column goes in as codes when its words are this many times fewer than its rows, else as Python strings:
 # DuckDB takes a list parameter at about 0.35 us a word, and copies it again as it evaluates the lookup (122,880
