@@ -1,7 +1,7 @@
 """Lines whose steps hold only an action, read a chunk at a time without a dict per step (a large run's lines).
 
 A trajectory line parsed whole makes a dict and a string per step, which the grader then reads back one by one
-(the actions, their move codes, the checks) and frees: half of a main-suite grade's time went there. Here the
+(the actions, their move codes, the checks) and frees: 40% of a grade's grading thread went there. Here the
 top level is split by msgspec (each value a `Raw` view of the line); the steps array is read by a compiled
 scanner that accepts only `[{"action": WORD}, ...]` (any JSON whitespace; WORD null or a string of printable
 ASCII without escapes) and gives each step a number in the chunk's table of distinct actions; the rest of the

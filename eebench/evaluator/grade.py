@@ -1,10 +1,11 @@
 """Grade trajectory files against a folder of instances into DuckDB: stream, replay, write in bulk, one transaction.
 
-Records are read in chunks cut by size (so memory follows steps, not records); each chunk is graded by every
-metric family of its trajectories' world kind and the results are written in order (the step columns of a chunk
-of more than WINDOW_STEPS graded steps, one long trajectory, a window at a time: families.StepWindows). The first
-bad record aborts the run and nothing is written, unless `skip_invalid`, which grades the rest and reports what
-was skipped and why.
+Records are read in chunks cut by size (so memory follows steps, not records; once COMPACT_FROM_STEPS steps are
+graded, the lines whose steps hold only an action are read without a dict per step: bare_steps.py); each chunk is
+graded by every metric family of its trajectories' world kind and the results are written in order (the step
+columns of a chunk of more than WINDOW_STEPS graded steps, one long trajectory, a window at a time:
+families.StepWindows). The first bad record aborts the run and nothing is written, unless `skip_invalid`, which
+grades the rest and reports what was skipped and why.
 """
 
 from __future__ import annotations
