@@ -24,16 +24,16 @@ import numpy as np
 from eebench.documents import JsonLimitError, loads_json
 from eebench.evaluator import park_compiled  # noqa: F401  (first: it sets numba's cache folder)
 from eebench.long_lines import Actions, StepList
+from eebench.world.grid_dag import ACTIONS
 from numba import njit  # noqa: E402
 
 _TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
-WORDS = (None, "up", "down", "left", "right")   # numbers 0-4 of every chunk's table; other words follow
+WORDS = (None, *ACTIONS)   # numbers 0-4 of every chunk's table (null, the four moves); other words follow
 _OTHER = len(WORDS)   # the scanner's number for a word of another spelling (its bytes are located)
 
 _ACTION_KEY = np.frombuffer(b'"action"', dtype=np.uint8)
 _NULL = np.frombuffer(b"null", dtype=np.uint8)
-_UP, _DOWN = np.frombuffer(b"up", dtype=np.uint8), np.frombuffer(b"down", dtype=np.uint8)
-_LEFT, _RIGHT = np.frombuffer(b"left", dtype=np.uint8), np.frombuffer(b"right", dtype=np.uint8)
+_UP, _DOWN, _LEFT, _RIGHT = (np.frombuffer(word.encode(), dtype=np.uint8) for word in ACTIONS)   # numbers 1-4
 
 
 @njit(cache=True, inline="always")
