@@ -393,7 +393,7 @@ def grade_files(files: Sequence[Path], bench: Bench | None, db: Path, *, skip_in
 
 def _grade_here(grader: Grader, files: Sequence[Path], store: ResultStore, skip_invalid: bool,
                 progress: Callable[[int, int], None] | None) -> list[Problem]:
-    """Grade `files` in this process into `store` (whose writer thread inserts a batch while the next is graded);
+    """Grade `files` in this process into `store` (whose writer lanes insert a batch while the next is graded);
     the problems skipped."""
     skipped: list[Problem] = []
     for chunk, batch, problems in written(graded_by(grader, _chunks(files), skip_invalid), store.write):

@@ -451,24 +451,65 @@ class _Memory:
         self.reopen = reopen
         self.retried = False
 
-    def run(self, work: Callable[[], T]) -> T:
-        """Do `work` (which must leave nothing behind when it fails: one statement or one transaction)."""
+    def run(self, work: Callable[[], T], failed: duckdb.Error | None = None) -> T:
+        """Do `work` (which must leave nothing behind when it fails: one statement or one transaction); `failed`:
+        how a first attempt, made elsewhere, failed."""
         self.retried = False
         while True:
-            try:
-                return work()
-            except duckdb.Error as exc:
-                ceiling = _memory_ceiling_mb()
-                if not _out_of_memory(exc) or self.limit_mb >= ceiling:
-                    raise
-                self.limit_mb = min(self.limit_mb * 4, ceiling)
-                if self.reopen is None:
-                    self.con.execute(f"SET memory_limit = '{self.limit_mb}MB'")
-                    continue
-                with contextlib.suppress(duckdb.Error):   # (a connection DuckDB may have invalidated)
-                    self.con.close()
-                self.con = self.reopen(self.limit_mb)
-                self.retried = True
+            if failed is None:
+                try:
+                    return work()
+                except duckdb.Error as exc:
+                    failed = exc
+            ceiling = _memory_ceiling_mb()
+            if not _out_of_memory(failed) or self.limit_mb >= ceiling:
+                raise failed
+            failed = None
+            self.limit_mb = min(self.limit_mb * 4, ceiling)
+            if self.reopen is None:
+                self.con.execute(f"SET memory_limit = '{self.limit_mb}MB'")
+                continue
+            with contextlib.suppress(duckdb.Error):   # (a connection DuckDB may have invalidated)
+                self.con.close()
+            self.con = self.reopen(self.limit_mb)
+            self.retried = True
+
+
+class _Gate:
+    """The writer lanes insert at once (shared); recovering from DuckDB's memory cap reopens the run's file, so it
+    waits until no insert runs, and holds the others back until it is done (exclusive)."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._running = 0
+        self._recovering = False
+        self._to_recover = 0   # lanes waiting to recover: no insert starts meanwhile (or they might wait forever)
+
+    @contextlib.contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._changed:
+            self._changed.wait_for(lambda: not self._recovering and not self._to_recover)
+            self._running += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._running -= 1
+                self._changed.notify_all()
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._changed:
+            self._to_recover += 1
+            self._changed.wait_for(lambda: not self._recovering and not self._running)
+            self._to_recover -= 1
+            self._recovering = True
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._recovering = False
+                self._changed.notify_all()
 
 
 # In a run's staging folder: "<host> <pid>" of the grade that made it (for people, and to leave alone the runs
@@ -534,10 +575,16 @@ def _ddl(table: str, columns: Iterable[Column]) -> str:
 
 
 Columns = dict[str, np.ndarray | Coded]   # a table's rows as columns, by name
-# Batches of inserts handed to the writer thread at most (a whole row group of steps each, some megabytes). Since
-# lines are read without a dict per step (bare_steps) the grading outpaces the writer, so the queue is full: two
-# held 10 MB more at the peak than one, for the same speed (8.1-8.6 s against 8.1-9.1 s per 5M steps, in turns).
-WRITER_QUEUE = 1
+# The writer threads ("lanes"), each inserting through its own connection to the run's file (a cursor): DuckDB
+# appends to different tables at once, and compresses without Python's lock. `steps`, about 70% of the writing,
+# has a lane of its own; the other tables share the second. A table's rows go through one lane, so they stay in
+# order (two transactions appending to one table at once hung a run now and then). Since lines are read without a
+# dict per step (bare_steps) the grading outpaces one writer thread; with two lanes 5M main-suite steps grade in
+# 9.0-9.3 s against 10.6-11.2 s on a busy machine (in turns; the rows are the same, in the same order).
+LANES = {"steps": 0, "trajectories": 1, "episodes": 1, "checkpoints": 1}
+# Inserts handed to a lane and not done, at most (a whole row group of steps each, some megabytes): the grading
+# waits for the lane's oldest beyond that. One a lane was 7-9% slower than two, which held 7 MB more at the peak.
+WRITER_QUEUE = 2
 
 # A Coded column goes in as codes when its words are this many times fewer than its rows, else as Python strings:
 # DuckDB takes a list parameter at about 0.35 us a word, and copies it again as it evaluates the lookup (122,880
@@ -549,7 +596,7 @@ SWITCH_SECONDS = 2e-5  # Python's thread switch interval while a grade writes (i
 
 @contextlib.contextmanager
 def quick_switches() -> Iterator[None]:
-    """Python's switch interval shortened while a store's writer thread inserts beside a grading thread.
+    """Python's switch interval shortened while a store's writer lanes insert beside a grading thread.
 
     DuckDB's client takes Python's lock again and again while it inserts (between its execution steps, and for
     each vector of a column of Python strings). At the default interval it waits up to 5 ms each time for the
@@ -637,8 +684,8 @@ class ResultStore:
 
     The run is built in a new DuckDB file in a temporary folder next to the results file, in the results' own
     tables and column order plus a trailing `trajectory_key` (the trajectory's position in the run, which tells
-    repeated ids apart). Each batch is committed there, by the store's writer thread while the caller grades the
-    next ones (`write`), so memory stays flat however many trajectories a run grades; steps and checkpoints are
+    repeated ids apart). Each batch is committed there, by the store's writer lanes (threads: `steps` in one, the
+    other tables in the other) while the caller grades the next ones (`write`), so memory stays flat however many trajectories a run grades; steps and checkpoints are
     appended a whole number of DuckDB row groups at a time, trajectories and episodes some thousands at a time (the
     rest waits for the next batch: INSERT_ROWS), which DuckDB compresses and writes once, as they come. `commit`
     then makes the run the results:
@@ -673,11 +720,13 @@ class ResultStore:
             raise
         self._next_key = 0
         self._waiting: dict[str, list[Columns]] = {}  # by table: rows not inserted yet (INSERT_ROWS)
-        self._analyze_rows = 0   # DuckDB's pandas_analyze_sample now (ANALYZE_ROWS)
         self._staged_rows = 0   # of every table: DuckDB's cap grows with them (ROWS_PER_CHECKPOINT_MB)
+        self._staged_lock = threading.Lock()   # (for the count and the cap: both lanes raise them)
         self._rows = dict.fromkeys(TABLES, 0)   # by table: what a retried insert finds there if it was committed
-        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="eebench-writer")
-        self._pending: deque[Future[None]] = deque()   # the batches handed to the writer, oldest first
+        self._gate = _Gate()
+        self._lanes = [ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"eebench-writer-{lane}")
+                       for lane in range(max(LANES.values()) + 1)]
+        self._pending: list[deque[Future[None]]] = [deque() for _ in self._lanes]   # by lane, oldest first
         self._waiting_arrow: dict[str, list[pa.Table]] = {}   # rows of `add_rows` not inserted yet, by table
 
     @contextlib.contextmanager
@@ -699,13 +748,30 @@ class ResultStore:
                             f"({self.path} is as it was)")
 
     def _open_stage(self, limit_mb: int) -> duckdb.DuckDBPyConnection:
-        """A connection to the run's file under a cap of `limit_mb` (again after a failed commit: see _Memory)."""
+        """A connection to the run's file under a cap of `limit_mb` (again after a failed commit: see _Memory);
+        the lanes' connections of an earlier one are closed first, so the file is read afresh."""
+        self._close_lanes()
         self.stage = _connect(self._stage_path, spill=self._stage_dir / SPILL_DIR)
         self.stage.execute(f"SET threads = {WRITE_THREADS}")
         if limit_mb != MEMORY_LIMIT_MB:
             self.stage.execute(f"SET memory_limit = '{limit_mb}MB'")
-        self._analyze_rows = 0
         return self.stage
+
+    def _lane(self, lane: int) -> tuple[duckdb.DuckDBPyConnection, dict[str, int]]:
+        """A lane's connection to the run's file, and its settings (made when first used)."""
+        if lane not in self._lane_connections:
+            self._lane_connections[lane] = (self.stage.cursor(), {})
+        return self._lane_connections[lane]
+
+    def _close_stage(self) -> None:
+        self._close_lanes()
+        self.stage.close()
+
+    def _close_lanes(self) -> None:
+        for con, _ in getattr(self, "_lane_connections", {}).values():
+            with contextlib.suppress(duckdb.Error):
+                con.close()
+        self._lane_connections: dict[int, tuple[duckdb.DuckDBPyConnection, dict[str, int]]] = {}
 
     def _check_existing(self) -> None:
         """Refuse, before any grading, a results file eebench cannot add to: damaged, a newer layout, or foreign
@@ -743,8 +809,8 @@ class ResultStore:
     def write(self, batch: Batch) -> None:
         """Stage a batch (committed to the run's file, not yet to the results).
 
-        The columns are made here; DuckDB inserts them in the store's writer thread while the caller grades the
-        next batch, one batch at a time, in order; a failed insert is raised by the next call that uses the run's
+        The columns are made here; DuckDB inserts them in the store's writer lanes while the caller grades the
+        next batch, each table's in order (LANES); a failed insert is raised by the next call that uses the run's
         file. DuckDB compresses and writes without Python's lock, save for brief moments (see quick_switches); a
         Coded column's words are looked up in C, not read from Python strings row by row."""
         if not len(batch):
@@ -762,13 +828,14 @@ class ResultStore:
         self._submit(inserts)
 
     def _submit(self, inserts: list[tuple[str, Columns | pa.Table]]) -> None:
-        """Hand inserts to the writer thread, which does them in order; with WRITER_QUEUE batches handed over
-        already, first wait for the oldest."""
-        if not inserts:
-            return
-        while len(self._pending) >= WRITER_QUEUE:
-            self._pending.popleft().result()
-        self._pending.append(self._writer.submit(self._insert_all, inserts))
+        """Hand inserts to their tables' lanes, which do them in order; with WRITER_QUEUE inserts handed to a lane
+        already, first wait for its oldest."""
+        for table, data in inserts:
+            lane = LANES[table]
+            pending = self._pending[lane]
+            while len(pending) >= WRITER_QUEUE:
+                pending.popleft().result()
+            pending.append(self._lanes[lane].submit(self._insert_all, [(table, data)]))
 
     def _insert_all(self, inserts: list[tuple[str, Columns | pa.Table]]) -> None:
         with self._failures():
@@ -776,9 +843,16 @@ class ResultStore:
                 self._insert(table, data)
 
     def _wait(self) -> None:
-        """Wait for every batch handed to the writer; raise what failed there."""
-        while self._pending:
-            self._pending.popleft().result()
+        """Wait for every insert handed to the lanes; raise what failed there (the first lane's first)."""
+        failed = None
+        for pending in self._pending:
+            while pending:
+                try:
+                    pending.popleft().result()
+                except BaseException as exc:  # noqa: BLE001  (the other lane is waited for all the same)
+                    failed = failed or exc
+        if failed is not None:
+            raise failed
 
     def _queue(self, table: str, data: Columns) -> list[tuple[str, Columns | pa.Table]]:
         """Queue a table's columns; the inserts due: whole multiples of INSERT_ROWS rows."""
@@ -804,7 +878,7 @@ class ResultStore:
         return {name: concatenated([part[name] for part in waiting]) for name in waiting[0]}
 
     def _flush(self) -> None:
-        """Insert the queued rows, after the writer's batch (before the staged rows are queried or committed)."""
+        """Insert the queued rows, after the lanes' inserts (before the staged rows are queried or committed)."""
         self._wait()
         if self._waiting_arrow:
             import pyarrow as pa
@@ -833,18 +907,15 @@ class ResultStore:
                 values.append(f"(${len(words)}::VARCHAR[])[{name} + 1]")
             else:
                 values.append(name)
-        self._staged_rows += rows
-        self._raise_cap(MEMORY_LIMIT_MB + self._staged_rows // ROWS_PER_CHECKPOINT_MB)
         before = self._rows[table]
 
-        def insert() -> None:  # one statement, one transaction: nothing is left of it when it fails
-            if self._memory.retried and self.stage.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] \
-                    == before + rows:
+        def insert(retried: bool) -> None:  # one statement, one transaction: nothing is left of it when it fails
+            con, settings = self._lane(LANES[table])
+            if retried and con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] == before + rows:
                 return  # committed: what failed was DuckDB's checkpoint after the commit
-            if self._analyze_rows != ANALYZE_ROWS[table]:
-                self._analyze_rows = ANALYZE_ROWS[table]
-                self.stage.execute(f"SET pandas_analyze_sample = {self._analyze_rows}")
-            con = self.stage
+            if settings.get("pandas_analyze_sample") != ANALYZE_ROWS[table]:
+                settings["pandas_analyze_sample"] = ANALYZE_ROWS[table]
+                con.execute(f"SET pandas_analyze_sample = {ANALYZE_ROWS[table]}")
             con.register("batch_rows", data)
             try:
                 con.execute(f"INSERT INTO {table} ({', '.join(names)}) SELECT {', '.join(values)} FROM batch_rows",
@@ -852,7 +923,21 @@ class ResultStore:
             finally:
                 with contextlib.suppress(duckdb.Error):   # (a connection DuckDB invalidated)
                     con.unregister("batch_rows")
-        self._memory.run(insert)
+
+        failed = None
+        with self._gate.shared():
+            with self._staged_lock:
+                self._staged_rows += rows
+                self._raise_cap(MEMORY_LIMIT_MB + self._staged_rows // ROWS_PER_CHECKPOINT_MB)
+            try:
+                insert(False)
+            except duckdb.Error as exc:
+                if not _out_of_memory(exc):
+                    raise
+                failed = exc
+        if failed is not None:   # again alone, on the file opened afresh under a higher cap (see _Memory)
+            with self._gate.exclusive():
+                self._memory.run(lambda: insert(self._memory.retried), failed)
         self._rows[table] = before + rows
 
     @property
@@ -951,7 +1036,7 @@ class ResultStore:
             with self._failures():
                 self._flush()
                 if os.path.lexists(self.path):  # (also a link to a file still to be made: DuckDB creates it there)
-                    self.stage.close()
+                    self._close_stage()
                 else:
                     self._finish_as_results()
                     if self._claim():
@@ -989,7 +1074,7 @@ class ResultStore:
             # everything in the file itself: no write-ahead log to carry along
             self._memory.run(lambda: self.stage.execute("CHECKPOINT"))
         finally:
-            self.stage.close()
+            self._close_stage()
         wal = self._stage_path.with_name(self._stage_path.name + ".wal")
         if wal.exists():
             raise EebenchError(f"{self.path}: DuckDB left a write-ahead log after a checkpoint: {wal}")
@@ -1055,17 +1140,15 @@ class ResultStore:
 
     def abort(self) -> None:
         """Drop the staged rows; the results file is left as it was."""
-        while self._pending:   # every batch handed to the writer is done before the file closes
-            with contextlib.suppress(Exception):   # (what they raised does not matter now)
-                self._pending.popleft().result()
+        with contextlib.suppress(Exception):   # every insert handed to a lane is done before the file closes
+            self._wait()                        # (what they raised does not matter now)
         with contextlib.suppress(duckdb.Error, AttributeError):
-            self.stage.close()
+            self._close_stage()
         self._cleanup()
 
     def _cleanup(self) -> None:
-        writer = getattr(self, "_writer", None)
-        if writer is not None:
-            writer.shutdown(wait=True)
+        for lane in getattr(self, "_lanes", ()):
+            lane.shutdown(wait=True)
         shutil.rmtree(self._stage_dir, ignore_errors=True)
         with contextlib.suppress(OSError):
             os.close(self._lock)  # (after the removal: a sweep never takes a folder still being emptied)

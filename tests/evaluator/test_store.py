@@ -210,19 +210,27 @@ def test_an_insert_whose_commit_held_is_not_done_again(tmp_path: Path, monkeypat
     # DuckDB may run out of the cap in the checkpoint after a durable commit ("COMMIT succeeded and is durable,
     # but the autocheckpoint failed"): done again afresh, the insert finds its rows there and adds none
     run = store.ResultStore(tmp_path / "r.duckdb")
-    real = store._Memory.run
+    real_lane = run._lane
 
-    def commit_then_fail(self, work):
-        failed = []
+    class CommitThenFail:   # a lane's connection whose first INSERT commits, then fails as DuckDB's checkpoint did
+        def __init__(self, con):
+            self.con = con
 
-        def work_once_then_fail():
-            result = work()
-            if not failed:
+        def __getattr__(self, name):
+            return getattr(self.con, name)
+
+        def execute(self, sql, *parameters):
+            result = self.con.execute(sql, *parameters)
+            if sql.startswith("INSERT") and not failed:
                 failed.append(True)
                 raise duckdb.OutOfMemoryException("Out of Memory Error: failed to pin block of size 256.0 KiB")
             return result
-        return real(self, work_once_then_fail)
 
+    failed: list[bool] = []
+
+    def lane_failing_once(lane):
+        con, settings = real_lane(lane)
+        return CommitThenFail(con), settings
     def insert(first: int, n: int) -> None:
         run._insert("trajectories", {
             "trajectory_id": np.array([f"t{k}" for k in range(first, first + n)], dtype=object),
@@ -234,8 +242,9 @@ def test_an_insert_whose_commit_held_is_not_done_again(tmp_path: Path, monkeypat
     try:
         insert(0, 3)
         with monkeypatch.context() as patched:
-            patched.setattr(store._Memory, "run", commit_then_fail)
+            patched.setattr(run, "_lane", lane_failing_once)
             insert(3, 4)
+        assert failed
         insert(7, 2)
         assert run._memory.limit_mb == 4 * store.MEMORY_LIMIT_MB   # (one retry, on a connection opened afresh)
         assert run.stage.execute("SELECT list(trajectory_key ORDER BY trajectory_key) FROM trajectories"
@@ -391,7 +400,7 @@ def test_a_large_number_after_thousands_of_rows_keeps_its_type(bench: Path, tmp_
 
 
 def test_the_run_file_is_used_by_one_thread_at_a_time(tmp_path: Path, monkeypatch) -> None:
-    # while the writer thread inserts (slowly here), whatever else uses the run's file waits for it: rows of other
+    # while a writer lane inserts (slowly here), whatever else uses the run's file waits for it: rows of other
     # columns that send the waiting rows first, a raised memory cap, the commit (DuckDB refuses a busy connection)
     import pyarrow as pa
 
@@ -400,8 +409,9 @@ def test_the_run_file_is_used_by_one_thread_at_a_time(tmp_path: Path, monkeypatc
     monkeypatch.setitem(store.INSERT_ROWS, "steps", 2)
     real_insert, real_cap = store.ResultStore._insert, store.ResultStore._raise_cap
 
-    def idle(self) -> bool:   # called in the main thread: no insert handed to the writer is still to finish
-        return threading.current_thread() is not threading.main_thread() or all(f.done() for f in self._pending)
+    def idle(self) -> bool:   # called in the main thread: no insert handed to a lane is still to finish
+        return threading.current_thread() is not threading.main_thread() or \
+            all(f.done() for pending in self._pending for f in pending)
 
     def slow(self, table, data):
         assert idle(self)
@@ -434,3 +444,43 @@ def test_the_run_file_is_used_by_one_thread_at_a_time(tmp_path: Path, monkeypatc
         raise
     assert rows(tmp_path / "r.duckdb", "SELECT trajectory_id, action FROM steps ORDER BY 1") == [
         ("t0", None), ("t1", None), ("t2", "up"), ("t3", None)]
+
+
+def test_a_lane_recovering_from_the_memory_cap_waits_for_the_running_insert_and_goes_before_new_ones() -> None:
+    # a recovery reopens the run's file: it must not start while the other lane inserts, and inserts handed over
+    # meanwhile wait for it (else a busy lane could hold it back forever)
+    import threading
+
+    gate = store._Gate()
+    events: list[str] = []
+    inserting, recovery_asked, release = threading.Event(), threading.Event(), threading.Event()
+
+    def running_insert() -> None:
+        with gate.shared():
+            events.append("insert 1 starts")
+            inserting.set()
+            release.wait(5)
+            events.append("insert 1 ends")
+
+    def recovery() -> None:
+        inserting.wait(5)
+        recovery_asked.set()
+        with gate.exclusive():
+            events.append("recovery")
+
+    def later_insert() -> None:
+        recovery_asked.wait(5)
+        time.sleep(0.05)   # (asked after the recovery was)
+        with gate.shared():
+            events.append("insert 2")
+
+    threads = [threading.Thread(target=work) for work in (running_insert, recovery, later_insert)]
+    for thread in threads:
+        thread.start()
+    recovery_asked.wait(5)
+    time.sleep(0.2)
+    assert events == ["insert 1 starts"]   # the recovery waits, and so does the insert handed over after it
+    release.set()
+    for thread in threads:
+        thread.join(5)
+    assert events == ["insert 1 starts", "insert 1 ends", "recovery", "insert 2"]
