@@ -576,11 +576,11 @@ def _ddl(table: str, columns: Iterable[Column]) -> str:
 
 Columns = dict[str, np.ndarray | Coded]   # a table's rows as columns, by name
 # The writer threads ("lanes"), each inserting through its own connection to the run's file (a cursor): DuckDB
-# appends to different tables at once, and compresses without Python's lock. `steps`, about 70% of the writing,
-# has a lane of its own; the other tables share the second. A table's rows go through one lane, so they stay in
-# order (two transactions appending to one table at once hung a run now and then). Since lines are read without a
-# dict per step (bare_steps) the grading outpaces one writer thread; with two lanes 5M main-suite steps grade in
-# 9.0-9.3 s against 10.6-11.2 s on a busy machine (in turns; the rows are the same, in the same order).
+# appends to different tables at once, and compresses without Python's lock. `steps`, about three quarters of the
+# writing, has a lane of its own; the other tables share the second. A table's rows go through one lane, so they
+# stay in order (two transactions appending to one table at once hung a run now and then). Since lines are read
+# without a dict per step (bare_steps) the grading outpaces one writer thread; with two lanes 5M main-suite steps
+# grade in 9.0-9.3 s against 10.6-11.2 s on a busy machine (in turns; the rows are the same, in the same order).
 LANES = {"steps": 0, "trajectories": 1, "episodes": 1, "checkpoints": 1}
 # Inserts handed to a lane and not done, at most (a whole row group of steps each, some megabytes): the grading
 # waits for the lane's oldest beyond that. One a lane was 7-9% slower than two, which held 7 MB more at the peak.
@@ -685,9 +685,10 @@ class ResultStore:
     The run is built in a new DuckDB file in a temporary folder next to the results file, in the results' own
     tables and column order plus a trailing `trajectory_key` (the trajectory's position in the run, which tells
     repeated ids apart). Each batch is committed there, by the store's writer lanes (threads: `steps` in one, the
-    other tables in the other) while the caller grades the next ones (`write`), so memory stays flat however many trajectories a run grades; steps and checkpoints are
-    appended a whole number of DuckDB row groups at a time, trajectories and episodes some thousands at a time (the
-    rest waits for the next batch: INSERT_ROWS), which DuckDB compresses and writes once, as they come. `commit`
+    other tables in the other) while the caller grades the next ones (`write`), so memory stays flat however many
+    trajectories a run grades; steps and checkpoints are appended a whole number of DuckDB row groups at a time,
+    trajectories and episodes some thousands at a time (the rest waits for the next batch: INSERT_ROWS), which
+    DuckDB compresses and writes once, as they come. `commit`
     then makes the run the results:
     - when there is no results file, the key columns are dropped and the run's file is moved into place;
     - otherwise the run's file is attached to the results file and its rows copied in, in a single transaction,
