@@ -722,7 +722,7 @@ class ResultStore:
         self._next_key = 0
         self._waiting: dict[str, list[Columns]] = {}  # by table: rows not inserted yet (INSERT_ROWS)
         self._staged_rows = 0   # of every table: DuckDB's cap grows with them (ROWS_PER_CHECKPOINT_MB)
-        self._staged_lock = threading.Lock()   # (for the count and the cap: both lanes raise them)
+        self._stage_lock = threading.Lock()   # the lanes' uses of `stage`: the count and the cap, new cursors
         self._rows = dict.fromkeys(TABLES, 0)   # by table: what a retried insert finds there if it was committed
         self._gate = _Gate()
         self._lanes = [ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"eebench-writer-{lane}")
@@ -761,7 +761,8 @@ class ResultStore:
     def _lane(self, lane: int) -> tuple[duckdb.DuckDBPyConnection, dict[str, int]]:
         """A lane's connection to the run's file, and its settings (made when first used)."""
         if lane not in self._lane_connections:
-            self._lane_connections[lane] = (self.stage.cursor(), {})
+            with self._stage_lock:   # (a connection used from two threads at once refuses)
+                self._lane_connections[lane] = (self.stage.cursor(), {})
         return self._lane_connections[lane]
 
     def _close_stage(self) -> None:
@@ -927,7 +928,7 @@ class ResultStore:
 
         failed = None
         with self._gate.shared():
-            with self._staged_lock:
+            with self._stage_lock:
                 self._staged_rows += rows
                 self._raise_cap(MEMORY_LIMIT_MB + self._staged_rows // ROWS_PER_CHECKPOINT_MB)
             try:
