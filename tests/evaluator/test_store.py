@@ -231,6 +231,7 @@ def test_an_insert_whose_commit_held_is_not_done_again(tmp_path: Path, monkeypat
     def lane_failing_once(lane):
         con, settings = real_lane(lane)
         return CommitThenFail(con), settings
+
     def insert(first: int, n: int) -> None:
         run._insert("trajectories", {
             "trajectory_id": np.array([f"t{k}" for k in range(first, first + n)], dtype=object),
