@@ -189,8 +189,8 @@ def test_a_commit_that_ran_out_of_the_cap_is_done_again_afresh(bench: Path, tmp_
     reopened = []
     real = store._Memory.run
 
-    def run(self, work):
-        result = real(self, work)
+    def run(self, work, failed=None):   # (failed: a lane's first attempt, made outside)
+        result = real(self, work, failed)
         reopened.append(self.retried)
         return result
     monkeypatch.setattr(store._Memory, "run", run)
