@@ -703,6 +703,8 @@ class ResultStore:
             self._check_existing()
         self._stage_dir, self._lock = _make_staging(self.path)
         self._stage_path = self._stage_dir / "run.duckdb"
+        # by lane: its connection to the run's file and that connection's settings (made when the lane first needs it)
+        self._lane_connections: dict[int, tuple[duckdb.DuckDBPyConnection, dict[str, int]]] = {}
         try:
             with self._failures():
                 _sweep_abandoned_runs(self.path)
@@ -759,7 +761,7 @@ class ResultStore:
         return self.stage
 
     def _lane(self, lane: int) -> tuple[duckdb.DuckDBPyConnection, dict[str, int]]:
-        """A lane's connection to the run's file, and its settings (made when first used)."""
+        """A lane's connection to the run's file, and its settings."""
         if lane not in self._lane_connections:
             with self._stage_lock:   # (a connection used from two threads at once refuses)
                 self._lane_connections[lane] = (self.stage.cursor(), {})
@@ -770,10 +772,10 @@ class ResultStore:
         self.stage.close()
 
     def _close_lanes(self) -> None:
-        for con, _ in getattr(self, "_lane_connections", {}).values():
+        for con, _ in self._lane_connections.values():
             with contextlib.suppress(duckdb.Error):
                 con.close()
-        self._lane_connections: dict[int, tuple[duckdb.DuckDBPyConnection, dict[str, int]]] = {}
+        self._lane_connections.clear()
 
     def _check_existing(self) -> None:
         """Refuse, before any grading, a results file eebench cannot add to: damaged, a newer layout, or foreign
