@@ -198,11 +198,11 @@ def grade(trajectories: Any, *, bench: str | Path | Instances | Iterable[Any], s
         report = grade_files(trajectories, bench=bench, db=db, skip_invalid=skip_invalid)
         import duckdb
 
+        from eebench.evaluator.store import TABLES
+
         with contextlib.closing(duckdb.connect(str(db), read_only=True)) as con:
-            names = [name for (name,) in con.execute(  # every table of the results file (the views need grade_files)
-                "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' ORDER BY 1"
-            ).fetchall()]
-            tables = {name: con.sql(f"SELECT * FROM {name}").to_arrow_table() for name in names}
+            # every table of the results file, as users see them (the summary views need grade_files)
+            tables = {name: con.sql(f"SELECT * FROM {name}").to_arrow_table() for name in sorted([*TABLES, "meta"])}
     return Results(tables, report)
 
 

@@ -22,7 +22,6 @@ from eebench.errors import EebenchError, InputError, Problem
 
 INSTALL_HINT = "--engine ray needs Ray: pip install 'eebench[ray]'"
 PART = "part-{index:05d}.parquet"
-NOT_PARTITIONED = ("meta",)  # written by `ingest` itself
 
 
 @dataclass(frozen=True)
@@ -67,6 +66,7 @@ def _grade_shard(row: dict[str, Any], bench: dict[str, Any], out: str, skip_inva
     from pyarrow import fs
 
     from eebench.evaluator.grade import Bench, grade_files
+    from eebench.evaluator.store import TABLES
 
     index, source = row["index"], row["path"]
     result: dict[str, Any] = {"index": index, "trajectories": 0, "steps": 0, "problems": []}
@@ -94,10 +94,7 @@ def _grade_shard(row: dict[str, Any], bench: dict[str, Any], out: str, skip_inva
         with contextlib.closing(duckdb.connect(str(db))) as con:
             if str(local) != source:
                 con.execute("UPDATE trajectories SET source_file = ?", [source])
-            tables = [name for (name,) in con.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'").fetchall()
-                if name not in NOT_PARTITIONED]
-            for table in tables:
+            for table in TABLES:   # as users see them (`steps` is a view over narrower storage)
                 part = tmp / f"{table}.parquet"
                 con.execute(f"COPY (SELECT * FROM {table}) TO '{part}' (FORMAT parquet)")
                 target.create_dir(f"{base}/{table}", recursive=True)
@@ -165,7 +162,7 @@ def ingest(parquet_dir: str, db: Path) -> tuple[int, int]:
 
     Returns (trajectories, steps) loaded. Trajectory ids must be unique across the partitions.
     """
-    from eebench.evaluator.store import ResultStore
+    from eebench.evaluator.store import TABLES, ResultStore
 
     source, base = _filesystem(parquet_dir)
     from pyarrow import fs
@@ -175,13 +172,8 @@ def ingest(parquet_dir: str, db: Path) -> tuple[int, int]:
                                          "DIR` writes them)")
     store = ResultStore(db)
     try:
-        stage = store.stage
-        staged = [name for (name,) in stage.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'").fetchall()]
-        for table in ["trajectories", *(t for t in staged if t != "trajectories")]:
-            if source.get_file_info(f"{base}/{table}").type != fs.FileType.Directory:
-                continue
-            _stage_table(store, table, f"{parquet_dir.rstrip('/')}/{table}/*.parquet")
+        _stage_tables(store, parquet_dir.rstrip("/"), [table for table in TABLES if source.get_file_info(
+            f"{base}/{table}").type == fs.FileType.Directory])
         problems = [Problem(file, line, "id", f"trajectory id {tid!r} was already read at {first_file}"
                                               f"{'' if first_line is None else f':{first_line}'}; ids must be unique")
                     for tid, file, line, first_file, first_line in store.duplicates()]
@@ -195,21 +187,33 @@ def ingest(parquet_dir: str, db: Path) -> tuple[int, int]:
     return counts
 
 
-def _stage_table(store: Any, table: str, glob: str) -> None:
-    """Insert a table's partitions into the run's staging table. A trajectory's staging key is its position in the
-    run (partition, then row order); other tables' rows take their trajectory's key. Like every staged write, one
-    statement under the store's memory cap (raised and run again if the statement cannot fit)."""
-    stage = store.stage
-    stored = [name for (name,) in stage.execute(
-        "SELECT column_name FROM duckdb_columns() WHERE table_name = ? AND NOT is_generated "
-        "AND column_name != 'trajectory_key' ORDER BY column_index", [table]).fetchall()]
-    names = ", ".join(stored)
-    read = f"read_parquet('{glob.replace(chr(39), chr(39) * 2)}', filename = true, file_row_number = true)"
-    if table == "trajectories":
-        select = (f"SELECT {names}, row_number() OVER (ORDER BY filename, file_row_number) - 1 FROM {read} "
-                  "ORDER BY filename, file_row_number")
-    else:  # the partitions are read in order (DuckDB keeps insertion order); the key comes from a join
-        select = (f"SELECT {', '.join(f'p.{n}' for n in stored)}, t.trajectory_key FROM {read} p "
-                  "JOIN (SELECT trajectory_id, min(trajectory_key) AS trajectory_key FROM trajectories GROUP BY 1) t "
-                  "USING (trajectory_id)")
-    store._memory.run(lambda: stage.execute(f"INSERT INTO {table} ({names}, trajectory_key) {select}"))
+def _stage_tables(store: Any, parquet_dir: str, tables: list[str]) -> None:
+    """Stage the tables' partitions in the run, in the layout of `store.add_rows`. A trajectory's key is its
+    position in the run (partition, then row order); other tables' rows take their trajectory's key. The
+    partitions are read by a DuckDB of their own, one thread (so in order), and handed over in record batches."""
+    import duckdb
+    import pyarrow as pa
+
+    from eebench.evaluator.store import ROW_GROUP_ROWS
+
+    def read(table: str) -> str:
+        glob = f"{parquet_dir}/{table}/*.parquet".replace("'", "''")
+        return f"read_parquet('{glob}', filename = true, file_row_number = true)"
+
+    schemas = store.arrow_schemas()
+    with contextlib.closing(duckdb.connect()) as con:
+        con.execute("SET threads = 1")
+        first = store.take_keys(con.execute(f"SELECT count(*) FROM {read('trajectories')}").fetchall()[0][0])
+        position = f"{first} + row_number() OVER (ORDER BY filename, file_row_number) - 1"
+        keys = (f"(SELECT trajectory_id, min(trajectory_key) AS trajectory_key FROM (SELECT trajectory_id, "
+                f"{position} AS trajectory_key FROM {read('trajectories')}) GROUP BY 1)")
+        for table in tables:
+            names = [name for name in schemas[table].names if name != "trajectory_key"]
+            if table == "trajectories":
+                select = (f"SELECT {', '.join(names)}, {position} AS trajectory_key FROM {read(table)} "
+                          "ORDER BY filename, file_row_number")
+            else:
+                select = (f"SELECT {', '.join(f'p.{n}' for n in names)}, k.trajectory_key FROM {read(table)} p "
+                          f"JOIN {keys} k USING (trajectory_id)")
+            for batch in con.sql(select).to_arrow_reader(ROW_GROUP_ROWS):
+                store.add_rows(table, pa.Table.from_batches([batch]))

@@ -41,8 +41,7 @@ from eebench.evaluator.park import EXPLOIT_CASES, EXPLORE_CASES, METRIC_VERSION
 if TYPE_CHECKING:
     import pyarrow as pa  # only grading workers' parts are Arrow: a one-process grade does not import it
 
-SCHEMA_VERSION = 3  # of the tables below; a change of meaning or layout bumps it (and gets a step in _upgrade)
-
+SCHEMA_VERSION = 4  # of the tables below; a change of meaning or layout bumps it (and gets a step in _upgrade)
 
 
 def _cases(cases: tuple[int, ...]) -> str:
@@ -152,16 +151,13 @@ STEP_COLUMNS = (
     Column("progress", "TINYINT", "1 if the step entered an unobserved cell or achieved a pending node."),
     Column("stale", "INTEGER", "Stale score S(t) = c + e + n of the no-progress segment (0 on progress)."),
     Column("error", "TINYINT", "err(t) of Park et al., Eq. 1: 1 for an error."),
-    # computed by DuckDB from error and case_id on read (never stored), from the one definition in park.py
-    Column("explore_error", f"TINYINT GENERATED ALWAYS AS ({_attributed(EXPLORE_CASES)}) VIRTUAL",
-           "1 for an error in case 1 or 4."),
-    Column("exploit_error", f"TINYINT GENERATED ALWAYS AS ({_attributed(EXPLOIT_CASES)}) VIRTUAL",
-           "1 for an error in case 2, 3 or 4."),
+    # computed on read from error and case_id (never stored: STEP_VIEW), from the one definition in park.py
+    Column("explore_error", "TINYINT", "1 for an error in case 1 or 4."),
+    Column("exploit_error", "TINYINT", "1 for an error in case 2, 3 or 4."),
     # schema 2
     Column("episode", "SMALLINT NOT NULL DEFAULT 0", "The episode of the step, from 0 (0 in single-episode worlds)."),
     Column("room", "VARCHAR", "rooms: the room the agent is in after the step; NULL for grid_dag."),
-    Column("state", "VARCHAR GENERATED ALWAYS AS "
-                    "(coalesce(room, logged_state, to_x::VARCHAR || ',' || to_y::VARCHAR)) VIRTUAL",
+    Column("state", "VARCHAR",
            "The state after the step: the room id, `x,y` of the cell entered for grid_dag, `logged_state` for "
            "logged (computed on read)."),
     # schema 3: the coverage family
@@ -173,8 +169,37 @@ STEP_COLUMNS = (
     Column("logged_state", "VARCHAR", "logged: the state read from the log (the step's `state`, its set's state "
                                       "regex, else the previous step's); NULL for simulated worlds."),
 )
-STORED_STEP_COLUMNS = tuple(c for c in STEP_COLUMNS if "GENERATED" not in c.type)
 V1_STEP_COLUMNS = 16
+
+# Schema 4: `steps` is a view over narrower rows in the schema `storage` (writing the two per-step texts was a
+# quarter of a grade's time): a step names its trajectory and its action by integer keys into two small tables,
+# and the view looks each up by position in a list of the table's values (a join would not keep the rows' order,
+# which `SELECT * FROM steps` has always had: the order graded). Keys are dense from 0 in a results file: a run's
+# keys follow the file's; a key whose rows were replaced or dropped stays, unused (or NULL: a dropped duplicate).
+STORAGE = "storage"
+_TRAJECTORY_KEY = Column("trajectory_key", "BIGINT NOT NULL", "The step's trajectory: a row of "
+                                                              "storage.trajectory_keys.")
+TRAJECTORY_KEY_COLUMNS = (
+    Column("trajectory_key", "BIGINT NOT NULL", "Position in the list the view looks up: dense from 0."),
+    Column("trajectory_id", "VARCHAR", "The trajectory id; NULL for a key no row uses (a duplicate in its run)."),
+)
+ACTION_COLUMNS = (
+    Column("action_key", "INTEGER NOT NULL", "Position in the list the view looks up: dense from 0."),
+    Column("action", "VARCHAR", "The action as written in the log (NULL: none could be read)."),
+)
+STEP_VIEW = {   # the columns of the view `steps` that are not stored as they are
+    "trajectory_id": f"(SELECT list(trajectory_id ORDER BY trajectory_key) FROM {STORAGE}.trajectory_keys)"
+                     "[trajectory_key + 1]",
+    "action": f"(SELECT list(action ORDER BY action_key) FROM {STORAGE}.actions)[action_key + 1]",
+    "explore_error": _attributed(EXPLORE_CASES),
+    "exploit_error": _attributed(EXPLOIT_CASES),
+    "state": "coalesce(room, logged_state, to_x::VARCHAR || ',' || to_y::VARCHAR)",
+}
+STEP_STORAGE_COLUMNS = (_TRAJECTORY_KEY,
+                        Column("action_key", "INTEGER", "The step's action: a row of storage.actions."),
+                        *(c for c in STEP_COLUMNS if c.name not in STEP_VIEW))
+STEPS_VIEW_SQL = ("SELECT " + ", ".join(f"{STEP_VIEW[c.name]} AS {c.name}" if c.name in STEP_VIEW else c.name
+                                        for c in STEP_COLUMNS) + f" FROM {STORAGE}.steps")
 
 EPISODE_COLUMNS = (
     Column("trajectory_id", "VARCHAR NOT NULL", "The trajectory the episode belongs to."),
@@ -376,9 +401,14 @@ INSERT_ROWS = {"steps": ROW_GROUP_ROWS, "checkpoints": ROW_GROUP_ROWS, "trajecto
 ANALYZE_ROWS = {"steps": 1000, "checkpoints": 1000, "trajectories": 1 << 40, "episodes": 1 << 40}
 T = TypeVar("T")
 TABLES = {"trajectories": TRAJECTORY_COLUMNS, "steps": STEP_COLUMNS, "episodes": EPISODE_COLUMNS,
+          "checkpoints": CHECKPOINT_COLUMNS}   # as users see them (`steps` a view)
+# Where each table's rows are stored, and how: in a results file (and a run's, where the tables of `main` have the
+# key column too; `steps` has it anyway); the two tables `steps` looks its texts up in.
+STORED = {"trajectories": TRAJECTORY_COLUMNS, "steps": STEP_STORAGE_COLUMNS, "episodes": EPISODE_COLUMNS,
           "checkpoints": CHECKPOINT_COLUMNS}
-STORED = {"trajectories": TRAJECTORY_COLUMNS, "steps": STORED_STEP_COLUMNS, "episodes": EPISODE_COLUMNS,
-          "checkpoints": CHECKPOINT_COLUMNS}
+RELATIONS = {table: f"{STORAGE}.steps" if table == "steps" else table for table in TABLES}
+LOOKUPS = {f"{STORAGE}.trajectory_keys": TRAJECTORY_KEY_COLUMNS, f"{STORAGE}.actions": ACTION_COLUMNS}
+STAGED = {table: columns if table == "steps" else (*columns, _KEY) for table, columns in STORED.items()}
 
 
 def _connect(path: Path, *, read_only: bool = False, spill: Path | None = None,
@@ -714,14 +744,14 @@ class ResultStore:
                 except InputError as exc:  # a new file that cannot be made: a full disk, say
                     raise self._failed(str(exc)) from None
                 self._memory = _Memory(self.stage, reopen=self._open_stage)
-                self.stage.execute(_ddl("trajectories", (*TRAJECTORY_COLUMNS, _KEY)))
-                self.stage.execute(_ddl("steps", (*STEP_COLUMNS, _KEY)))  # after the generated columns: it is dropped
-                self.stage.execute(_ddl("episodes", (*EPISODE_COLUMNS, _KEY)))
-                self.stage.execute(_ddl("checkpoints", (*CHECKPOINT_COLUMNS, _KEY)))
+                self.stage.execute(f"CREATE SCHEMA {STORAGE}")
+                for table, columns in STAGED.items():
+                    self.stage.execute(_ddl(RELATIONS[table], columns))
         except BaseException:
             self._cleanup()
             raise
-        self._next_key = 0
+        self._next_key = 0   # the run's trajectories are keyed 0, 1, ... in input order
+        self._actions: dict[str | None, int] = {}   # the run's action words, by key (storage.actions)
         self._waiting: dict[str, list[Columns]] = {}  # by table: rows not inserted yet (INSERT_ROWS)
         self._staged_rows = 0   # of every table: DuckDB's cap grows with them (ROWS_PER_CHECKPOINT_MB)
         self._stage_lock = threading.Lock()   # the lanes' uses of `stage`: the count and the cap, new cursors
@@ -825,11 +855,26 @@ class ResultStore:
         # a long trajectory's windows go to the writer as they are due, so its rows are never in memory whole
         eager = any(isinstance(part, StepWindows) for part in batch.steps)
         for table, data in batch_tables(batch, keys):
-            inserts.extend(self._queue(table, data))
+            inserts.extend(self._queue(table, self._narrow_steps(data) if table == "steps" else data))
             if eager and inserts:
                 self._submit(inserts)
                 inserts = []
         self._submit(inserts)
+
+    def _narrow_steps(self, data: Columns) -> Columns:
+        """Step columns as stored: the trajectory by its key alone, the action by its key (STEP_VIEW)."""
+        data = {name: values for name, values in data.items() if name != "trajectory_id"}
+        action = data.pop("action", None)
+        if isinstance(action, Coded):
+            data["action_key"] = self._action_keys(action.words)[action.codes]
+        elif action is not None:
+            data["action_key"] = self._action_keys(action)
+        return data
+
+    def _action_keys(self, words: Sequence[str | None]) -> np.ndarray:
+        """The keys of action words in the run (a word new to it gets the next key)."""
+        known = self._actions
+        return np.fromiter((known.setdefault(word, len(known)) for word in words), dtype=np.int32, count=len(words))
 
     def _submit(self, inserts: list[tuple[str, Columns | pa.Table]]) -> None:
         """Hand inserts to their tables' lanes, which do them in order; with WRITER_QUEUE inserts handed to a lane
@@ -894,7 +939,7 @@ class ResultStore:
 
     def _insert(self, table: str, data: Columns | pa.Table) -> None:
         given = set(getattr(data, "column_names", data))  # an Arrow table's, or a dict's
-        names = [c.name for c in (*STORED[table], _KEY) if c.name in given]  # the others are NULL
+        names = [c.name for c in STAGED[table] if c.name in given]  # the others are NULL
         rows = data.num_rows if hasattr(data, "num_rows") else len(data[_KEY.name])
         # a Coded column goes in as its codes, which DuckDB looks up in its words (a list parameter), unless they
         # are too many for its rows (CODED_ROWS_PER_WORD)
@@ -915,14 +960,15 @@ class ResultStore:
 
         def insert(retried: bool) -> None:  # one statement, one transaction: nothing is left of it when it fails
             con, settings = self._lane(LANES[table])
-            if retried and con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] == before + rows:
+            if retried and con.execute(f"SELECT count(*) FROM {RELATIONS[table]}").fetchall()[0][0] == before + rows:
                 return  # committed: what failed was DuckDB's checkpoint after the commit
             if settings.get("pandas_analyze_sample") != ANALYZE_ROWS[table]:
                 settings["pandas_analyze_sample"] = ANALYZE_ROWS[table]
                 con.execute(f"SET pandas_analyze_sample = {ANALYZE_ROWS[table]}")
             con.register("batch_rows", data)
             try:
-                con.execute(f"INSERT INTO {table} ({', '.join(names)}) SELECT {', '.join(values)} FROM batch_rows",
+                con.execute(f"INSERT INTO {RELATIONS[table]} ({', '.join(names)}) SELECT {', '.join(values)} "
+                            "FROM batch_rows",
                             words or None)
             finally:
                 with contextlib.suppress(duckdb.Error):   # (a connection DuckDB invalidated)
@@ -962,18 +1008,30 @@ class ResultStore:
                 self.stage.execute(f"SET memory_limit = '{limit_mb}MB'")
 
     def arrow_schemas(self) -> dict[str, pa.Schema]:
-        """The staged tables' stored columns and trajectory_key as Arrow schemas: the layout of `add_rows`."""
+        """The layout of `add_rows` as Arrow schemas: each table's stored columns and trajectory_key (steps with
+        their action as text)."""
+        def column(c: Column) -> str:
+            return "NULL::VARCHAR AS action" if c.name == "action_key" else c.name
+
         with self._failures():
-            return {table: self.stage.sql(
-                f"SELECT {', '.join(c.name for c in (*columns, _KEY))} FROM {table} LIMIT 0").to_arrow_table().schema
-                for table, columns in STORED.items()}
+            return {table: self.stage.sql(f"SELECT {', '.join(map(column, columns))} FROM {RELATIONS[table]} LIMIT 0"
+                                          ).to_arrow_table().schema for table, columns in STAGED.items()}
+
+    def take_keys(self, count: int) -> int:
+        """Reserve the run's next `count` trajectory keys, for rows that `add_rows` will stage (a grading worker's
+        piece, Parquet partitions); the first of them."""
+        first = self._next_key
+        self._next_key += count
+        return first
 
     def add_rows(self, table: str, rows: pa.Table) -> None:
-        """Stage rows given as Arrow in the layout of `arrow_schemas`, trajectory_key included (a grading worker's
-        part). They wait until there are whole multiples of INSERT_ROWS to insert, as `write`'s do (so the small
-        parts of many pieces make one insert)."""
+        """Stage rows given as Arrow in the layout of `arrow_schemas`, trajectory_key (from `take_keys`) included
+        (a grading worker's part). They wait until there are whole multiples of INSERT_ROWS to insert, as
+        `write`'s do (so the small parts of many pieces make one insert)."""
         import pyarrow as pa
 
+        if table == "steps":
+            rows = self._narrow_arrow_steps(rows)
         with self._failures():
             waiting = self._waiting_arrow.setdefault(table, [])
             if waiting and waiting[0].schema != rows.schema:  # another world's columns: what waits goes first
@@ -987,6 +1045,19 @@ class ResultStore:
                 cut = count - count % size
                 self._submit([(table, queued.slice(0, cut))])
                 waiting[:] = [queued.slice(cut)] if cut < count else []
+
+    def _narrow_arrow_steps(self, rows: pa.Table) -> pa.Table:
+        """`_narrow_steps` for Arrow rows: each distinct word of the action column looked up once."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if "trajectory_id" in rows.column_names:
+            rows = rows.drop_columns(["trajectory_id"])
+        if "action" in rows.column_names:
+            words = pc.dictionary_encode(rows["action"].combine_chunks(), null_encoding="encode")
+            keys = pa.array(self._action_keys(words.dictionary.to_pylist())).take(words.indices)
+            rows = rows.drop_columns(["action"]).append_column("action_key", keys)
+        return rows
 
     def _staged(self, sql: str) -> list[tuple[Any, ...]]:
         """Rows of a query over the staged run (queued steps inserted first)."""
@@ -1008,9 +1079,9 @@ class ResultStore:
             self._flush()
             self._memory.run(lambda: self._in_transaction(   # (done again, it deletes nothing more)
                 f"DELETE FROM trajectories WHERE trajectory_key NOT IN (SELECT trajectory_key FROM {_FIRST_COPIES})",
-                *(f"DELETE FROM {table} WHERE trajectory_key NOT IN (SELECT trajectory_key FROM trajectories)"
-                  for table in ("steps", "episodes", "checkpoints"))))
-            self._rows = {table: self.stage.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
+                *(f"DELETE FROM {RELATIONS[table]} WHERE trajectory_key NOT IN (SELECT trajectory_key FROM "
+                  "trajectories)" for table in ("steps", "episodes", "checkpoints"))))
+            self._rows = {table: self.stage.execute(f"SELECT count(*) FROM {RELATIONS[table]}").fetchall()[0][0]
                           for table in TABLES}
 
     def _in_transaction(self, *statements: str) -> None:
@@ -1039,6 +1110,7 @@ class ResultStore:
         try:
             with self._failures():
                 self._flush()
+                self._write_lookups()
                 if os.path.lexists(self.path):  # (also a link to a file still to be made: DuckDB creates it there)
                     self._close_stage()
                 else:
@@ -1051,6 +1123,26 @@ class ResultStore:
                 return self._copy_into_results()
         finally:
             self._cleanup()
+
+    def _write_lookups(self) -> None:
+        """The run's storage.trajectory_keys (NULL for the key of a duplicate dropped) and storage.actions."""
+        words = np.empty(len(self._actions), dtype=object)
+        words[:] = list(self._actions)   # (in the order of their keys)
+        con = self.stage
+
+        def write() -> None:   # (done again, it writes the same rows)
+            with _transaction(con):
+                for relation, columns in LOOKUPS.items():
+                    con.execute(_ddl(relation, columns))
+                    con.execute(f"DELETE FROM {relation}")
+                con.execute(f"INSERT INTO {STORAGE}.trajectory_keys SELECT range, t.trajectory_id FROM "
+                            f"range({self._next_key}) LEFT JOIN trajectories t ON t.trajectory_key = range")
+                con.register("action_words", {"action_key": np.arange(len(words), dtype=np.int32), "action": words})
+                try:
+                    con.execute(f"INSERT INTO {STORAGE}.actions SELECT action_key, action FROM action_words")
+                finally:
+                    con.unregister("action_words")
+        self._memory.run(write)
 
     def _claim(self) -> bool:
         """Put the finished run's file in place as the results file, unless one appeared meanwhile."""
@@ -1070,7 +1162,8 @@ class ResultStore:
             con = self.stage
             with _transaction(con):
                 for table in TABLES:
-                    con.execute(f"ALTER TABLE {table} DROP COLUMN IF EXISTS {_KEY.name}")
+                    if table != "steps":   # (whose key stays: storage.trajectory_keys)
+                        con.execute(f"ALTER TABLE {table} DROP COLUMN IF EXISTS {_KEY.name}")
                 self._write_meta_and_views(con)
 
         try:
@@ -1113,8 +1206,9 @@ class ResultStore:
         with _transaction(con):
             _upgrade(con)
             con.execute(_ddl("meta", META_COLUMNS))
-            for table, columns in TABLES.items():
-                con.execute(_ddl(table, columns))
+            con.execute(f"CREATE SCHEMA IF NOT EXISTS {STORAGE}")
+            for relation, columns in (*((RELATIONS[t], c) for t, c in STORED.items()), *LOOKUPS.items()):
+                con.execute(_ddl(relation, columns))
             self._write_meta_and_views(con)
             count, unbundled, bundles = con.execute("""
                 SELECT count(*),
@@ -1124,17 +1218,26 @@ class ResultStore:
                 FROM trajectories r JOIN stage.trajectories s USING (trajectory_id)""").fetchall()[0]
             if not first:
                 first.append(Replaced(count, unbundled, tuple(bundles or ())))
-            for table in ("steps", "episodes", "checkpoints", "trajectories"):
+            con.execute(f"DELETE FROM {STORAGE}.steps WHERE trajectory_key IN (SELECT trajectory_key FROM "
+                        f"{STORAGE}.trajectory_keys WHERE trajectory_id IN (SELECT trajectory_id FROM stage.trajectories))")
+            for table in ("episodes", "checkpoints", "trajectories"):
                 con.execute(f"DELETE FROM {table} WHERE trajectory_id IN "
                             "(SELECT trajectory_id FROM stage.trajectories)")
-            for table, columns in STORED.items():
-                names = ", ".join(c.name for c in columns)  # the run's rows are in run order already
-                con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM stage.{table}")
+            # the run's keys follow the file's (dense: the view looks them up by position)
+            after = dict(zip(("trajectory_key", "action_key"), con.execute(
+                f"SELECT (SELECT count(*) FROM {STORAGE}.trajectory_keys), (SELECT count(*) FROM {STORAGE}.actions)"
+            ).fetchall()[0]))
+            for relation, columns in (*LOOKUPS.items(), *((RELATIONS[t], c) for t, c in STORED.items())):
+                names = [c.name for c in columns]  # the run's rows are in run order already
+                values = [f"{name} + {after[name]}" if name in after else name for name in names]
+                con.execute(f"INSERT INTO {relation} ({', '.join(names)}) SELECT {', '.join(values)} "
+                            f"FROM stage.{relation}")
         return first[0]
 
     @staticmethod
     def _write_meta_and_views(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(_ddl("meta", META_COLUMNS))
+        con.execute(f"CREATE OR REPLACE VIEW steps AS {STEPS_VIEW_SQL}")   # (first: the other views read it)
         for name, (_, sql) in VIEWS.items():
             con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
         con.execute("DELETE FROM meta")
@@ -1162,9 +1265,10 @@ class ResultStore:
 # Older schemas (in the grade's transaction). Schema 2 added the world kind and the gaps family's columns, made
 # the Park-only columns nullable and gave `steps` `episode`, `room` and the computed `state`; schema 3 added the
 # coverage columns, made `instance_sha256`, `invalid_moves` and `valid` nullable (logged trajectories) and
-# computes `state` from `logged_state` too. DuckDB neither adds a computed column nor changes NOT NULL after an
-# update in one transaction, so `trajectories` and `steps` are rebuilt in the new layout from the columns their old
-# rows have; new tables (`episodes`, `checkpoints`) are made by the caller's DDL.
+# computes `state` from `logged_state` too; schema 4 stores the steps narrower (STORAGE) under the view `steps`.
+# DuckDB changes no NOT NULL after an update in one transaction, so an older `trajectories` is rebuilt in the new
+# layout from the columns its rows have, and the old `steps` table is moved into storage.steps in its order; new
+# tables (`episodes`, `checkpoints`) are made by the caller's DDL.
 _OLD_ROW_FILLS = {"trajectories": {"env": "'grid_dag'"}, "steps": {"episode": "0"}}   # new NOT NULL columns
 
 
@@ -1179,17 +1283,36 @@ def _upgrade(con: duckdb.DuckDBPyConnection) -> None:
                             "AND NOT internal").fetchall():  # ours are made again after the upgrade
         if name[0] in VIEWS:
             con.execute(f"DROP VIEW {name[0]}")
-    for table in ("trajectories", "steps"):
-        old = {row[0] for row in con.execute(
+
+    def old_columns(table: str) -> set[str]:
+        return {row[0] for row in con.execute(
             "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() "
             "AND schema_name = 'main' AND table_name = ?", [table]).fetchall()}
-        kept = [c.name for c in STORED[table] if c.name in old]
-        fills = {name: value for name, value in _OLD_ROW_FILLS[table].items() if name not in old}
-        con.execute(_ddl(f"{table}_upgraded", TABLES[table]))
-        con.execute(f"INSERT INTO {table}_upgraded ({', '.join([*kept, *fills])}) "
-                    f"SELECT {', '.join([*kept, *fills.values()])} FROM {table}")
-        con.execute(f"DROP TABLE {table}")
-        con.execute(f"ALTER TABLE {table}_upgraded RENAME TO {table}")
+
+    if int(found[0]) < 3:
+        old = old_columns("trajectories")
+        kept = [c.name for c in TRAJECTORY_COLUMNS if c.name in old]
+        fills = {name: value for name, value in _OLD_ROW_FILLS["trajectories"].items() if name not in old}
+        con.execute(_ddl("trajectories_upgraded", TRAJECTORY_COLUMNS))
+        con.execute(f"INSERT INTO trajectories_upgraded ({', '.join([*kept, *fills])}) "
+                    f"SELECT {', '.join([*kept, *fills.values()])} FROM trajectories")
+        con.execute("DROP TABLE trajectories")
+        con.execute("ALTER TABLE trajectories_upgraded RENAME TO trajectories")
+    old = old_columns("steps")
+    kept = [c.name for c in STEP_STORAGE_COLUMNS if c.name in old]
+    fills = {name: value for name, value in _OLD_ROW_FILLS["steps"].items() if name not in old}
+    con.execute(f"CREATE SCHEMA IF NOT EXISTS {STORAGE}")
+    for relation, columns in ((RELATIONS["steps"], STEP_STORAGE_COLUMNS), *LOOKUPS.items()):
+        con.execute(_ddl(relation, columns))
+    con.execute(f"INSERT INTO {STORAGE}.trajectory_keys SELECT row_number() OVER (ORDER BY trajectory_id) - 1, "
+                "trajectory_id FROM (SELECT DISTINCT trajectory_id FROM steps)")
+    con.execute(f"INSERT INTO {STORAGE}.actions SELECT row_number() OVER (ORDER BY action) - 1, action "
+                "FROM (SELECT DISTINCT action FROM steps WHERE action IS NOT NULL)")
+    con.execute(f"INSERT INTO {STORAGE}.steps (trajectory_key, action_key, {', '.join([*kept, *fills])}) "
+                f"SELECT k.trajectory_key, a.action_key, {', '.join([*(f's.{n}' for n in kept), *fills.values()])} "
+                f"FROM steps s JOIN {STORAGE}.trajectory_keys k USING (trajectory_id) "
+                f"LEFT JOIN {STORAGE}.actions a ON a.action = s.action ORDER BY s.rowid")
+    con.execute("DROP TABLE steps")
 
 
 @contextlib.contextmanager
@@ -1313,6 +1436,17 @@ def _sql_error(exc: duckdb.Error) -> InputError:
     return InputError(f"SQL: {text}")
 
 
+def _refuse_writes(con: duckdb.DuckDBPyConnection, sql: str) -> None:
+    """Refuse a statement that would change rows, in DuckDB's words for a read-only file: on the view `steps`
+    DuckDB's binder would refuse it first, saying that it can only delete from a base table."""
+    for statement in con.extract_statements(sql):
+        if statement.type.name in ("INSERT", "UPDATE", "DELETE"):
+            database = con.execute("SELECT current_database()").fetchall()[0][0]
+            raise _sql_error(duckdb.InvalidInputException(
+                f'Invalid Input Error: Cannot execute statement of type "{statement.type.name}" on database '
+                f'"{database}" which is attached in read-only mode!'))
+
+
 @contextlib.contextmanager
 def query_rows(db: Path | str, sql: str, *, timeout: float | None = None) -> Iterator[QueryResult]:
     """Run SQL over a results file, read-only (enforced by DuckDB, see READ_ONLY_CONFIG); rows stream in batches.
@@ -1350,6 +1484,7 @@ def query_rows(db: Path | str, sql: str, *, timeout: float | None = None) -> Ite
             if timer:
                 timer.daemon = True
                 timer.start()
+            run(lambda: _refuse_writes(con, sql))
             cursor = run(lambda: con.execute(sql))
             columns = [d[0] for d in cursor.description or []]
             yield QueryResult(columns, batches() if columns else iter(()))

@@ -4,10 +4,11 @@ The input is cut into pieces in input order: JSONL files into byte ranges cut at
 every core), other files (.json) whole. Each piece knows the true line and record number it starts at, so rows
 and messages name the lines one process would. N worker processes take pieces as they come free (a slow or late
 worker holds no one up), grade each with the same `Grader` as one process, and write its rows as Arrow files in
-the layout of the run's staged tables, in the run's staging folder. The parent adds each piece's rows to the run
-as they arrive (the DuckDB writing, the part that stays serial, overlaps the grading), with trajectory keys
-`piece << 32 | position`: duplicates, `skip_invalid`, the empty-input rule and coverage notes are then judged in
-input order by the store and `grade_files`, as for one process (the rows are stored in the order they arrive).
+the layout of the run's staged tables, in the run's staging folder. The parent adds the pieces' rows to the run
+in input order as they are ready (the DuckDB writing, the part that stays serial, overlaps the grading), each
+piece's trajectories keyed after the earlier pieces': the rows, their order and their keys are one process's, so
+duplicates, `skip_invalid`, the empty-input rule and coverage notes are judged by the store and `grade_files` as
+for one process.
 Of the problems, the one raised is the first in input order: pieces after a failed one are not graded, pieces
 before it are awaited.
 """
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 PIECE_BYTES = 4 << 20   # of JSONL per piece: enough to pay for its Arrow files, small enough to balance the end
 BLOCK_BYTES = 1 << 20   # read at a time while cutting pieces
 LONG_LINE = 4 << 20     # a line longer than this ends the cutting of its file (the rest is one piece)
-PIECE_SHIFT = 32        # trajectory_key = piece << PIECE_SHIFT | position in the piece: the run's order
 POLL_SECONDS = 0.2      # how often the parent looks for workers that died
 PARTS_DIR = "parts"     # in the run's staging folder
 WRITER_MEMORY_MB = 160  # DuckDB's cap in the parent, which grades nothing (see grade_in_workers)
@@ -162,7 +162,7 @@ class _PartWriter:
         self.folder, self.piece, self.schemas = folder, piece, schemas
         self.parts: list[tuple[str, str]] = []   # (table, Arrow file), in the order made
         self._writers: dict[tuple[str, tuple[str, ...]], Any] = {}
-        self._next = piece.index << PIECE_SHIFT
+        self._next = 0   # trajectory_key: the position in the piece (the parent adds the keys of earlier pieces)
 
     def write(self, batch: Batch) -> None:
         import pyarrow as pa
@@ -285,6 +285,7 @@ def grade_in_workers(files: Sequence[Path], bench: Bench | None, graded_at: dt.d
             tasks.put(None)
         starter.join()
         outcomes: dict[int, Outcome] = {}
+        added = 0   # pieces whose rows are in the run: those before it, in input order
         while not all(k in outcomes for k in range(min(len(planned), stop.value + 1))):
             try:
                 message = results.get(timeout=POLL_SECONDS)
@@ -302,10 +303,12 @@ def grade_in_workers(files: Sequence[Path], bench: Bench | None, graded_at: dt.d
                 outcomes[message.index] = message
                 if message.error is not None:
                     stop.value = min(stop.value, message.index)
-                elif message.index < stop.value:
-                    _add_parts(store, message.parts)
-                for _, file in message.parts:
-                    os.remove(file)
+                while added in outcomes and added < stop.value:
+                    _add_parts(store, outcomes[added].parts)
+                    _remove_parts(outcomes[added])
+                    added += 1
+                if message.index >= stop.value:   # not wanted
+                    _remove_parts(message)
         return _in_input_order(planned, outcomes)
     finally:
         stop.value = -1
@@ -322,11 +325,24 @@ def grade_in_workers(files: Sequence[Path], bench: Bench | None, graded_at: dt.d
 
 
 def _add_parts(store: ResultStore, parts: list[tuple[str, str]]) -> None:
+    """Add a piece's rows to the run, its trajectories keyed after those of the run so far."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
+    tables = []
     for table, file in parts:
-        with pa.memory_map(file) as source:
-            store.add_rows(table, pa.ipc.open_file(source).read_all())
+        with pa.memory_map(file) as source:   # (the rows keep the mapping: closed, it is not unmapped)
+            tables.append((table, pa.ipc.open_file(source).read_all()))
+    first = store.take_keys(sum(len(rows) for table, rows in tables if table == "trajectories"))
+    for table, rows in tables:
+        at = rows.schema.get_field_index("trajectory_key")
+        store.add_rows(table, rows.set_column(at, "trajectory_key", pc.add(rows["trajectory_key"], first)))
+
+
+def _remove_parts(outcome: Outcome) -> None:
+    for _, file in outcome.parts:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(file)
 
 
 def _in_input_order(planned: list[Piece], outcomes: dict[int, Outcome]) -> list[Problem]:

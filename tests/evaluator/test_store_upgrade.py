@@ -1,5 +1,6 @@
-"""Results schema 1 -> 2: a real schema 1 file (made by eebench at e940368) is upgraded by the next grade, in its
-transaction; the schema 1 rows keep every value, and the upgraded file has exactly a fresh file's layout."""
+"""Results schemas 1 and 3 -> now: real files of those schemas (made by eebench at e940368 and 6e8f621) are
+upgraded by the next grade, in its transaction; the old rows keep every value (and the steps their order), and the
+upgraded file has exactly a fresh file's layout."""
 
 from __future__ import annotations
 
@@ -13,17 +14,22 @@ import pytest
 from eebench.evaluator.store import SCHEMA_VERSION, V1_STEP_COLUMNS, V1_TRAJECTORY_COLUMNS
 from eebench.instances import write_instances
 from tests.conftest import make_instance, rows, write_jsonl
+from eebench.world.rooms import RoomsInstance
+from tests.evaluator.test_gaps import LINE
 from tests.evaluator.test_grade import CORRIDOR, SOLVE, trajectory
 
-V1_FILE = Path(__file__).parent / "data" / "results-v1.duckdb.gz"
+DATA = Path(__file__).parent / "data"
+
+
+def unzipped(name: str, db: Path) -> Path:
+    with gzip.open(DATA / name) as source, db.open("wb") as target:
+        shutil.copyfileobj(source, target)
+    return db
 
 
 @pytest.fixture
 def v1(tmp_path: Path) -> Path:
-    db = tmp_path / "results.duckdb"
-    with gzip.open(V1_FILE) as source, db.open("wb") as target:
-        shutil.copyfileobj(source, target)
-    return db
+    return unzipped("results-v1.duckdb.gz", tmp_path / "results.duckdb")
 
 
 @pytest.fixture
@@ -83,3 +89,30 @@ def test_a_failed_grade_leaves_a_schema_1_file_as_it_was(cli, v1: Path, bench: P
     cli("grade", bad, "--bench", bench, "--db", v1, code=2)
     assert v1.read_bytes() == before
     assert rows(v1, "SELECT value FROM meta WHERE key = 'schema_version'") == [("1",)]
+
+
+STEP_TYPES = ("SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = 'main' "
+              "AND table_name = 'steps' ORDER BY ordinal_position")
+
+
+def test_the_next_grade_moves_a_schema_3_file_s_steps_into_storage_in_their_order(cli, tmp_path: Path) -> None:
+    v3 = unzipped("results-v3.duckdb.gz", tmp_path / "results.duckdb")
+    assert rows(v3, "SELECT value FROM meta WHERE key = 'schema_version'") == [("3",)]
+    old_steps = rows(v3, "SELECT * FROM steps")   # in the order stored: by grade, not by id
+    assert [r[0] for r in old_steps[-3:]] == ["v3-a-later"] * 3 and (None in [r[2] for r in old_steps])
+    old_types = rows(v3, STEP_TYPES)
+    bench = tmp_path / "bench"
+    write_instances([make_instance(**CORRIDOR, instance_id="t/corridor"), RoomsInstance.from_document(LINE)],
+                    bench, {"kind": "test"})
+    runs = write_jsonl(tmp_path / "new.jsonl", [trajectory("v4-new", ["left", "dance"])])
+    cli("grade", runs, "--bench", bench, "--db", v3)
+
+    assert rows(v3, "SELECT value FROM meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
+    steps = rows(v3, "SELECT * FROM steps")
+    assert steps[:len(old_steps)] == old_steps   # every old row, every value, in its order; then the new run's
+    assert [(r[0], r[2]) for r in steps[len(old_steps):]] == [("v4-new", "left"), ("v4-new", "dance")]
+    assert rows(v3, STEP_TYPES) == old_types
+    fresh = tmp_path / "fresh.duckdb"
+    cli("grade", runs, "--bench", bench, "--db", fresh)
+    assert layout(v3) == layout(fresh)
+    assert rows(v3, "SELECT count(*), max(trajectory_key) FROM storage.trajectory_keys") == [(5, 4)]   # dense
