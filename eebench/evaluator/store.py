@@ -1219,7 +1219,8 @@ class ResultStore:
             if not first:
                 first.append(Replaced(count, unbundled, tuple(bundles or ())))
             con.execute(f"DELETE FROM {STORAGE}.steps WHERE trajectory_key IN (SELECT trajectory_key FROM "
-                        f"{STORAGE}.trajectory_keys WHERE trajectory_id IN (SELECT trajectory_id FROM stage.trajectories))")
+                        f"{STORAGE}.trajectory_keys WHERE trajectory_id IN "
+                        "(SELECT trajectory_id FROM stage.trajectories))")
             for table in ("episodes", "checkpoints", "trajectories"):
                 con.execute(f"DELETE FROM {table} WHERE trajectory_id IN "
                             "(SELECT trajectory_id FROM stage.trajectories)")
