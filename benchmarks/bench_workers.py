@@ -4,7 +4,7 @@ and peak memory of every process as the input grows.
 - speed: `grade_files` with workers=2 against workers=1 (today's one-process path) on the same file, each run in
   a fresh process (the workers' start is paid as a command pays it), alternating, median of REPEATS; wall time
   of the call, commit included. The parent's serial part: its tail (from the last worker's last chunk to the
-  committed results) and its CPU time (adding the workers' rows to the run as they arrive).
+  committed results) and its CPU time (adding the workers' rows to the run, in input order, as they are ready).
 - memory: the peak RSS (VmHWM) of the parent, of each worker and of the forkserver, grading 10k and 100k
   main-suite trajectories with every core; EEBENCH_BENCH_TRAJECTORIES adds a larger run (1000000: 74M steps,
   1.4 GB of JSONL, a few minutes).
@@ -125,7 +125,7 @@ def run() -> list[Result]:
                               seconds[0], ">= 1.7x", note=f"{steps / seconds[1]:,.0f} vs {steps / seconds[0]:,.0f} "
                                                           "steps/s"))
         results.append(Result("  the parent's serial tail (last chunk graded -> committed)", middle["tail"], "s",
-                              note=f"its CPU {middle['cpu']:.2f} s, adding the workers' rows as they arrive, of "
+                              note=f"its CPU {middle['cpu']:.2f} s, adding the workers' rows as they are ready, of "
                                    f"{middle['seconds']:.2f} s"))
         runs.unlink()
         for trajectories in (10_000, 100_000, *([LARGE] if LARGE else [])):
