@@ -151,7 +151,7 @@ STEP_COLUMNS = (
     Column("progress", "TINYINT", "1 if the step entered an unobserved cell or achieved a pending node."),
     Column("stale", "INTEGER", "Stale score S(t) = c + e + n of the no-progress segment (0 on progress)."),
     Column("error", "TINYINT", "err(t) of Park et al., Eq. 1: 1 for an error."),
-    # computed on read from error and case_id (never stored: STEP_VIEW), from the one definition in park.py
+    # computed on read from error and case_id (never stored: COMPUTED), from the one definition in park.py
     Column("explore_error", "TINYINT", "1 for an error in case 1 or 4."),
     Column("exploit_error", "TINYINT", "1 for an error in case 2, 3 or 4."),
     # schema 2
@@ -170,36 +170,6 @@ STEP_COLUMNS = (
                                       "regex, else the previous step's); NULL for simulated worlds."),
 )
 V1_STEP_COLUMNS = 16
-
-# Schema 4: `steps` is a view over narrower rows in the schema `storage` (writing the two per-step texts was a
-# quarter of a grade's time): a step names its trajectory and its action by integer keys into two small tables,
-# and the view looks each up by position in a list of the table's values (a join would not keep the rows' order,
-# which `SELECT * FROM steps` has always had: the order graded). Keys are dense from 0 in a results file: a run's
-# keys follow the file's; a key whose rows were replaced or dropped stays, unused (or NULL: a dropped duplicate).
-STORAGE = "storage"
-_TRAJECTORY_KEY = Column("trajectory_key", "BIGINT NOT NULL", "The step's trajectory: a row of "
-                                                              "storage.trajectory_keys.")
-TRAJECTORY_KEY_COLUMNS = (
-    Column("trajectory_key", "BIGINT NOT NULL", "Position in the list the view looks up: dense from 0."),
-    Column("trajectory_id", "VARCHAR", "The trajectory id; NULL for a key no row uses (a duplicate in its run)."),
-)
-ACTION_COLUMNS = (
-    Column("action_key", "INTEGER NOT NULL", "Position in the list the view looks up: dense from 0."),
-    Column("action", "VARCHAR", "The action as written in the log (NULL: none could be read)."),
-)
-STEP_VIEW = {   # the columns of the view `steps` that are not stored as they are
-    "trajectory_id": f"(SELECT list(trajectory_id ORDER BY trajectory_key) FROM {STORAGE}.trajectory_keys)"
-                     "[trajectory_key + 1]",
-    "action": f"(SELECT list(action ORDER BY action_key) FROM {STORAGE}.actions)[action_key + 1]",
-    "explore_error": _attributed(EXPLORE_CASES),
-    "exploit_error": _attributed(EXPLOIT_CASES),
-    "state": "coalesce(room, logged_state, to_x::VARCHAR || ',' || to_y::VARCHAR)",
-}
-STEP_STORAGE_COLUMNS = (_TRAJECTORY_KEY,
-                        Column("action_key", "INTEGER", "The step's action: a row of storage.actions."),
-                        *(c for c in STEP_COLUMNS if c.name not in STEP_VIEW))
-STEPS_VIEW_SQL = ("SELECT " + ", ".join(f"{STEP_VIEW[c.name]} AS {c.name}" if c.name in STEP_VIEW else c.name
-                                        for c in STEP_COLUMNS) + f" FROM {STORAGE}.steps")
 
 EPISODE_COLUMNS = (
     Column("trajectory_id", "VARCHAR NOT NULL", "The trajectory the episode belongs to."),
@@ -231,6 +201,58 @@ CHECKPOINT_COLUMNS = (
     Column("hit_after_steps", "INTEGER", "Steps taken when it was first hit (0: in the initial state); NULL if "
                                          "never."),
 )
+
+# Schema 4: `steps` and `checkpoints` are views over narrower rows in the schema `storage` (writing their texts was
+# about a third of a grade's time): a row names its trajectory, and its action or checkpoint id, by integer keys
+# into small tables of those texts, and the view looks each up by position in a list of the table's values (a join
+# would not keep the rows' order, which `SELECT * FROM steps` has always had: the order graded). Keys are dense
+# from 0 in a results file: a run's keys follow the file's; a key whose rows were replaced or dropped stays,
+# unused (its id NULL for a duplicate dropped in its run).
+STORAGE = "storage"
+
+
+class Words(NamedTuple):
+    """A text column stored as integer keys into a table of its texts, `storage.<table>` (key, text)."""
+
+    column: str
+    key: str
+    table: str
+    key_type: str
+    doc: str
+
+    def lookup(self) -> str:
+        """The view's expression of the text."""
+        return f"(SELECT list({self.column} ORDER BY {self.key}) FROM {STORAGE}.{self.table})[{self.key} + 1]"
+
+    def columns(self) -> tuple[Column, Column]:
+        return (Column(self.key, f"{self.key_type} NOT NULL", "Position in the list the view looks up: dense from 0."),
+                Column(self.column, "VARCHAR", self.doc))
+
+
+TRAJECTORY_IDS = Words("trajectory_id", "trajectory_key", "trajectory_keys", "BIGINT",
+                       "The trajectory id; NULL for a key no row uses (a duplicate dropped in its run).")
+WORDS = {   # the tables stored narrower, and their texts stored as keys besides the trajectory's
+    "steps": (Words("action", "action_key", "actions", "INTEGER", "The action as written in the log (NULL: none "
+                                                                  "could be read)."),),
+    "checkpoints": (Words("checkpoint_id", "checkpoint_key", "checkpoint_ids", "INTEGER", "The checkpoint id."),),
+}
+COMPUTED = {"steps": {   # columns the view computes (never stored), from the one definition in park.py
+    "explore_error": _attributed(EXPLORE_CASES),
+    "exploit_error": _attributed(EXPLOIT_CASES),
+    "state": "coalesce(room, logged_state, to_x::VARCHAR || ',' || to_y::VARCHAR)",
+}}
+_SHOWN = {"steps": STEP_COLUMNS, "checkpoints": CHECKPOINT_COLUMNS}
+_VIEWED = {table: {TRAJECTORY_IDS.column: TRAJECTORY_IDS.lookup(), **{w.column: w.lookup() for w in WORDS[table]},
+                   **COMPUTED.get(table, {})} for table in WORDS}   # the view's columns not stored as they are
+STORAGE_COLUMNS = {table: (Column(TRAJECTORY_IDS.key, "BIGINT NOT NULL", "The row's trajectory: a row of "
+                                                                         f"{STORAGE}.{TRAJECTORY_IDS.table}."),
+                           *(Column(w.key, w.key_type, f"The row's {w.column}: a row of {STORAGE}.{w.table}.")
+                             for w in WORDS[table]),
+                           *(c for c in _SHOWN[table] if c.name not in _VIEWED[table])) for table in WORDS}
+VIEW_SQL = {table: "SELECT " + ", ".join(f"{_VIEWED[table][c.name]} AS {c.name}" if c.name in _VIEWED[table]
+                                         else c.name for c in _SHOWN[table]) + f" FROM {STORAGE}.{table}"
+            for table in WORDS}
+LOOKUPS = {f"{STORAGE}.{w.table}": w.columns() for w in (TRAJECTORY_IDS, *(w for ws in WORDS.values() for w in ws))}
 
 META_COLUMNS = (
     Column("key", "VARCHAR NOT NULL", "`schema_version`, `metric_version` or `eebench_version`."),
@@ -401,14 +423,12 @@ INSERT_ROWS = {"steps": ROW_GROUP_ROWS, "checkpoints": ROW_GROUP_ROWS, "trajecto
 ANALYZE_ROWS = {"steps": 1000, "checkpoints": 1000, "trajectories": 1 << 40, "episodes": 1 << 40}
 T = TypeVar("T")
 TABLES = {"trajectories": TRAJECTORY_COLUMNS, "steps": STEP_COLUMNS, "episodes": EPISODE_COLUMNS,
-          "checkpoints": CHECKPOINT_COLUMNS}   # as users see them (`steps` a view)
-# Where each table's rows are stored, and how: in a results file (and a run's, where the tables of `main` have the
-# key column too; `steps` has it anyway); the two tables `steps` looks its texts up in.
-STORED = {"trajectories": TRAJECTORY_COLUMNS, "steps": STEP_STORAGE_COLUMNS, "episodes": EPISODE_COLUMNS,
-          "checkpoints": CHECKPOINT_COLUMNS}
-RELATIONS = {table: f"{STORAGE}.steps" if table == "steps" else table for table in TABLES}
-LOOKUPS = {f"{STORAGE}.trajectory_keys": TRAJECTORY_KEY_COLUMNS, f"{STORAGE}.actions": ACTION_COLUMNS}
-STAGED = {table: columns if table == "steps" else (*columns, _KEY) for table, columns in STORED.items()}
+          "checkpoints": CHECKPOINT_COLUMNS}   # as users see them (`steps` and `checkpoints` views: WORDS)
+# Where each table's rows are stored, and how, in a results file; in a run's file the tables of `main` have the
+# key column too (the narrower ones have it anyway)
+RELATIONS = {table: f"{STORAGE}.{table}" if table in WORDS else table for table in TABLES}
+STORED = {table: STORAGE_COLUMNS.get(table, columns) for table, columns in TABLES.items()}
+STAGED = {table: columns if table in WORDS else (*columns, _KEY) for table, columns in STORED.items()}
 
 
 def _connect(path: Path, *, read_only: bool = False, spill: Path | None = None,
@@ -751,7 +771,8 @@ class ResultStore:
             self._cleanup()
             raise
         self._next_key = 0   # the run's trajectories are keyed 0, 1, ... in input order
-        self._actions: dict[str | None, int] = {}   # the run's action words, by key (storage.actions)
+        # the run's texts stored as keys (WORDS), by table of words: each text's key, in the order given
+        self._words: dict[str, dict[str | None, int]] = {w.table: {} for ws in WORDS.values() for w in ws}
         self._waiting: dict[str, list[Columns]] = {}  # by table: rows not inserted yet (INSERT_ROWS)
         self._staged_rows = 0   # of every table: DuckDB's cap grows with them (ROWS_PER_CHECKPOINT_MB)
         self._stage_lock = threading.Lock()   # the lanes' uses of `stage`: the count and the cap, new cursors
@@ -855,26 +876,29 @@ class ResultStore:
         # a long trajectory's windows go to the writer as they are due, so its rows are never in memory whole
         eager = any(isinstance(part, StepWindows) for part in batch.steps)
         for table, data in batch_tables(batch, keys):
-            inserts.extend(self._queue(table, self._narrow_steps(data) if table == "steps" else data))
+            inserts.extend(self._queue(table, self._narrow(table, data)))
             if eager and inserts:
                 self._submit(inserts)
                 inserts = []
         self._submit(inserts)
 
-    def _narrow_steps(self, data: Columns) -> Columns:
-        """Step columns as stored: the trajectory by its key alone, the action by its key (STEP_VIEW)."""
-        data = {name: values for name, values in data.items() if name != "trajectory_id"}
-        action = data.pop("action", None)
-        if isinstance(action, Coded):
-            data["action_key"] = self._action_keys(action.words)[action.codes]
-        elif action is not None:
-            data["action_key"] = self._action_keys(action)
+    def _narrow(self, table: str, data: Columns) -> Columns:
+        """A table's columns as stored (WORDS): the trajectory by its key alone, the other texts by their keys."""
+        if table not in WORDS:
+            return data
+        data = {name: values for name, values in data.items() if name != TRAJECTORY_IDS.column}
+        for words in WORDS[table]:
+            texts = data.pop(words.column, None)
+            if isinstance(texts, Coded):
+                data[words.key] = self._keys(words, texts.words)[texts.codes]
+            elif texts is not None:
+                data[words.key] = self._keys(words, texts)
         return data
 
-    def _action_keys(self, words: Sequence[str | None]) -> np.ndarray:
-        """The keys of action words in the run (a word new to it gets the next key)."""
-        known = self._actions
-        return np.fromiter((known.setdefault(word, len(known)) for word in words), dtype=np.int32, count=len(words))
+    def _keys(self, words: Words, texts: Sequence[str | None]) -> np.ndarray:
+        """The keys of texts in the run (a text new to it gets the next key)."""
+        known = self._words[words.table]
+        return np.fromiter((known.setdefault(text, len(known)) for text in texts), dtype=np.int32, count=len(texts))
 
     def _submit(self, inserts: list[tuple[str, Columns | pa.Table]]) -> None:
         """Hand inserts to their tables' lanes, which do them in order; with WRITER_QUEUE inserts handed to a lane
@@ -1008,10 +1032,12 @@ class ResultStore:
                 self.stage.execute(f"SET memory_limit = '{limit_mb}MB'")
 
     def arrow_schemas(self) -> dict[str, pa.Schema]:
-        """The layout of `add_rows` as Arrow schemas: each table's stored columns and trajectory_key (steps with
-        their action as text)."""
+        """The layout of `add_rows` as Arrow schemas: each table's stored columns and trajectory_key (the texts
+        that are stored as keys as text: WORDS)."""
+        texts = {w.key: w.column for ws in WORDS.values() for w in ws}
+
         def column(c: Column) -> str:
-            return "NULL::VARCHAR AS action" if c.name == "action_key" else c.name
+            return f"NULL::VARCHAR AS {texts[c.name]}" if c.name in texts else c.name
 
         with self._failures():
             return {table: self.stage.sql(f"SELECT {', '.join(map(column, columns))} FROM {RELATIONS[table]} LIMIT 0"
@@ -1030,8 +1056,7 @@ class ResultStore:
         `write`'s do (so the small parts of many pieces make one insert)."""
         import pyarrow as pa
 
-        if table == "steps":
-            rows = self._narrow_arrow_steps(rows)
+        rows = self._narrow_arrow(table, rows)
         with self._failures():
             waiting = self._waiting_arrow.setdefault(table, [])
             if waiting and waiting[0].schema != rows.schema:  # another world's columns: what waits goes first
@@ -1046,17 +1071,20 @@ class ResultStore:
                 self._submit([(table, queued.slice(0, cut))])
                 waiting[:] = [queued.slice(cut)] if cut < count else []
 
-    def _narrow_arrow_steps(self, rows: pa.Table) -> pa.Table:
-        """`_narrow_steps` for Arrow rows: each distinct word of the action column looked up once."""
+    def _narrow_arrow(self, table: str, rows: pa.Table) -> pa.Table:
+        """`_narrow` for Arrow rows: each distinct text looked up once."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        if "trajectory_id" in rows.column_names:
-            rows = rows.drop_columns(["trajectory_id"])
-        if "action" in rows.column_names:
-            words = pc.dictionary_encode(rows["action"].combine_chunks(), null_encoding="encode")
-            keys = pa.array(self._action_keys(words.dictionary.to_pylist())).take(words.indices)
-            rows = rows.drop_columns(["action"]).append_column("action_key", keys)
+        if table not in WORDS:
+            return rows
+        if TRAJECTORY_IDS.column in rows.column_names:
+            rows = rows.drop_columns([TRAJECTORY_IDS.column])
+        for words in WORDS[table]:
+            if words.column in rows.column_names:
+                coded = pc.dictionary_encode(rows[words.column].combine_chunks(), null_encoding="encode")
+                keys = pa.array(self._keys(words, coded.dictionary.to_pylist())).take(coded.indices)
+                rows = rows.drop_columns([words.column]).append_column(words.key, keys)
         return rows
 
     def _staged(self, sql: str) -> list[tuple[Any, ...]]:
@@ -1098,8 +1126,10 @@ class ResultStore:
 
     def never_hit(self) -> list[str]:
         """Checkpoint ids that no staged trajectory hit, sorted."""
-        return [row[0] for row in self._staged(
-            "SELECT checkpoint_id FROM checkpoints GROUP BY ALL HAVING count(hit_after_steps) = 0 ORDER BY 1")]
+        (words,) = WORDS["checkpoints"]
+        texts = list(self._words[words.table])   # (by key)
+        return sorted(texts[row[0]] for row in self._staged(
+            f"SELECT {words.key} FROM {RELATIONS['checkpoints']} GROUP BY ALL HAVING count(hit_after_steps) = 0"))
 
     def staged_trajectories(self) -> int:
         return self._staged("SELECT count(*) FROM trajectories")[0][0]
@@ -1125,9 +1155,8 @@ class ResultStore:
             self._cleanup()
 
     def _write_lookups(self) -> None:
-        """The run's storage.trajectory_keys (NULL for the key of a duplicate dropped) and storage.actions."""
-        words = np.empty(len(self._actions), dtype=object)
-        words[:] = list(self._actions)   # (in the order of their keys)
+        """The run's tables of texts stored as keys (LOOKUPS): its trajectory ids by key (NULL for the key of a
+        duplicate dropped), and its texts of WORDS."""
         con = self.stage
 
         def write() -> None:   # (done again, it writes the same rows)
@@ -1135,13 +1164,16 @@ class ResultStore:
                 for relation, columns in LOOKUPS.items():
                     con.execute(_ddl(relation, columns))
                     con.execute(f"DELETE FROM {relation}")
-                con.execute(f"INSERT INTO {STORAGE}.trajectory_keys SELECT range, t.trajectory_id FROM "
+                con.execute(f"INSERT INTO {STORAGE}.{TRAJECTORY_IDS.table} SELECT range, t.trajectory_id FROM "
                             f"range({self._next_key}) LEFT JOIN trajectories t ON t.trajectory_key = range")
-                con.register("action_words", {"action_key": np.arange(len(words), dtype=np.int32), "action": words})
-                try:
-                    con.execute(f"INSERT INTO {STORAGE}.actions SELECT action_key, action FROM action_words")
-                finally:
-                    con.unregister("action_words")
+                for table, known in self._words.items():
+                    texts = np.empty(len(known), dtype=object)
+                    texts[:] = list(known)   # (in the order of their keys)
+                    con.register("texts", {"key": np.arange(len(texts), dtype=np.int32), "text": texts})
+                    try:
+                        con.execute(f"INSERT INTO {STORAGE}.{table} SELECT key, text FROM texts")
+                    finally:
+                        con.unregister("texts")
         self._memory.run(write)
 
     def _claim(self) -> bool:
@@ -1162,7 +1194,7 @@ class ResultStore:
             con = self.stage
             with _transaction(con):
                 for table in TABLES:
-                    if table != "steps":   # (whose key stays: storage.trajectory_keys)
+                    if table not in WORDS:   # (where the key stays: storage.trajectory_keys)
                         con.execute(f"ALTER TABLE {table} DROP COLUMN IF EXISTS {_KEY.name}")
                 self._write_meta_and_views(con)
 
@@ -1218,16 +1250,14 @@ class ResultStore:
                 FROM trajectories r JOIN stage.trajectories s USING (trajectory_id)""").fetchall()[0]
             if not first:
                 first.append(Replaced(count, unbundled, tuple(bundles or ())))
-            con.execute(f"DELETE FROM {STORAGE}.steps WHERE trajectory_key IN (SELECT trajectory_key FROM "
-                        f"{STORAGE}.trajectory_keys WHERE trajectory_id IN "
-                        "(SELECT trajectory_id FROM stage.trajectories))")
-            for table in ("episodes", "checkpoints", "trajectories"):
-                con.execute(f"DELETE FROM {table} WHERE trajectory_id IN "
-                            "(SELECT trajectory_id FROM stage.trajectories)")
+            for table in ("steps", "episodes", "checkpoints", "trajectories"):
+                graded = "(SELECT trajectory_id FROM stage.trajectories)"
+                con.execute(f"DELETE FROM {RELATIONS[table]} WHERE " + (
+                    f"trajectory_key IN (SELECT trajectory_key FROM {STORAGE}.{TRAJECTORY_IDS.table} WHERE "
+                    f"trajectory_id IN {graded})" if table in WORDS else f"trajectory_id IN {graded}"))
             # the run's keys follow the file's (dense: the view looks them up by position)
-            after = dict(zip(("trajectory_key", "action_key"), con.execute(
-                f"SELECT (SELECT count(*) FROM {STORAGE}.trajectory_keys), (SELECT count(*) FROM {STORAGE}.actions)"
-            ).fetchall()[0]))
+            after = {columns[0].name: con.execute(f"SELECT count(*) FROM {relation}").fetchall()[0][0]
+                     for relation, columns in LOOKUPS.items()}
             for relation, columns in (*LOOKUPS.items(), *((RELATIONS[t], c) for t, c in STORED.items())):
                 names = [c.name for c in columns]  # the run's rows are in run order already
                 values = [f"{name} + {after[name]}" if name in after else name for name in names]
@@ -1238,7 +1268,8 @@ class ResultStore:
     @staticmethod
     def _write_meta_and_views(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(_ddl("meta", META_COLUMNS))
-        con.execute(f"CREATE OR REPLACE VIEW steps AS {STEPS_VIEW_SQL}")   # (first: the other views read it)
+        for table, sql in VIEW_SQL.items():   # (first: the other views read them)
+            con.execute(f"CREATE OR REPLACE VIEW {table} AS {sql}")
         for name, (_, sql) in VIEWS.items():
             con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
         con.execute("DELETE FROM meta")
@@ -1299,21 +1330,31 @@ def _upgrade(con: duckdb.DuckDBPyConnection) -> None:
                     f"SELECT {', '.join([*kept, *fills.values()])} FROM trajectories")
         con.execute("DROP TABLE trajectories")
         con.execute("ALTER TABLE trajectories_upgraded RENAME TO trajectories")
-    old = old_columns("steps")
-    kept = [c.name for c in STEP_STORAGE_COLUMNS if c.name in old]
-    fills = {name: value for name, value in _OLD_ROW_FILLS["steps"].items() if name not in old}
+    # the narrower tables (WORDS) that the file has as tables (a file before schema 3 has no checkpoints: the
+    # caller's DDL makes them), moved into storage in their order, their texts keyed
+    moved = [table for table in WORDS if old_columns(table)]
     con.execute(f"CREATE SCHEMA IF NOT EXISTS {STORAGE}")
-    for relation, columns in ((RELATIONS["steps"], STEP_STORAGE_COLUMNS), *LOOKUPS.items()):
+    for relation, columns in (*((RELATIONS[table], STORED[table]) for table in WORDS), *LOOKUPS.items()):
         con.execute(_ddl(relation, columns))
-    con.execute(f"INSERT INTO {STORAGE}.trajectory_keys SELECT row_number() OVER (ORDER BY trajectory_id) - 1, "
-                "trajectory_id FROM (SELECT DISTINCT trajectory_id FROM steps)")
-    con.execute(f"INSERT INTO {STORAGE}.actions SELECT row_number() OVER (ORDER BY action) - 1, action "
-                "FROM (SELECT DISTINCT action FROM steps WHERE action IS NOT NULL)")
-    con.execute(f"INSERT INTO {STORAGE}.steps (trajectory_key, action_key, {', '.join([*kept, *fills])}) "
-                f"SELECT k.trajectory_key, a.action_key, {', '.join([*(f's.{n}' for n in kept), *fills.values()])} "
-                f"FROM steps s JOIN {STORAGE}.trajectory_keys k USING (trajectory_id) "
-                f"LEFT JOIN {STORAGE}.actions a ON a.action = s.action ORDER BY s.rowid")
-    con.execute("DROP TABLE steps")
+    ids = " UNION ".join(f"SELECT trajectory_id FROM {table}" for table in moved)
+    if ids:
+        con.execute(f"INSERT INTO {STORAGE}.{TRAJECTORY_IDS.table} SELECT row_number() OVER (ORDER BY "
+                    f"trajectory_id) - 1, trajectory_id FROM (SELECT DISTINCT trajectory_id FROM ({ids}))")
+    for table in moved:
+        old = old_columns(table)
+        kept = [c.name for c in STORED[table] if c.name in old]
+        fills = {name: value for name, value in _OLD_ROW_FILLS.get(table, {}).items() if name not in old}
+        joins = [f"JOIN {STORAGE}.{TRAJECTORY_IDS.table} k USING (trajectory_id)"]
+        for n, words in enumerate(WORDS[table]):
+            con.execute(f"INSERT INTO {STORAGE}.{words.table} SELECT row_number() OVER (ORDER BY {words.column}) - 1, "
+                        f"{words.column} FROM (SELECT DISTINCT {words.column} FROM {table} "
+                        f"WHERE {words.column} IS NOT NULL)")
+            joins.append(f"LEFT JOIN {STORAGE}.{words.table} w{n} ON w{n}.{words.column} = s.{words.column}")
+        keys = [TRAJECTORY_IDS.key, *(w.key for w in WORDS[table])]
+        con.execute(f"INSERT INTO {RELATIONS[table]} ({', '.join([*keys, *kept, *fills])}) "
+                    f"SELECT {', '.join([*keys, *(f's.{n}' for n in kept), *fills.values()])} "
+                    f"FROM {table} s {' '.join(joins)} ORDER BY s.rowid")
+        con.execute(f"DROP TABLE {table}")
 
 
 @contextlib.contextmanager

@@ -19,7 +19,7 @@ import numpy as np
 import orjson
 
 from eebench.errors import InputError
-from eebench.evaluator.store import STEPS_VIEW_SQL, STORAGE
+from eebench.evaluator.store import STORAGE, VIEW_SQL
 from eebench.report.stats import Estimate, Fit, bootstrap_mean, group_seed, least_squares
 
 GROUP_KEYS = ("agent_name", "model", "prompt", "harness", "metric_version")   # as the view agent_summary groups
@@ -268,13 +268,14 @@ def _connect(db: Path) -> duckdb.DuckDBPyConnection:
     except duckdb.Error as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError.at(str(db), f"cannot open as a DuckDB database: {first}") from None
-    # a file whose view `steps` was dropped (the summary views go with DROP VIEW ... in a loop) keeps the rows:
-    # they are read through the view's definition, for this connection alone
+    # a file whose view `steps` or `checkpoints` was dropped (the summary views go with DROP VIEW ... in a loop)
+    # keeps the rows: they are read through the view's definition, for this connection alone
     found = {row[0] for row in con.execute("SELECT schema_name || '.' || table_name FROM duckdb_tables() "
                                            "UNION ALL SELECT schema_name || '.' || view_name FROM duckdb_views()"
                                            ).fetchall()}
-    if "main.steps" not in found and f"{STORAGE}.steps" in found:
-        con.execute(f"CREATE TEMP VIEW steps AS {STEPS_VIEW_SQL}")
+    for table, sql in VIEW_SQL.items():
+        if f"main.{table}" not in found and f"{STORAGE}.{table}" in found:
+            con.execute(f"CREATE TEMP VIEW {table} AS {sql}")
     return con
 
 

@@ -95,24 +95,31 @@ STEP_TYPES = ("SELECT column_name, data_type FROM information_schema.columns WHE
               "AND table_name = 'steps' ORDER BY ordinal_position")
 
 
-def test_the_next_grade_moves_a_schema_3_file_s_steps_into_storage_in_their_order(cli, tmp_path: Path) -> None:
+def test_the_next_grade_moves_a_schema_3_file_s_steps_and_checkpoints_into_storage_in_order(cli, tmp_path: Path) -> None:
     v3 = unzipped("results-v3.duckdb.gz", tmp_path / "results.duckdb")
     assert rows(v3, "SELECT value FROM meta WHERE key = 'schema_version'") == [("3",)]
     old_steps = rows(v3, "SELECT * FROM steps")   # in the order stored: by grade, not by id
+    old_checkpoints = rows(v3, "SELECT * FROM checkpoints")
     assert [r[0] for r in old_steps[-3:]] == ["v3-a-later"] * 3 and (None in [r[2] for r in old_steps])
     old_types = rows(v3, STEP_TYPES)
     bench = tmp_path / "bench"
     write_instances([make_instance(**CORRIDOR, instance_id="t/corridor"), RoomsInstance.from_document(LINE)],
                     bench, {"kind": "test"})
     runs = write_jsonl(tmp_path / "new.jsonl", [trajectory("v4-new", ["left", "dance"])])
-    cli("grade", runs, "--bench", bench, "--db", v3)
+    sets = tmp_path / "cp.yaml"   # as the file's were graded (make_results_v3.py)
+    sets.write_text("eebench: checkpoints/1\nname: v3\nsets:\n  - instances: ['t/*']\n    rules: "
+                    "[cell_observed, node_discovered, node_achieved, room_visited, ball_collected]\n")
+    cli("grade", runs, "--bench", bench, "--db", v3, "--checkpoints", sets)
 
     assert rows(v3, "SELECT value FROM meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
     steps = rows(v3, "SELECT * FROM steps")
     assert steps[:len(old_steps)] == old_steps   # every old row, every value, in its order; then the new run's
     assert [(r[0], r[2]) for r in steps[len(old_steps):]] == [("v4-new", "left"), ("v4-new", "dance")]
+    checkpoints = rows(v3, "SELECT * FROM checkpoints")
+    assert checkpoints[:len(old_checkpoints)] == old_checkpoints and len(old_checkpoints) > 20
+    assert {r[0] for r in checkpoints[len(old_checkpoints):]} == {"v4-new"}
     assert rows(v3, STEP_TYPES) == old_types
     fresh = tmp_path / "fresh.duckdb"
-    cli("grade", runs, "--bench", bench, "--db", fresh)
+    cli("grade", runs, "--bench", bench, "--db", fresh, "--checkpoints", sets)
     assert layout(v3) == layout(fresh)
     assert rows(v3, "SELECT count(*), max(trajectory_key) FROM storage.trajectory_keys") == [(5, 4)]   # dense
