@@ -284,12 +284,13 @@ def query_arrow(sql: str, db: str | Path) -> pyarrow.Table:
     """The result of read-only SQL as an Arrow table (polars.from_arrow takes it without a copy)."""
     import duckdb
 
-    from eebench.evaluator.store import READ_ONLY_CONFIG, _check_sql_text, _connect_reading, _sql_error
+    from eebench.evaluator.store import READ_ONLY_CONFIG, _check_sql_text, _connect_reading, _refuse_writes, _sql_error
 
     _check_sql_text(sql)
     with tempfile.TemporaryDirectory(prefix="eebench-query-") as spill:  # as `query_rows`: spills go here
         with contextlib.closing(_connect_reading(Path(db), {**READ_ONLY_CONFIG, "temp_directory": spill})) as con:
             try:
+                _refuse_writes(con, sql)
                 return con.sql(sql).to_arrow_table()
             except duckdb.Error as exc:
                 raise _sql_error(exc) from None
