@@ -1250,8 +1250,8 @@ class ResultStore:
                 FROM trajectories r JOIN stage.trajectories s USING (trajectory_id)""").fetchall()[0]
             if not first:
                 first.append(Replaced(count, unbundled, tuple(bundles or ())))
+            graded = "(SELECT trajectory_id FROM stage.trajectories)"
             for table in ("steps", "episodes", "checkpoints", "trajectories"):
-                graded = "(SELECT trajectory_id FROM stage.trajectories)"
                 con.execute(f"DELETE FROM {RELATIONS[table]} WHERE " + (
                     f"trajectory_key IN (SELECT trajectory_key FROM {STORAGE}.{TRAJECTORY_IDS.table} WHERE "
                     f"trajectory_id IN {graded})" if table in WORDS else f"trajectory_id IN {graded}"))
