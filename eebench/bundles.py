@@ -37,8 +37,7 @@ from eebench.documents import (
     sha256_hex,
 )
 from eebench.errors import InputError, Problem, did_you_mean, one_of
-from eebench.evaluator.grade import Bench
-from eebench.instances import INDEX_FILE, InstanceLibrary, LoadedInstance, instance_files, load_instance
+from eebench.instances import INDEX_FILE, Bench, InstanceLibrary, LoadedInstance, instance_files, load_instance
 from eebench.suites import Suite, load_suite, resolve_spec, shipped_suites, specs_root
 from eebench.world.kinds import WorldKind, kind_of
 

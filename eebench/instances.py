@@ -30,6 +30,22 @@ INSTANCE_SUFFIXES = (".json", ".yaml", ".yml")
 
 
 @dataclass(frozen=True)
+class Bench:
+    """Where instances come from, and what a grade records about it."""
+
+    root: Path
+    name: str | None = None
+    version: str | None = None
+    digest: str | None = None
+    instances: dict[str, str] | None = None   # id -> sha256 promised by a bundle's manifest
+    label: str | None = None                  # how messages name a bundle (its root may be a temporary folder)
+
+    @property
+    def where(self) -> str:
+        return self.label or str(self.root)
+
+
+@dataclass(frozen=True)
 class LoadedInstance:
     instance: Any    # the kind's instance type (GridDagInstance, RoomsInstance, ...)
     sha256: str      # of the document's canonical JSON

@@ -35,7 +35,7 @@ from eebench.instances import InstanceLibrary
 from eebench.trajectories import AGENT_LABELS
 
 if TYPE_CHECKING:
-    from eebench.evaluator.grade import Bench
+    from eebench.instances import Bench
 
 ENVS = ("grid_dag", "rooms", "logged")
 LOGGED = "logged"

@@ -30,7 +30,7 @@ from eebench.evaluator.coverage import LOGGED, LoggedInstance
 from eebench.evaluator.families import (MetricFamily, StepColumns, StepWindows, Trajectory, families_for, joined_steps,
                                         metric_version)
 from eebench.evaluator.store import TRAJECTORY_COLUMNS, Batch, Replaced, ResultStore, quick_switches
-from eebench.instances import InstanceLibrary, check_trajectory_env
+from eebench.instances import Bench, InstanceLibrary, check_trajectory_env
 from eebench.trajectories import (AGENT_LABELS, EMPTY_EXPECTED, Record, check_trajectory, parse_record,
                                   read_raw_records, usage_totals)
 
@@ -38,22 +38,6 @@ CHUNK_RECORDS = 4096     # at most this many records graded together ...
 CHUNK_BYTES = 1 << 20    # ... or of this much JSON (about 50k steps), so memory follows steps, not records
 FLUSH_STEPS = 50_000     # steps gathered before a write to DuckDB
 COMPACT_FROM_STEPS = 50_000   # graded steps after which lines are read by bare_steps (a compiled scanner: numba)
-
-
-@dataclass(frozen=True)
-class Bench:
-    """Where instances come from, and what a grade records about it."""
-
-    root: Path
-    name: str | None = None
-    version: str | None = None
-    digest: str | None = None
-    instances: dict[str, str] | None = None   # id -> sha256 promised by a bundle's manifest
-    label: str | None = None                  # how messages name a bundle (its root may be a temporary folder)
-
-    @property
-    def where(self) -> str:
-        return self.label or str(self.root)
 
 
 @dataclass

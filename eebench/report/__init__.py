@@ -1,6 +1,23 @@
-"""See the results: a self-contained HTML report and static figures, drawn from a DuckDB results file."""
+"""See the results: a self-contained HTML report and static figures, drawn from a DuckDB results file.
 
-from eebench.report.data import Results, load_results
-from eebench.report.html import REPORT_KIND, Written, write_report
+The names below are loaded on first use (PEP 562), so that `eebench.report.kinds`, which the CLI reads for every
+command's help, does not import DuckDB and NumPy with it."""
 
-__all__ = ["REPORT_KIND", "Results", "Written", "load_results", "write_report"]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from eebench.report.data import Results, load_results
+    from eebench.report.html import REPORT_KIND, Written, write_report
+
+_HOMES = {"Results": "data", "load_results": "data", "REPORT_KIND": "html", "Written": "html", "write_report": "html"}
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)

@@ -18,12 +18,17 @@ import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import networkx as nx
 import numpy as np
 
 from eebench.errors import EebenchError, InputError, Problem, did_you_mean
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+# networkx (150 ms to import) is imported where a graph is built: reading the rooms kind's presets, as `convert`
+# and grid_dag runs do, does not build one
 
 KINDS = ("door", "ball")
 UNREACHABLE = np.iinfo(np.int32).max  # door distance between rooms that no known door joins
@@ -136,6 +141,8 @@ def semantic_problems(doc: dict[str, Any]) -> list[tuple[str, str]]:
 
     if doc["start"] not in rooms:
         problems.append(("start", unknown(doc["start"])))
+    import networkx as nx
+
     graph = nx.MultiGraph()
     graph.add_nodes_from(rooms)
     for what, items in (("door", doc["doors"]), ("ball", doc["balls"])):
@@ -522,6 +529,8 @@ def _check_episodes(episodes: Sequence[int], total: int) -> None:
 def door_graph(instance: RoomsInstance, doors: Iterable[str] | None = None,
                rooms: Iterable[str] | None = None) -> nx.Graph:
     """The rooms (all, or `rooms`) joined by the doors (all, or those named in `doors`) with both ends among them."""
+    import networkx as nx
+
     keep = set(instance.rooms if rooms is None else rooms)
     wanted = None if doors is None else set(doors)
     graph = nx.Graph()
