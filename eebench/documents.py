@@ -15,15 +15,17 @@ import tempfile
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-import jsonschema
 import numpy as np
 import orjson
-import referencing
 import yaml
 
 from eebench.errors import InputError, Problem, did_you_mean, one_of, quote
+
+if TYPE_CHECKING:   # (imported where a schema is checked: 40-80 ms that reading trajectories need not pay)
+    import jsonschema
+    import referencing
 
 # The newest version of each document kind this code reads. A newer file is refused, never guessed at.
 KNOWN_KINDS: dict[str, int] = {
@@ -531,6 +533,8 @@ def schema_names() -> list[str]:
 @functools.cache
 def _registry() -> referencing.Registry:
     """Every shipped schema under its $id, so one schema can $ref another."""
+    import referencing
+
     resources_ = [(load_schema(n)["$id"], referencing.Resource.from_contents(load_schema(n))) for n in schema_names()]
     return referencing.Registry().with_resources(resources_)
 
@@ -543,6 +547,8 @@ def _is_integer(checker: Any, value: Any) -> bool:
 
 @functools.cache
 def _validator(name: str) -> jsonschema.protocols.Validator:
+    import jsonschema
+
     schema = load_schema(name)
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
