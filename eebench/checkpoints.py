@@ -16,9 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import yaml
-
-from eebench.documents import expect_kind, load_document, validate_schema
+from eebench.documents import expect_kind, load_document, load_shipped, validate_schema
 from eebench.errors import InputError, Problem, did_you_mean, one_of
 
 KIND = "checkpoints"
@@ -124,7 +122,7 @@ def load_checkpoints(path: Path | str, *, shipped: bool = False) -> tuple[Checkp
     """
     file = str(path)
     if shipped:
-        doc = yaml.load(Path(path).read_text("utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        doc = load_shipped(path)
     else:
         doc = load_document(path)
         expect_kind(doc, file, KIND)

@@ -22,6 +22,7 @@ from eebench.documents import (
     instance_id_problem,
     load_checked,
     load_document,
+    load_shipped,
     schema_problems,
     sha256_hex,
     validate_schema,
@@ -38,13 +39,16 @@ def specs_root() -> Path:
     return Path(str(resources.files("eebench").joinpath("specs")))
 
 
-def load_presets(path: Path | str) -> dict[str, Preset]:
-    """The presets of a generator/1 file, checked against its world kind's schema and for impossible values."""
+def load_presets(path: Path | str, *, shipped: bool = False) -> dict[str, Preset]:
+    """The presets of a generator/1 file, checked against its world kind's schema and for impossible values.
+
+    `shipped`: eebench's own file, read by `load_shipped` (unchecked)."""
     file = str(path)
-    doc = load_document(path)
-    expect_kind(doc, file, "generator")
+    doc = load_shipped(path) if shipped else load_document(path)
     kind = check_env(doc.get("env"), file)
-    validate_schema(doc, kind.generator_schema, file)
+    if not shipped:
+        expect_kind(doc, file, "generator")
+        validate_schema(doc, kind.generator_schema, file)
     return _parse_presets(kind, doc["presets"], file, "presets")
 
 
@@ -56,14 +60,15 @@ def _parse_presets(kind: WorldKind, raw: dict[str, Any], file: str, where: str) 
     return {name: kind.parse_preset(name, preset) for name, preset in raw.items()}
 
 
-def _inline_presets(doc: dict[str, Any], file: str) -> dict[str, Preset]:
+def _inline_presets(doc: dict[str, Any], file: str, shipped: bool) -> dict[str, Preset]:
     """A suite's own presets, of the world kind its `env` names: checked as a generator/1 file of that kind."""
     raw = doc.get("presets", {})
     kind = check_env(doc.get("env", DEFAULT_ENV), file)
     if not raw:
         return {}
     as_generator = {"eebench": "generator/1", "env": kind.env, "presets": raw}
-    problems = schema_problems(as_generator, kind.generator_schema, file)  # field paths: presets.<name>...
+    # field paths: presets.<name>...
+    problems = [] if shipped else schema_problems(as_generator, kind.generator_schema, file)
     if problems:
         raise InputError(problems)
     return _parse_presets(kind, raw, file, "presets")
@@ -74,7 +79,7 @@ def shipped_presets() -> dict[str, Preset]:
     """Every shipped preset of every world kind, by name (names are unique across kinds)."""
     presets: dict[str, Preset] = {}
     for path in sorted((specs_root() / "presets").glob("*.yaml")):
-        for name, preset in load_presets(path).items():
+        for name, preset in load_presets(path, shipped=True).items():
             if name in presets:
                 raise InputError.at(str(path), f"preset {name!r} is defined twice among the shipped presets")
             presets[name] = preset
@@ -85,7 +90,7 @@ def shipped_presets() -> dict[str, Preset]:
 def shipped_suites() -> dict[str, Path]:
     suites = {}
     for path in sorted((specs_root() / "suites").glob("*.yaml")):
-        suites[load_document(path)["name"]] = path
+        suites[load_shipped(path)["name"]] = path
     return suites
 
 
@@ -173,10 +178,11 @@ class Suite:
                 "presets": {name: preset.to_document() for name, preset in self.presets.items()}}
 
 
-def load_suite(path: Path | str) -> Suite:
+def load_suite(path: Path | str, *, shipped: bool = False) -> Suite:
+    """A suite/1 file, checked; `shipped`: eebench's own, read by `load_shipped` (unchecked)."""
     file = str(path)
-    doc = load_checked(path, "suite")
-    inline = _inline_presets(doc, file)
+    doc = load_shipped(path) if shipped else load_checked(path, "suite")
+    inline = _inline_presets(doc, file, shipped)
     known = {**shipped_presets(), **inline}
     problems: list[Problem] = []
     members: list[PresetMember | InstanceMember] = []

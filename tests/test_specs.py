@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from eebench.documents import load_document, load_schema, schema_names
+from eebench.documents import load_document, load_schema, load_shipped, schema_names
 from eebench.errors import InputError
 from eebench.instances import load_instance
 from eebench.suites import (
@@ -31,6 +31,21 @@ PASTA = sorted(shipped_instances())
 
 def problems(*lines: str) -> str:
     return "^" + re.escape("\n".join(lines)) + "$"
+
+
+def test_every_shipped_suite_and_preset_file_passes_the_full_door_and_reads_the_same_fast() -> None:
+    # the shipped suites and presets are read with libyaml and no schema pass (shipped=True); this is the check
+    # that read skips
+    presets = sorted((specs_root() / "presets").glob("*.yaml"))
+    suites = sorted((specs_root() / "suites").glob("*.yaml"))
+    assert len(presets) >= 2 and len(suites) >= 3
+    for path in presets:
+        assert load_shipped(path) == load_document(path), path
+        assert load_presets(path, shipped=True) == load_presets(path), path
+    for path in suites:
+        assert load_shipped(path) == load_document(path), path
+        assert load_suite(path, shipped=True) == load_suite(path), path
+    assert shipped_suites() == {load_document(path)["name"]: path for path in suites}
 
 
 @pytest.mark.parametrize("name", schema_names())

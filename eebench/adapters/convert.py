@@ -52,17 +52,17 @@ LOG_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".txt", ".log", ".csv", 
 @functools.cache   # the shipped suites do not change while eebench runs: read once per process, not per call
 def _shipped_envs() -> dict[str, str]:
     """The shipped suites' instance ids and their world kinds (from the presets, not by generating)."""
-    from eebench.documents import load_document
+    from eebench.documents import load_shipped
     from eebench.suites import PresetMember, Suite, load_suite, shipped_suites
     from eebench.world.kinds import kind_of
 
     envs: dict[str, str] = {}
     for path in shipped_suites().values():
-        suite = load_suite(path)
+        suite = load_suite(path, shipped=True)
         for member in suite.members:
             one = Suite(suite.name, (member,), suite.presets)
             env = (kind_of(suite.presets[member.presets[0]]).env if isinstance(member, PresetMember)
-                   else load_document(member.path).get("env", "grid_dag"))
+                   else load_shipped(member.path).get("env", "grid_dag"))
             envs.update(dict.fromkeys(one.instance_ids(), env))
     return envs
 
