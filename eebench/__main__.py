@@ -1,0 +1,5 @@
+"""`python -m eebench`: the command line, as the `eebench` script runs it."""
+
+from eebench.cli import main
+
+main(prog_name="eebench")
