@@ -267,8 +267,7 @@ def _open_bench(bench: Any, stack: contextlib.ExitStack) -> Bench:
     if isinstance(bench, (str, Path)):
         bench = load(str(bench))
     instances = list(bench.values()) if isinstance(bench, Mapping) else list(bench)
-    from eebench.instances import Bench
-    from eebench.instances import write_instances
+    from eebench.instances import Bench, write_instances
 
     tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="eebench-bench-")))
     write_instances(instances, tmp / "instances", {"api": "eebench.grade"})

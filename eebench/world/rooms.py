@@ -24,11 +24,10 @@ import numpy as np
 
 from eebench.errors import EebenchError, InputError, Problem, did_you_mean
 
+# networkx (150 ms to import) is imported in the functions that build a graph: reading the rooms kind's presets, as
+# `convert` and grid_dag runs do, builds none
 if TYPE_CHECKING:
     import networkx as nx
-
-# networkx (150 ms to import) is imported where a graph is built: reading the rooms kind's presets, as `convert`
-# and grid_dag runs do, does not build one
 
 KINDS = ("door", "ball")
 UNREACHABLE = np.iinfo(np.int32).max  # door distance between rooms that no known door joins
