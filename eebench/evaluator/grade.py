@@ -31,8 +31,8 @@ from eebench.evaluator.families import (MetricFamily, StepColumns, StepWindows, 
                                         metric_version)
 from eebench.evaluator.store import TRAJECTORY_COLUMNS, Batch, Replaced, ResultStore, quick_switches
 from eebench.instances import Bench, InstanceLibrary, check_trajectory_env
-from eebench.trajectories import (AGENT_LABELS, EMPTY_EXPECTED, Record, check_trajectory, parse_record,
-                                  read_raw_records, usage_totals)
+from eebench.trajectories import (AGENT_LABELS, EMPTY_EXPECTED, USAGE_FIELDS, Record, check_trajectory,
+                                  parse_record, read_raw_records, usage_totals)
 
 CHUNK_RECORDS = 4096     # at most this many records graded together ...
 CHUNK_BYTES = 1 << 20    # ... or of this much JSON (about 50k steps), so memory follows steps, not records
@@ -98,13 +98,14 @@ class Grader:
 
     def grade_chunk(self, records: Sequence[Record], skip_invalid: bool) -> tuple[Batch, list[Problem]]:
         """Grade a chunk; a bad record raises InputError, or is listed as skipped with `skip_invalid`."""
-        rows: list[dict[str, Any]] = []
+        rows: list[tuple[Any, ...]] = []    # per graded record: its values of RECORD_COLUMNS
+        bases: list[tuple[Any, ...]] = []   # ... and of BASE_COLUMNS
         graded: list[tuple[tuple[MetricFamily, ...], list[Any]]] = []   # per row: its families and their replays
         skipped: list[Problem] = []
         for record, doc in zip(records, self._read_bare(records)):
             try:
-                row, families, replays = self._grade_record(parse_record(record, compact=True) if doc is None
-                                                            else record._replace(value=doc))
+                row, base, families, replays = self._grade_record(parse_record(record, compact=True) if doc is None
+                                                                  else record._replace(value=doc))
             except InputError as exc:
                 if not skip_invalid:
                     raise
@@ -112,10 +113,15 @@ class Grader:
                                for p in exc.problems)
                 continue
             rows.append(row)
+            bases.append(base)
             graded.append((families, replays))
         if not rows:  # every record skipped: nothing to replay
             return Batch(), skipped
-        batch = Batch(rows)
+        # the trajectories' columns, made as columns (a dict per row, filled family by family, took a tenth of the
+        # grading thread): the record's, the instance's, then each family's
+        trajectories: dict[str, list[Any]] = {**dict(zip(RECORD_COLUMNS, map(list, zip(*rows)))),
+                                              **dict(zip(BASE_COLUMNS, map(list, zip(*bases))))}
+        batch = Batch(len(rows), trajectories)
         groups: dict[tuple[MetricFamily, ...], list[int]] = {}
         for position, (families, _) in enumerate(graded):
             groups.setdefault(families, []).append(position)
@@ -124,16 +130,20 @@ class Grader:
             steps: list[StepColumns] = []
             episodes: dict[str, np.ndarray] = {}
             checkpoints: dict[str, np.ndarray] = {}
+            regrouped = len(positions) != len(rows)   # positions in the group -> positions in the chunk
             for k, family in enumerate(families):
                 columns = family.columns([graded[p][1][k] for p in positions])
-                names = tuple(columns.trajectories)
-                for position, values in zip(positions, zip(*columns.trajectories.values())):
-                    rows[position].update(zip(names, values))
+                for name, values in columns.trajectories.items():   # a later family's value wins, as it comes later
+                    if not regrouped:
+                        trajectories[name] = values
+                        continue
+                    column = trajectories.setdefault(name, [None] * len(rows))
+                    for position, value in zip(positions, values):
+                        column[position] = value
                 if columns.steps:
                     steps.append(columns.steps)
                 episodes.update(columns.episodes or {})
                 checkpoints.update(columns.checkpoints or {})
-            regrouped = len(positions) != len(rows)   # positions in the group -> positions in the chunk
 
             def in_chunk(part: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
                 return {**part, "trajectory": where[part["trajectory"]]}
@@ -160,7 +170,8 @@ class Grader:
             docs[k] = doc
         return docs
 
-    def _grade_record(self, record: Record) -> tuple[dict[str, Any], tuple[MetricFamily, ...], list[Any]]:
+    def _grade_record(self, record: Record
+                      ) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[MetricFamily, ...], list[Any]]:
         doc = check_trajectory(record)
         file, line = record.file, record.line
         instance_id = doc["instance"]
@@ -193,8 +204,9 @@ class Grader:
         return self._row(doc, file, line, env, instance, sha)
 
     def _base_row(self, env: str, instance: Any, sha: str | None, families: tuple[MetricFamily, ...]
-                  ) -> dict[str, Any]:
-        """The columns every trajectory of one instance shares (kept for the instances in the table cache)."""
+                  ) -> tuple[Any, ...]:
+        """The values of BASE_COLUMNS: what every trajectory of one instance shares (kept for the instances in the
+        table cache)."""
         key = (env, type(instance), instance.id, sha)
         base = self._bases.get(key)
         if base is None:
@@ -202,17 +214,19 @@ class Grader:
                 self._bases.clear()
             bench = self.bench
             meta = instance.meta or {}
-            base = self._bases[key] = {
-                **_EMPTY_ROW, "instance_sha256": sha, "env": env, "metric_version": metric_version(families),
+            values = {
+                "instance_sha256": sha, "env": env, "metric_version": metric_version(families),
                 "graded_at": self.graded_at,
                 "preset": meta.get("preset") if isinstance(meta.get("preset"), str) else None,
                 "bench_name": None if bench is None else bench.name,
                 "bench_version": None if bench is None else bench.version,
                 "bench_digest": None if bench is None else bench.digest, "eebench_version": __version__}
+            base = self._bases[key] = tuple(values[name] for name in BASE_COLUMNS)
         return base
 
-    def _row(self, doc: dict[str, Any], file: str, line: int | None, env: str, instance: Any,
-             sha: str | None) -> tuple[dict[str, Any], tuple[MetricFamily, ...], list[Any]]:
+    def _row(self, doc: dict[str, Any], file: str, line: int | None, env: str, instance: Any, sha: str | None
+             ) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[MetricFamily, ...], list[Any]]:
+        """The trajectory's values of RECORD_COLUMNS and BASE_COLUMNS, its families, and their replays."""
         families = self.families(env)
         if not families:
             raise InputError(Problem(file, line, "env", f"no metric family grades {env!r} trajectories yet"))
@@ -222,16 +236,19 @@ class Grader:
         for family in families:  # in registry order, each seeing the replays before it
             replays.append(replay := family.replay(self.tables(family, instance), instance, trajectory))
             earlier[family.name] = replay
-        steps = doc["steps"]
         agent = doc.get("agent") or {}
-        row = self._base_row(env, instance, sha, families).copy()
-        row.update({"trajectory_id": doc["id"], "instance_id": doc["instance"],
-                    **{("agent_name" if k == "name" else k): agent.get(k) for k in AGENT_LABELS},
-                    **usage_totals(steps, file, line), "source_file": file, "source_line": line})
-        return row, families, replays
+        row = (doc["id"], doc["instance"], *map(agent.get, AGENT_LABELS),
+               *usage_totals(doc["steps"], file, line).values(), file, line)
+        return row, self._base_row(env, instance, sha, families), families, replays
 
 
-_EMPTY_ROW = dict.fromkeys(c.name for c in TRAJECTORY_COLUMNS)  # a column no family fills is NULL
+# The trajectories' columns that a record gives, in order, and those its instance and run give (the families fill
+# the rest; a column no one fills is NULL)
+RECORD_COLUMNS = ("trajectory_id", "instance_id", *(("agent_name" if k == "name" else k) for k in AGENT_LABELS),
+                  *USAGE_FIELDS, "source_file", "source_line")
+BASE_COLUMNS = ("instance_sha256", "env", "metric_version", "graded_at", "preset", "bench_name", "bench_version",
+                "bench_digest", "eebench_version")
+assert {*RECORD_COLUMNS, *BASE_COLUMNS} <= {c.name for c in TRAJECTORY_COLUMNS}, "columns of the trajectories table"
 
 
 def _chunks(files: Sequence[Path]) -> Iterator[list[Record]]:

@@ -25,7 +25,6 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
@@ -661,34 +660,42 @@ def quick_switches() -> Iterator[None]:
 
 
 class Batch:
-    """Graded trajectories (one row dict each) and their steps and episodes as column parts.
+    """Graded trajectories (their columns of `trajectories`: a list of values each, one per trajectory) and their
+    steps, episodes and checkpoints as column parts.
 
-    In `steps` and `episodes`, the column `trajectory` holds each row's trajectory as a position in `rows`; a part
-    holds the columns its metric families fill (the others are NULL). A part of `steps` may be StepWindows (a long
-    trajectory's columns, made a window at a time as they are written).
+    A column no trajectory of the batch fills may be left out (NULL). In the parts, the column `trajectory` holds
+    each row's trajectory as its position in the batch; a part holds the columns its metric families fill (the
+    others are NULL). A part of `steps` may be StepWindows (a long trajectory's columns, made a window at a time as
+    they are written).
     """
 
-    def __init__(self, rows: list[dict[str, Any]] | None = None, steps: list[StepColumns] | None = None,
-                 episodes: list[dict[str, np.ndarray]] | None = None,
+    def __init__(self, n: int = 0, trajectories: dict[str, list[Any]] | None = None,
+                 steps: list[StepColumns] | None = None, episodes: list[dict[str, np.ndarray]] | None = None,
                  checkpoints: list[dict[str, np.ndarray]] | None = None):
-        self.rows = rows or []
+        self.n = n
+        self.trajectories = trajectories or {}
         self.steps = steps or []
         self.episodes = episodes or []
         self.checkpoints = checkpoints or []
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return self.n
 
     @property
     def n_steps(self) -> int:
         return sum(map(step_rows, self.steps))
 
     def extend(self, other: Batch) -> None:
-        offset = len(self.rows)
+        offset = self.n
 
         def moved(part: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             return {**part, "trajectory": part["trajectory"] + offset}
-        self.rows.extend(other.rows)
+        for name, column in self.trajectories.items():
+            column.extend(other.trajectories.get(name) or [None] * other.n)
+        for name, values in other.trajectories.items():
+            if name not in self.trajectories:
+                self.trajectories[name] = [None] * offset + list(values)
+        self.n += other.n
         self.steps.extend(part.map(moved) if isinstance(part, StepWindows) else moved(part)  # type: ignore[arg-type]
                           for part in other.steps)
         self.episodes.extend(map(moved, other.episodes))
@@ -699,11 +706,11 @@ def batch_tables(batch: Batch, keys: np.ndarray) -> Iterator[tuple[str, Columns]
     """A batch as NumPy columns of the staged tables, `keys` its rows' trajectory_key: the trajectories, then
     each part of steps, episodes and checkpoints (parts with the same columns together; StepWindows a window at a
     time, in their place)."""
-    rows = _columns(batch.rows, TRAJECTORY_COLUMNS)
+    rows = _columns(batch.trajectories, TRAJECTORY_COLUMNS)
     yield "trajectories", {**rows, _KEY.name: keys}
 
     def table_of(part: Mapping[str, np.ndarray]) -> Columns:
-        owner = part["trajectory"]  # position in batch.rows
+        owner = part["trajectory"]  # position in the batch
         return {"trajectory_id": Coded(owner, rows["trajectory_id"]), _KEY.name: keys[owner],
                 **{name: values for name, values in part.items() if name != "trajectory"}}
 
@@ -1380,15 +1387,10 @@ def _quoted(path: Path) -> str:
     return "'" + str(path).replace("'", "''") + "'"
 
 
-def _columns(rows: list[dict[str, Any]], columns: Iterable[Column]) -> dict[str, np.ndarray]:
-    """Row dicts as NumPy columns; a column that is NULL in every row is left out (DuckDB fills it with NULL:
-    the columns of other metric families cost nothing)."""
-    names = [c.name for c in columns]
-    try:
-        values = zip(*map(itemgetter(*names), rows)) if rows else [()] * len(names)
-        found = {name: _column(column) for name, column in zip(names, values, strict=True)}
-    except KeyError:
-        found = {name: _column([row.get(name) for row in rows]) for name in names}
+def _columns(values: Mapping[str, Sequence[Any]], columns: Iterable[Column]) -> dict[str, np.ndarray]:
+    """Lists of values as NumPy columns, in the order of `columns`; a column absent or NULL in every row is left
+    out (DuckDB fills it with NULL: the columns of other metric families cost nothing)."""
+    found = {c.name: _column(values[c.name]) for c in columns if c.name in values}
     return {name: column for name, column in found.items() if column is not None}
 
 
