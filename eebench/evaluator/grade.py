@@ -135,7 +135,7 @@ class Grader:
                 columns = family.columns([graded[p][1][k] for p in positions])
                 for name, values in columns.trajectories.items():   # a later family's value wins, as it comes later
                     if not regrouped:
-                        trajectories[name] = values
+                        trajectories[name] = values if type(values) is list else list(values)   # (a plug-in's array)
                         continue
                     column = trajectories.setdefault(name, [None] * len(rows))
                     for position, value in zip(positions, values):

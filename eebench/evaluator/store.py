@@ -691,7 +691,8 @@ class Batch:
         def moved(part: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             return {**part, "trajectory": part["trajectory"] + offset}
         for name, column in self.trajectories.items():
-            column.extend(other.trajectories.get(name) or [None] * other.n)
+            values = other.trajectories.get(name)
+            column.extend([None] * other.n if values is None else values)
         for name, values in other.trajectories.items():
             if name not in self.trajectories:
                 self.trajectories[name] = [None] * offset + list(values)

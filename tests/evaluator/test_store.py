@@ -484,3 +484,21 @@ def test_a_lane_recovering_from_the_memory_cap_waits_for_the_running_insert_and_
     for thread in threads:
         thread.join(5)
     assert events == ["insert 1 starts", "insert 1 ends", "recovery", "insert 2"]
+
+
+def test_a_batch_extended_pads_the_columns_one_side_lacks_with_null() -> None:
+    # chunks of different world kinds fill different columns of `trajectories`; joined, each keeps its rows' values
+    first = store.Batch(2, {"trajectory_id": ["a", "b"], "success": [True, False]},
+                        steps=[{"trajectory": np.array([0, 1, 1], dtype=np.int32)}])
+    second = store.Batch(1, {"trajectory_id": ["c"], "coverage": [0.5]},
+                         steps=[{"trajectory": np.array([0, 0], dtype=np.int32)}])
+    pending = store.Batch()
+    pending.extend(first)
+    pending.extend(second)
+    assert len(pending) == 3
+    assert pending.trajectories == {"trajectory_id": ["a", "b", "c"], "success": [True, False, None],
+                                    "coverage": [None, None, 0.5]}
+    assert [part["trajectory"].tolist() for part in pending.steps] == [[0, 1, 1], [2, 2]]
+    assert first.trajectories["success"] == [True, False]   # the parts' own lists are not changed
+    columns = dict(store.batch_tables(pending, np.arange(3, dtype=np.int64)))["trajectories"]
+    assert columns["success"].tolist() == [True, False, None] and columns["coverage"].tolist() == [None, None, 0.5]
