@@ -17,7 +17,6 @@ from importlib import resources
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-import numpy as np
 import orjson
 import yaml
 
@@ -25,6 +24,7 @@ from eebench.errors import InputError, Problem, did_you_mean, one_of, quote
 
 if TYPE_CHECKING:   # (imported where a schema is checked: 40-80 ms that reading trajectories need not pay)
     import jsonschema
+    import numpy as np   # (imported where a depth is counted in numpy: 60 ms that most commands need not pay)
     import referencing
 
 # The newest version of each document kind this code reads. A newer file is refused, never guessed at.
@@ -83,9 +83,17 @@ class JsonLimitError(json.JSONDecodeError):
 
 
 _QUOTE, _BACKSLASH = 34, 92
-_STEP = np.zeros(256, dtype=np.int8)  # +1 for [ and {, -1 for ] and }
-_STEP[[91, 123]], _STEP[[93, 125]] = 1, -1
 _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'[]{}"')
+
+
+@functools.cache
+def _steps() -> np.ndarray:
+    """Each byte's step in depth: +1 for [ and {, -1 for ] and }, 0 for the rest."""
+    import numpy as np
+
+    step = np.zeros(256, dtype=np.int8)
+    step[[91, 123]], step[[93, 125]] = 1, -1
+    return step
 
 
 class DepthGauge:
@@ -105,13 +113,16 @@ class DepthGauge:
         """Take the next piece; False once the text has gone deeper than the limit."""
         if not data:
             return True
+        import numpy as np
+
+        step = _steps()
         raw = np.frombuffer(data, dtype=np.uint8)
         quotes = np.flatnonzero(raw == _QUOTE)
         if quotes.size and (self.backslashes or b"\\" in data):
             quotes = quotes[self._unescaped_quotes(raw, quotes)]
-        brackets = np.flatnonzero(_STEP.view(np.bool_)[raw])
+        brackets = np.flatnonzero(step.view(np.bool_)[raw])
         inside = (np.searchsorted(quotes, brackets) + self.in_string) % 2 == 1
-        steps = _STEP[raw[brackets[~inside]]]
+        steps = step[raw[brackets[~inside]]]
         deepest = self.depth
         if steps.size:
             levels = np.cumsum(steps, dtype=np.int64) + self.depth
@@ -125,6 +136,8 @@ class DepthGauge:
     def _unescaped_quotes(self, raw: np.ndarray, quotes: np.ndarray) -> np.ndarray:
         """Which quotes end or start a string: those after an even run of backslashes (a run that reaches the
         piece's start goes on with the previous piece's). In numpy over the runs of backslashes."""
+        import numpy as np
+
         slashes = np.flatnonzero(raw == _BACKSLASH)
         run = np.zeros(quotes.size, dtype=np.int64)
         at_start = quotes == 0
@@ -156,8 +169,10 @@ def too_deep(data: bytes) -> bool:
     kept = unescaped.translate(None, _NOT_STRUCTURE).replace(b'""', b"")
     if b'"' not in kept and _shallow(kept):
         return False
+    import numpy as np
+
     skeleton = np.frombuffer(kept, dtype=np.uint8)
-    steps = _STEP[skeleton]
+    steps = _steps()[skeleton]
     if b'"' in kept:
         steps = np.where(np.cumsum(skeleton == _QUOTE) % 2 == 0, steps, 0)
     return bool(steps.size) and int(np.cumsum(steps, dtype=np.int64).max()) > MAX_DEPTH

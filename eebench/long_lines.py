@@ -17,13 +17,14 @@ from __future__ import annotations
 import re
 from array import array
 from collections.abc import Iterator, Sequence
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
-import ijson
 import msgspec
-import numpy as np
 
 from eebench.documents import DepthGauge, JsonLimitError, loads_json, orjson_reads_exactly
+
+if TYPE_CHECKING:   # (imported when a long line is read: 75 ms that every other command need not pay)
+    import numpy as np
 
 _LONE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 _SHARED_ACTIONS = 4096   # distinct short action strings that share one number in the table
@@ -72,6 +73,8 @@ class Actions(Sequence[str | None]):
         words = parts[0].words   # type: ignore[attr-defined]
         if any(part.words is not words for part in parts):   # type: ignore[attr-defined]
             return None
+        import numpy as np
+
         return Actions(words, np.concatenate([part.codes for part in parts]))   # type: ignore[attr-defined]
 
 
@@ -156,6 +159,8 @@ def loads_long(data: bytearray) -> dict[str, Any] | None:
     the module's note), so that its value or its error is the door's."""
     if not _plain(data):
         return None
+    import ijson
+
     try:
         top = _TOP.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError):
@@ -173,6 +178,9 @@ def loads_long(data: bytearray) -> dict[str, Any] | None:
 
 
 def _steps(view: memoryview) -> StepList:
+    import ijson
+    import numpy as np
+
     words: list[str | None] = [None]   # number 0: a null action, or a step kept in `others`
     numbers: dict[str, int] = {}
     codes = array("H")

@@ -76,11 +76,25 @@ class WorldKind:
 # -- the registry ------------------------------------------------------------------------------------------
 
 def _grid_dag() -> WorldKind:
-    from eebench.agents import baselines
-    from eebench.generator.instances import generate_instance, relabel_symbolic
     from eebench.generator.params import Preset, parse_preset, preset_problems
     from eebench.world import grid_dag
-    from eebench.world.planning import shortest_completion
+
+    # the generator, the planner and the agents import NumPy (world.geometry): only when an instance is made,
+    # measured or played, not when a suite's presets are read (`convert` naming a log's instance)
+    def generate_instance(preset: Preset, seed: int, instance_id: str) -> grid_dag.GridDagInstance:
+        from eebench.generator.instances import generate_instance
+
+        return generate_instance(preset, seed, instance_id)
+
+    def relabel(instance: grid_dag.GridDagInstance, instance_id: str) -> grid_dag.GridDagInstance:
+        from eebench.generator.instances import relabel_symbolic
+
+        return relabel_symbolic(instance, instance_id)
+
+    def make_agent(name: str, instance: grid_dag.GridDagInstance, seed: int) -> Agent:
+        from eebench.agents import baselines
+
+        return baselines.make_agent(name, instance, seed)
 
     def describe(preset: Preset) -> str:
         size = (f"{preset.map.size[0]}x{preset.map.size[1]}" if preset.map.size
@@ -92,6 +106,8 @@ def _grid_dag() -> WorldKind:
         return f"{instance.width}x{instance.height}, {len(instance.nodes)} nodes, budget {instance.budget}"
 
     def measures(instance: grid_dag.GridDagInstance) -> dict[str, int]:
+        from eebench.world.planning import shortest_completion
+
         return {
             "width": instance.width, "height": instance.height, "free_cells": len(instance.free_cells()),
             "nodes": len(instance.nodes), "or_nodes": sum(len(node.requires) > 1 for node in instance.nodes),
@@ -113,7 +129,7 @@ def _grid_dag() -> WorldKind:
                 "oracle": "shortest completion with full knowledge",
                 "explore-then-act": "goal-free exploration for half the budget, then the frontier agent's targets "
                                     "(steps carry their phase)"},
-        make_agent=baselines.make_agent,
+        make_agent=make_agent,
         statistics={
             "width": "map width",
             "height": "map height",
@@ -124,7 +140,7 @@ def _grid_dag() -> WorldKind:
             "optimal_steps": "fewest steps to finish, full knowledge",
         },
         measures=measures,
-        relabel=relabel_symbolic,
+        relabel=relabel,
     )
 
 

@@ -20,17 +20,16 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-import numpy as np
-
 from eebench.errors import EebenchError, InputError, Problem, did_you_mean
 
-# networkx (150 ms to import) is imported in the functions that build a graph: reading the rooms kind's presets, as
-# `convert` and grid_dag runs do, builds none
+# networkx (150 ms to import) and NumPy (60 ms) are imported in the functions that use them: reading the rooms
+# kind's presets, as `convert` and grid_dag runs do, needs neither
 if TYPE_CHECKING:
     import networkx as nx
+    import numpy as np
 
 KINDS = ("door", "ball")
-UNREACHABLE = np.iinfo(np.int32).max  # door distance between rooms that no known door joins
+UNREACHABLE = 2**31 - 1  # (the largest int32) door distance between rooms that no known door joins
 
 
 def parse_action(text: Any) -> tuple[str, str] | None:
@@ -509,6 +508,8 @@ def replay(instance: RoomsInstance | RoomsWorld, actions: Sequence[Any],
 
 
 def _check_episodes(episodes: Sequence[int], total: int) -> None:
+    import numpy as np
+
     last = 0
     for i, episode in enumerate(episodes):
         where = f"steps[{i}].episode"
@@ -550,6 +551,8 @@ def door_distances(instance: RoomsInstance | RoomsWorld, doors: Iterable[str] | 
     The graders call this once per knowledge state, so it is a level-synchronous BFS from every source at once
     in NumPy (one matrix product per level) rather than networkx's per-source BFS, which it is tested against.
     """
+    import numpy as np
+
     world = instance if isinstance(instance, RoomsWorld) else world_of(instance)
     index = world.room_index
     n = len(world.room_ids)
