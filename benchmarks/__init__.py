@@ -38,11 +38,13 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - start, out
 
 
-def peak_rss_of(code: str) -> float:
-    """Peak resident memory (MB) of a fresh Python process that runs `code`: one measurement, no other work in it."""
+def peak_rss_of(code: str, children: int = 0) -> float:
+    """Peak resident memory (MB) of a fresh Python process that runs `code`: one measurement, no other work in it.
+    `children`: the worker processes it starts, each counted as the largest of them (what Linux reports)."""
     # VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec, so a child would report its parent's peak
-    report = ("; print(next(int(line.split()[1]) for line in open('/proc/self/status') if line.startswith('VmHWM'))"
-              " / 1024)")
+    report = ("; import resource; print(next(int(line.split()[1]) for line in open('/proc/self/status') "
+              f"if line.startswith('VmHWM')) / 1024 + {children} * resource.getrusage(resource.RUSAGE_CHILDREN)"
+              ".ru_maxrss / 1024)")
     done = subprocess.run([sys.executable, "-c", code + report], capture_output=True, text=True, check=True)
     return float(done.stdout.strip().splitlines()[-1])
 

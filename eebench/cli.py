@@ -721,10 +721,14 @@ def plot(kind: str, db: Path, out: Path, where: str | None, trajectory: str | No
 @click.option("--harness", help="Harness label (wins over the log's).")
 @click.option("--skip-invalid", is_flag=True,
               help="Convert the valid records and list the invalid ones with the reason, instead of stopping.")
+@click.option("--workers", default="auto", show_default=True, type=_WORKERS,
+              help="Processes that convert a large JSON Lines log (32 MB or more, of a format with one episode per "
+                   "line, such as openai-chat) in pieces, in parallel; auto: one per core, 1: this process alone. "
+                   "The output and the summary are the same whatever the number.")
 def convert(inputs: tuple[Path, ...], fmt: str, out: Path, bench: Path | None, instance: str | None,
             instance_field: str | None, instance_from_name: str | None, env: str | None, vocabulary: str | None,
             action_regex: str | None, agent_name: str | None, model: str | None, prompt: str | None,
-            harness: str | None, skip_invalid: bool) -> None:
+            harness: str | None, skip_invalid: bool, workers: int) -> None:
     """Turn agents' logs into canonical trajectories (trajectory/1 JSON Lines).
 
     INPUT is a log file, a folder of logs (files no adapter reads are listed and left out) or - for standard
@@ -751,7 +755,7 @@ def convert(inputs: tuple[Path, ...], fmt: str, out: Path, bench: Path | None, i
         if bench is not None:
             options = dataclasses.replace(options, known=KnownInstances(stack.enter_context(open_bench(bench))))
         update = stack.enter_context(_progress(total, "converting (bytes)"))
-        report = convert_files(list(inputs), fmt, out, options, progress=update)
+        report = convert_files(list(inputs), fmt, out, options, progress=update, workers=workers)
     _echo_problems("skipped", report.skipped)
     say = functools.partial(click.echo, err=str(out) == "-")   # the trajectories own standard output
     formats = sorted(set(report.formats.values()))

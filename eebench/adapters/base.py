@@ -19,6 +19,7 @@ from eebench.errors import InputError, Problem
 
 if TYPE_CHECKING:
     from eebench.adapters.actions import ActionReader
+    from eebench.pieces import Span
 
 # Per-step fields a canonical trajectory may carry beyond the action, in the order they are written; adapters fill
 # what their format has (convert.to_trajectory writes them).
@@ -82,6 +83,7 @@ class Adapter(abc.ABC):
     version: ClassVar[str] = "1"         # recorded in each trajectory's source.adapter_version
     suffixes: ClassVar[tuple[str, ...]] = ()   # file name endings it reads, for --from auto and the docs
     never_carries: ClassVar[frozenset[str]] = frozenset()  # STEP_FIELDS its format never has
+    lines_are_episodes: ClassVar[bool] = False   # its JSON Lines hold one episode per line: see `line_episodes`
 
     @abc.abstractmethod
     def handles(self, path: Path, head: bytes) -> bool:
@@ -99,6 +101,12 @@ class Adapter(abc.ABC):
         A bad record is yielded as its InputError (located at file and record) and reading goes on with the next
         one; a file that cannot be read at all raises.
         """
+
+    def line_episodes(self, path: Path, span: Span) -> Iterator[Episode | InputError]:
+        """The episodes of a `span` of a JSON Lines file, as `episodes` yields them for those lines: for formats
+        whose JSON Lines hold one episode per line, read alone (`lines_are_episodes`). Then `convert` may cut a
+        large file into pieces converted in parallel (see `eebench.pieces`)."""
+        raise NotImplementedError(f"{self.name}: a JSON line is not one episode read alone")
 
 
 def bad_record(file: Path | str, message: str, *, line: int | None = None, record: str | int | None = None,

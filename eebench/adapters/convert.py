@@ -14,10 +14,13 @@ with the option that would fix it.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
+import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -27,14 +30,18 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from eebench.adapters.actions import VOCABULARIES, ActionReader, render_call
 from eebench.adapters.base import HEAD_BYTES, Adapter, Episode, LoggedStep, bad_record, dig
-from eebench.adapters.records import dumps_line
+from eebench.adapters.records import dumps_line, is_json_lines
 from eebench.adapters.registry import detect, get_adapter, known_adapters
 from eebench.documents import atomic_file, json_type, open_input
-from eebench.errors import InputError, Problem, did_you_mean, one_of
+from eebench.errors import EebenchError, InputError, Problem, did_you_mean, one_of
 from eebench.instances import InstanceLibrary
+from eebench.pieces import Span, line_spans, resolve_workers
 from eebench.trajectories import AGENT_LABELS
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:   # (the worker processes' modules, 40 ms, are imported when a file is cut into pieces)
+    import multiprocessing.context
+    from concurrent.futures import Future, ProcessPoolExecutor
+
     from eebench.instances import Bench
 
 ENVS = ("grid_dag", "rooms", "logged")
@@ -43,6 +50,9 @@ STDIN = "-"                      # the input (and output) name of the standard s
 # trajectories of a few KB each: written 1 MiB at a time, not one system call each (the default buffer is 8 KiB)
 OUTPUT_BUFFER = 1 << 20
 SHOWN_LOCATIONS = 5              # unreadable actions listed by place in the summary, the rest counted
+PIECE_BYTES = 4 << 20            # of JSON Lines per piece a worker converts: small enough to balance the end
+PARALLEL_FROM_BYTES = 32 << 20   # a smaller file is converted by this process alone (measured in bench_convert:
+#                                  below this, starting the workers costs about what they save)
 # endings of log files, stripped to name an instance after its file (`a-3.5__b.json` -> `a-3.5__b`); never a cut at
 # the first dot, which model names contain
 LOG_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".txt", ".log", ".csv", ".eval", ".traj", ".trajectory",
@@ -182,36 +192,31 @@ class ConvertReport:
 
 
 def convert_files(inputs: Sequence[Path], fmt: str, out: Path, options: ConvertOptions,
-                  progress: Callable[[int], None] | None = None) -> ConvertReport:
+                  progress: Callable[[int], None] | None = None, workers: int = 0) -> ConvertReport:
     """Convert every episode of `inputs` (files, folders, `-`) into trajectory/1 lines of `out` (`-`: stdout),
-    written atomically."""
+    written atomically. `workers`: processes that convert pieces of a large JSON Lines file in parallel (0: one
+    per core; 1: this process alone); the output and the report are the same whatever their number."""
     readers = options.readers()
     options = options if options.known is not None else replace(options, known=KnownInstances())
     report = ConvertReport()
     seen: dict[str, str] = {}
-    with _stdin_spooled(inputs) as (inputs, shown):
+    with _stdin_spooled(inputs) as (inputs, shown), contextlib.ExitStack() as stack:
         plan = _plan(inputs, fmt, report, shown)
         report.files = len(plan)
+        pool = _Pool(stack, resolve_workers(workers))
         with _output(out) as handle:
             for path, adapter in plan:
                 name = shown.get(path, str(path))
                 report.formats[name] = adapter.name
-                for item in _items(path, adapter):
-                    try:
-                        if isinstance(item, InputError):
-                            raise item
-                        trajectory = to_trajectory(item, adapter, path, options, readers, name=name)
-                        _check_unique(trajectory["id"], item, name, seen)
-                    except InputError as exc:
-                        exc = _renamed(exc, shown)
-                        if not options.skip_invalid:
-                            raise exc from None
-                        report.skipped.extend(p if isinstance(p, Problem) else Problem(name, None, None, str(p))
-                                              for p in exc.problems)
-                        continue
-                    handle.write(dumps_line(trajectory))
-                    _count(report, trajectory, item, name)
-                if progress:
+                pieces = pool.pieces(path, adapter)
+                if pieces is None:
+                    results: Iterable[Converted | Failed] = (
+                        _converted(item, adapter, path, options, readers, name) for item in _items(path, adapter))
+                else:
+                    results = pool.converted(pieces, path, adapter, options, name, progress)
+                for result in results:
+                    _take(result, report, seen, handle, options, shown, name)
+                if progress and pieces is None:
                     progress(path.stat().st_size)
             if not report.trajectories:  # one rule with grade: a run that converted nothing is a mistake
                 raise InputError([*report.skipped, "nothing was converted: every episode was skipped (listed "
@@ -219,17 +224,68 @@ def convert_files(inputs: Sequence[Path], fmt: str, out: Path, options: ConvertO
     return report
 
 
-def _count(report: ConvertReport, trajectory: dict[str, Any], episode: Episode, name: str) -> None:
+class Converted(NamedTuple):
+    """An episode made a trajectory: its line of output, and what the summary counts of it."""
+
+    id: str
+    where: str               # `file:line` or `file record N`: where the episode was read, for messages
+    line: int | None
+    record: str | int
+    data: bytes              # the trajectory/1 JSON line
+    steps: int
+    logged: str | None       # its instance, when it is kept as text (env logged)
+    unreadable: list[int]    # the steps whose output names no action
+
+
+class Failed(NamedTuple):
+    """A record that could not be converted, or what ended its file early (nothing after it there is read)."""
+
+    problems: list[Problem | str]
+
+
+def _converted(item: Episode | Failed, adapter: Adapter, path: Path, options: ConvertOptions,
+               readers: dict[str, ActionReader], name: str) -> Converted | Failed:
+    """One episode of the input converted, or its problems."""
+    if isinstance(item, Failed):
+        return item
+    try:
+        trajectory = to_trajectory(item, adapter, path, options, readers, name=name)
+    except InputError as exc:
+        return Failed(exc.problems)
+    steps = trajectory["steps"]
+    where = f"{name}:{item.line}" if item.line is not None else f"{name} record {item.record}"
+    return Converted(trajectory["id"], where, item.line, item.record, dumps_line(trajectory), len(steps),
+                     trajectory["instance"] if trajectory.get("env") == LOGGED else None,
+                     [t for t, step in enumerate(steps) if step["action"] is None])
+
+
+def _take(result: Converted | Failed, report: ConvertReport, seen: dict[str, str], handle: IO[bytes],
+          options: ConvertOptions, shown: Mapping[Path, str], name: str) -> None:
+    """Write a converted episode and count it; or, for a problem (a bad record, an id made twice), stop the run
+    on it, or skip it with --skip-invalid. The one place each result of a run is judged, in input order."""
+    if isinstance(result, Converted):
+        first = seen.setdefault(result.id, result.where)
+        if first == result.where:
+            handle.write(result.data)
+            _count(report, result)
+            return
+        result = Failed(bad_record(name, f"trajectory id {result.id!r} was already made from {first}; ids must be "
+                                         "unique", line=result.line, record=result.record, field="id").problems)
+    exc = _renamed(InputError(result.problems), shown)
+    if not options.skip_invalid:
+        raise exc
+    report.skipped.extend(p if isinstance(p, Problem) else Problem(name, None, None, str(p)) for p in exc.problems)
+
+
+def _count(report: ConvertReport, converted: Converted) -> None:
     report.trajectories += 1
-    report.steps += len(trajectory["steps"])
-    if trajectory.get("env") == LOGGED:
+    report.steps += converted.steps
+    if converted.logged is not None:
         report.logged += 1
-        report.logged_example = report.logged_example or trajectory["instance"]
-    unreadable = [t for t, step in enumerate(trajectory["steps"]) if step["action"] is None]
-    report.unreadable += len(unreadable)
-    for t in unreadable[:SHOWN_LOCATIONS - len(report.unreadable_at)]:
-        where = f"{name}:{episode.line}" if episode.line is not None else f"{name} record {episode.record}"
-        report.unreadable_at.append(f"{where} step {t}")
+        report.logged_example = report.logged_example or converted.logged
+    report.unreadable += len(converted.unreadable)
+    for t in converted.unreadable[:SHOWN_LOCATIONS - len(report.unreadable_at)]:
+        report.unreadable_at.append(f"{converted.where} step {t}")
 
 
 def _renamed(exc: InputError, shown: Mapping[Path, str]) -> InputError:
@@ -286,23 +342,120 @@ def _output(out: Path) -> Iterator[IO[bytes]]:
         sys.stdout.buffer.flush()
 
 
-def _items(path: Path, adapter: Adapter) -> Iterator[Episode | InputError]:
-    """The adapter's episodes of one file, then, as a located error, whatever ended the file early (a cut-off
-    archive, a truncated array), so `--skip-invalid` keeps what was read before it. A log with no episode is an
-    error too (an empty file is refused before anything is read: see `_plan`)."""
+def _items(path: Path, adapter: Adapter, span: Span | None = None) -> Iterator[Episode | Failed]:
+    """The adapter's episodes of one file (or of a `span` of a JSON Lines file), then, as a Failed, whatever ended
+    the file early (a cut-off archive, a truncated array, a line too long), so `--skip-invalid` keeps what was
+    read before it. A log with no episode is an error too (an empty file is refused before anything is read: see
+    `_plan`; a file read in pieces is judged whole, by `_Pool.converted`)."""
     count = 0
     try:
-        for item in adapter.episodes(path):
+        for item in adapter.episodes(path) if span is None else adapter.line_episodes(path, span):
             count += 1
-            yield item
+            yield Failed(item.problems) if isinstance(item, InputError) else item
     except InputError as exc:
-        yield exc
+        yield _Ended(exc.problems)
         return
     except RecursionError:
-        yield InputError.at(str(path), "nested too deeply to read (is this a log?)")
+        yield _Ended(InputError.at(str(path), "nested too deeply to read (is this a log?)").problems)
         return
-    if not count:
-        yield InputError.at(str(path), f"holds no {adapter.name} episode")
+    if not count and span is None:
+        yield no_episode(path, adapter)
+
+
+class _Ended(Failed):
+    """A Failed that ended its file: the pieces after it are not read."""
+
+
+def no_episode(path: Path, adapter: Adapter) -> _Ended:
+    return _Ended(InputError.at(str(path), f"holds no {adapter.name} episode").problems)
+
+
+class _Pool:
+    """Worker processes converting pieces of large JSON Lines files, started when a file first needs them.
+
+    A file is cut into pieces at line starts (`eebench.pieces`); the workers convert up to two pieces each ahead of
+    the one this process writes, and this process judges their results in input order (`_take`), as it judges its
+    own: the output, the report and the first problem raised are one process's. A problem that ends a file (a line
+    too long) drops the pieces after it, as one process reads no further."""
+
+    def __init__(self, stack: contextlib.ExitStack, workers: int):
+        self._stack, self.workers = stack, workers
+        self._executor: ProcessPoolExecutor | None = None
+
+    def pieces(self, path: Path, adapter: Adapter) -> Iterator[Span] | None:
+        """The pieces `path` is converted in; None when this process converts it whole (one worker, a small file,
+        a format or layout whose lines are not episodes read alone)."""
+        if (self.workers < 2 or not adapter.lines_are_episodes or path.stat().st_size < PARALLEL_FROM_BYTES
+                or not is_json_lines(path)):
+            return None
+        return line_spans(path, PIECE_BYTES)
+
+    def converted(self, pieces: Iterator[Span], path: Path, adapter: Adapter, options: ConvertOptions, name: str,
+                  progress: Callable[[int], None] | None) -> Iterator[Converted | Failed]:
+        """The results of one file's pieces, in input order."""
+        executor = self._started()
+        ahead: collections.deque[tuple[Span, Future[tuple[list[Converted | Failed], int]]]] = collections.deque()
+
+        def submit() -> None:
+            span = next(pieces, None)
+            if span is not None:
+                ahead.append((span, executor.submit(_convert_piece, adapter, path, span, options, name)))
+
+        for _ in range(2 * self.workers):
+            submit()
+        from concurrent.futures.process import BrokenProcessPool
+
+        episodes = 0
+        while ahead:
+            span, future = ahead.popleft()
+            try:
+                results, read = future.result()
+            except BrokenProcessPool:
+                raise EebenchError("a converting worker process died (killed, or out of memory?); nothing was "
+                                   "written") from None
+            submit()
+            episodes += read
+            yield from results
+            if progress:
+                progress((path.stat().st_size if span.end is None else span.end) - span.start)
+            if results and isinstance(results[-1], _Ended):
+                for _, later in ahead:
+                    later.cancel()
+                return
+        if not episodes:
+            yield no_episode(path, adapter)
+
+    def _started(self) -> ProcessPoolExecutor:
+        from concurrent.futures import ProcessPoolExecutor
+
+        if self._executor is None:
+            self._executor = ProcessPoolExecutor(self.workers, mp_context=_start_method(),
+                                                 initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN))
+            self._stack.callback(self._executor.shutdown, wait=True, cancel_futures=True)
+        return self._executor
+
+
+def _convert_piece(adapter: Adapter, path: Path, span: Span, options: ConvertOptions,
+                   name: str) -> tuple[list[Converted | Failed], int]:
+    """A worker's task: a piece of a file converted as one process converts those lines; and its episodes read."""
+    readers = options.readers()
+    results = [_converted(item, adapter, path, options, readers, name) for item in _items(path, adapter, span)]
+    return results, sum(not isinstance(result, _Ended) for result in results)
+
+
+def _start_method() -> multiprocessing.context.BaseContext:
+    """fork where this process has one thread (the command line's): a worker starts in milliseconds. Elsewhere (a
+    notebook, a server, whose other threads may hold locks a forked child would inherit) forkserver: a fresh
+    process that imports this module once, then forks each worker from itself (0.15 s more)."""
+    import multiprocessing
+
+    if sys.platform == "linux" and len(os.listdir("/proc/self/task")) == 1:
+        return multiprocessing.get_context("fork")
+    if "forkserver" not in multiprocessing.get_all_start_methods():   # (Windows)
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__])
+    return context
 
 
 def require_content(path: Path, name: str, expected: str) -> None:
@@ -389,14 +542,6 @@ def _claims(registered: Any, path: Path, head: bytes) -> bool:
         return bool(registered.adapter.handles(path, head))
     except Exception:  # a plug-in's bug: not a claim (detect reports built-in bugs)
         return False
-
-
-def _check_unique(trajectory_id: str, episode: Episode, name: str, seen: dict[str, str]) -> None:
-    where = f"{name}:{episode.line}" if episode.line is not None else f"{name} record {episode.record}"
-    first = seen.setdefault(trajectory_id, where)
-    if first != where:
-        raise bad_record(name, f"trajectory id {trajectory_id!r} was already made from {first}; ids must be unique",
-                         line=episode.line, record=episode.record, field="id")
 
 
 def name_stem(name: str) -> str:

@@ -33,6 +33,7 @@ from eebench.documents import (
     tree_problem,
 )
 from eebench.errors import InputError
+from eebench.pieces import WHOLE, Span
 
 MAX_DOCUMENT_BYTES = 1 << 30   # a whole-document log above this is refused, not loaded
 BOM = b"\xef\xbb\xbf"            # a UTF-8 byte order mark, which some Windows tools write first
@@ -103,24 +104,31 @@ def csv_table(path: Path, columns: tuple[str, ...], required: tuple[str, ...], *
         raise bad_record(path, f"malformed CSV ({reason})", line=reader.line_num) from None
 
 
-def binary_lines(path: Path, limit: int = MAX_LINE_BYTES) -> Iterator[tuple[int, bytes]]:
-    """The file's lines (1-based number, bytes with their line end), one at a time; a line above `limit` bytes
-    is refused, not loaded."""
+def binary_lines(path: Path, limit: int = MAX_LINE_BYTES, span: Span = WHOLE) -> Iterator[tuple[int, bytes]]:
+    """The file's lines (1-based number, bytes with their line end), one at a time, of the whole file or of a
+    `span` of it (cut at line starts, see `eebench.pieces`); a line above `limit` bytes is refused, not loaded."""
     with open_input(path) as opened:
         # a 1 MiB buffer: lines of agent logs run to tens of KB, which the default 8 KiB one reads in pieces (4x slower)
         handle = io.BufferedReader(opened.raw, buffer_size=1 << 20) if isinstance(opened, io.BufferedReader) else opened
-        for number, raw in enumerate(iter(lambda: handle.readline(limit + 1), b""), start=1):
+        if span.start:
+            handle.seek(span.start)
+        left = span.end - span.start if span.end is not None else -1   # bytes of the span not read yet
+        for number, raw in enumerate(iter(lambda: handle.readline(limit + 1), b""), start=span.line):
             if len(raw) > limit:
                 size = f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit:,} bytes"
                 raise InputError.at(str(path), f"a line longer than {size}; expected a log of lines", line=number)
             yield number, raw
+            if left >= 0:
+                left -= len(raw)
+                if left <= 0:
+                    return
 
 
-def json_lines(path: Path, fast: FastReader | None = None) -> Iterator[JsonRecord | InputError]:
-    """One value per non-blank line; a line that is not UTF-8 JSON is yielded as its located InputError. A `fast`
-    reader is asked first; a line it leaves goes through the one door."""
-    index = 0
-    for number, raw in binary_lines(path):
+def json_lines(path: Path, fast: FastReader | None = None, span: Span = WHOLE) -> Iterator[JsonRecord | InputError]:
+    """One value per non-blank line (of the file, or of a `span` of it); a line that is not UTF-8 JSON is yielded
+    as its located InputError. A `fast` reader is asked first; a line it leaves goes through the one door."""
+    index = span.record
+    for number, raw in binary_lines(path, span=span):
         if raw.isspace():   # blank (a line from readline is never empty), without a stripped copy
             continue
         read = fast(raw) if fast is not None else None
@@ -217,24 +225,29 @@ class DepthBoundedReader:
 
 
 def json_records(path: Path, fast: FastReader | None = None) -> Iterator[JsonRecord | InputError]:
-    """The records of a JSON log however it is laid out: JSON Lines, a JSON array (streamed), or one document.
-
-    A .jsonl file is JSON Lines; so is a file whose first line is a complete JSON value with more lines after it
-    (whatever its suffix). The layout is judged from the first HEAD_BYTES, so a compact one-line array of any size
-    starts streaming at once.
-    """
-    if path.suffix.lower() in (".jsonl", ".ndjson"):
+    """The records of a JSON log however it is laid out: JSON Lines, a JSON array (streamed), or one document
+    (see `is_json_lines`)."""
+    if is_json_lines(path):
         yield from json_lines(path, fast)
         return
     with open_input(path) as handle:
         head = handle.read(HEAD_BYTES).removeprefix(BOM).lstrip()
-    first, newline, rest = head.partition(b"\n")
-    if newline and rest.strip() and _is_json(first):
-        yield from json_lines(path, fast)
-    elif head_value(head) == "[":
+    if head_value(head) == "[":
         yield from json_array_items(path)
     else:
         yield JsonRecord(None, 0, json_document(path))
+
+
+def is_json_lines(path: Path) -> bool:
+    """Whether a JSON log is JSON Lines: a .jsonl file, or a file whose first line is a complete JSON value with
+    more lines after it (whatever its suffix). Judged from the first HEAD_BYTES, so a compact one-line array of any
+    size starts streaming at once."""
+    if path.suffix.lower() in (".jsonl", ".ndjson"):
+        return True
+    with open_input(path) as handle:
+        head = handle.read(HEAD_BYTES).removeprefix(BOM).lstrip()
+    first, newline, rest = head.partition(b"\n")
+    return bool(newline and rest.strip()) and _is_json(first)
 
 
 def _is_json(line: bytes) -> bool:

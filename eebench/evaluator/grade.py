@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import gc
-import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
@@ -31,6 +30,7 @@ from eebench.evaluator.families import (MetricFamily, StepColumns, StepWindows, 
                                         metric_version)
 from eebench.evaluator.store import TRAJECTORY_COLUMNS, Batch, Replaced, ResultStore, quick_switches
 from eebench.instances import Bench, InstanceLibrary, check_trajectory_env
+from eebench.pieces import resolve_workers
 from eebench.trajectories import (AGENT_LABELS, EMPTY_EXPECTED, USAGE_FIELDS, Record, check_trajectory,
                                   parse_record, read_raw_records, usage_totals)
 
@@ -408,20 +408,6 @@ def _worth_workers(files: Sequence[Path]) -> bool:
     from eebench.evaluator.workers import worth_workers
 
     return worth_workers(files)
-
-
-def resolve_workers(workers: int) -> int:
-    """The worker processes of `workers`: itself when positive, 0 for one per core this process may use."""
-    if workers < 0:
-        raise InputError(f"workers: expected 0 (one per core) or more, found {workers}")
-    if workers:
-        return workers
-    if counted := getattr(os, "process_cpu_count", None):  # Python 3.13
-        return counted() or 1
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # (no affinity on this platform)
-        return os.cpu_count() or 1
 
 
 def _check_unique(store: ResultStore, report: GradeReport, skip_invalid: bool) -> None:

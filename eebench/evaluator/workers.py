@@ -20,7 +20,6 @@ import datetime as dt
 import multiprocessing
 import os
 import queue
-import re
 import signal
 import threading
 import traceback
@@ -36,14 +35,13 @@ from eebench.errors import EebenchError, InputError, Problem
 from eebench.evaluator.families import Coded
 from eebench.evaluator.grade import Bench, Grader, chunked, empty_input, graded_by, written
 from eebench.evaluator.store import Batch, ResultStore, batch_tables
+from eebench.pieces import line_spans
 from eebench.trajectories import Record, read_raw_records
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 PIECE_BYTES = 4 << 20   # of JSONL per piece: enough to pay for its Arrow files, small enough to balance the end
-BLOCK_BYTES = 1 << 20   # read at a time while cutting pieces
-LONG_LINE = 4 << 20     # a line longer than this ends the cutting of its file (the rest is one piece)
 POLL_SECONDS = 0.2      # how often the parent looks for workers that died
 PARTS_DIR = "parts"     # in the run's staging folder
 WRITER_MEMORY_MB = 160  # DuckDB's cap in the parent, which grades nothing (see grade_in_workers)
@@ -93,57 +91,10 @@ def pieces(files: Sequence[Path], piece_bytes: int | None = None) -> Iterator[Pi
             yield Piece(index, str(path), 0, None, 1, 0, True)
             index += 1
             continue
-        cuts = list(_cuts(path, piece_bytes))
+        cuts = list(line_spans(path, piece_bytes))
         for k, (start, end, line, record) in enumerate(cuts):
             yield Piece(index, str(path), start, end, line, record, k == len(cuts) - 1)
             index += 1
-
-
-_BLANK = re.compile(rb"^[ \t\r\x0b\x0c]*\n", re.MULTILINE)   # a line `bytes.strip` leaves empty (not a record)
-_BLANK_AFTER_FIRST = re.compile(rb"\n[ \t\r\x0b\x0c]*\n")    # one after the first line: found fast, if any
-
-
-def _lines(data: bytes) -> tuple[int, int]:
-    """Lines and non-blank lines (records) of whole lines `data`, counted at memory speed (blank lines are
-    counted only where there are some)."""
-    lines = data.count(b"\n")
-    blank = len(_BLANK.findall(data)) if data[:1].isspace() or _BLANK_AFTER_FIRST.search(data) else 0
-    return lines, lines - blank
-
-
-def _cuts(path: Path, piece_bytes: int) -> Iterator[tuple[int, int | None, int, int]]:
-    """(start, end, line, record) of each piece of a JSONL file: cut at the first line start at or after every
-    `piece_bytes`; the last piece runs to the end of the file (end None). After a line longer than LONG_LINE no
-    cut is made: the rest is one piece, and the reader judges that line where one process would."""
-    start, start_line, start_record = 0, 1, 0
-    position, line, record = 0, 1, 0   # counted up to `position`, a line start
-    target = piece_bytes
-    carry = b""   # the line being read
-    try:
-        handle = path.open("rb")
-    except OSError:  # the reader says what is wrong, in its place in input order
-        yield 0, None, 1, 0
-        return
-    with handle:
-        while block := handle.read(BLOCK_BYTES):
-            data = carry + block
-            whole = data.rfind(b"\n") + 1
-            data, carry = data[:whole], data[whole:]
-            if len(carry) > LONG_LINE:
-                break
-            while data and position + len(data) >= target:
-                cut = target - position
-                if data[cut - 1:cut] != b"\n":
-                    cut = data.index(b"\n", cut) + 1
-                lines, records = _lines(data[:cut])
-                position, line, record = position + cut, line + lines, record + records
-                data = data[cut:]
-                yield start, position, start_line, start_record
-                start, start_line, start_record = position, line, record
-                target = position + piece_bytes
-            lines, records = _lines(data)
-            position, line, record = position + len(data), line + lines, record + records
-    yield start, None, start_line, start_record
 
 
 def _piece_records(piece: Piece) -> Iterator[Record]:

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from eebench.adapters.actions import ActionReader
 from eebench.adapters.chat import chat_steps, typed_chat_documents
-from eebench.adapters.convert import ConvertOptions, KnownInstances, _items, step_documents, to_trajectory
+from eebench.adapters.convert import ConvertOptions, Converted, KnownInstances, _items, step_documents
+from eebench.adapters.convert import _converted as _converted_item
 from eebench.adapters.formats.openai_chat import OpenAIChatAdapter, read_fast
-from eebench.adapters.records import dumps_line
 from eebench.documents import MAX_DEPTH, DepthGauge, orjson_reads_exactly, too_deep
 from eebench.errors import InputError
 
@@ -130,15 +130,8 @@ def _converted(adapter: OpenAIChatAdapter, path: Path, env: str | None) -> list[
     actions read as open text, else as grid moves."""
     options = ConvertOptions(instance_field="task_id", env=env, known=KnownInstances())
     readers = options.readers()
-    made: list[bytes | str] = []
-    for item in _items(path, adapter):
-        try:
-            if isinstance(item, InputError):
-                raise item
-            made.append(dumps_line(to_trajectory(item, adapter, path, options, readers)))
-        except InputError as exc:
-            made.append(str(exc))
-    return made
+    made = (_converted_item(item, adapter, path, options, readers, str(path)) for item in _items(path, adapter))
+    return [item.data if isinstance(item, Converted) else str(InputError(item.problems)) for item in made]
 
 
 @settings(max_examples=300, deadline=None)

@@ -20,7 +20,9 @@ from eebench.checkpoints import library
 from eebench.errors import EebenchError, InputError
 from eebench.evaluator import Bench, grade_files
 from eebench.evaluator import workers as workers_module
-from eebench.evaluator.grade import FLUSH_STEPS, GradeReport, resolve_workers
+from eebench.evaluator.grade import FLUSH_STEPS, GradeReport
+from eebench import pieces as pieces_module
+from eebench.pieces import resolve_workers
 from eebench.instances import write_instances
 from eebench.suites import resolve_spec
 from eebench.trajectories import read_raw_records
@@ -228,20 +230,20 @@ LINE_TEXT = st.sampled_from([b"", b" ", b"\t\r", b"\x0c", b'{"a": 1}', b" x ", b
 
 @settings(max_examples=200, deadline=None)
 @given(lines=st.lists(LINE_TEXT, max_size=30), end=st.sampled_from([b"", b"\n", b"\r\n"]),
-       piece_bytes=st.integers(1, 64), block_bytes=st.integers(1, 16), long_line=st.sampled_from([10, 1 << 22]))
+       piece_bytes=st.integers(1, 64), long_line=st.sampled_from([10, 1 << 22]))
 def test_pieces_cut_at_line_starts_with_true_line_and_record_numbers(tmp_path_factory, lines: list[bytes],
                                                                        end: bytes, piece_bytes: int,
-                                                                       block_bytes: int, long_line: int) -> None:
-    """Blocks shorter than lines, pieces shorter than blocks, and lines past LONG_LINE (no cut after them)."""
+                                                                       long_line: int) -> None:
+    """Pieces shorter than lines, blank lines, and lines past LONG_LINE (no cut after them)."""
     path = tmp_path_factory.mktemp("cut") / "runs.jsonl"
     path.write_bytes(b"\n".join(lines) + end)
     whole = list(read_raw_records(path))
-    old = workers_module.BLOCK_BYTES, workers_module.LONG_LINE
-    workers_module.BLOCK_BYTES, workers_module.LONG_LINE = block_bytes, long_line
+    old = pieces_module.LONG_LINE
+    pieces_module.LONG_LINE = long_line
     try:
         cut = list(workers_module.pieces([path], piece_bytes))
     finally:
-        workers_module.BLOCK_BYTES, workers_module.LONG_LINE = old
+        pieces_module.LONG_LINE = old
     assert [p.index for p in cut] == list(range(len(cut))) and [p.last for p in cut] == [False] * (len(cut) - 1) + [True]
     assert all(p.end is None or p.end > p.start for p in cut)
     assert [r for p in cut for r in workers_module._piece_records(p)] == whole

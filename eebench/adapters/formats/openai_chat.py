@@ -16,9 +16,10 @@ import orjson
 
 from eebench.adapters.base import Adapter, Episode, bad_record
 from eebench.adapters.chat import ChatMessage, chat_steps, typed_chat_documents
-from eebench.adapters.records import FastReader, JsonRecord, json_records
+from eebench.adapters.records import FastReader, JsonRecord, json_lines, json_records
 from eebench.documents import json_type, orjson_reads_exactly, too_deep
 from eebench.errors import InputError
+from eebench.pieces import Span
 
 MESSAGE_KEYS = ("messages", "traj", "conversation")
 # Keys that mark other formats which also embed chat messages; their own adapters read them.
@@ -65,6 +66,7 @@ class OpenAIChatAdapter(Adapter):
     never_carries = frozenset({"latency_ms", "timestamp"})
     # JSON Lines records of the common shape are read by the fast path; None reads every record the exact way
     fast_reader: FastReader | None = staticmethod(read_fast)
+    lines_are_episodes = True
 
     def handles(self, path: Path, head: bytes) -> bool:
         return (path.suffix.lower() in self.suffixes and b'"role"' in head and b'"assistant"' in head
@@ -82,6 +84,10 @@ class OpenAIChatAdapter(Adapter):
                 yield self._episode(path, JsonRecord(None, 0, messages))
                 return
             yield self._episode(path, item)
+
+    def line_episodes(self, path: Path, span: Span) -> Iterator[Episode | InputError]:
+        for item in json_lines(path, self.fast_reader, span):
+            yield item if isinstance(item, InputError) else self._episode(path, item)
 
     def _episode(self, path: Path, item: JsonRecord) -> Episode | InputError:
         value = item.value
