@@ -47,7 +47,7 @@ def line_spans(path: Path, piece_bytes: int) -> Iterator[Span]:
     rest is one piece, and its reader judges that line where one process would. A file that cannot be opened is
     one piece (its reader says what is wrong, in its place in input order).
 
-    Each piece is read once, as one block and the rest of its last line, and counted in place (no copies)."""
+    Each piece is read as one block (and the rest of its last line) and its lines counted in that block."""
     start, line, record = 0, 1, 0
     try:
         handle = path.open("rb")

@@ -359,14 +359,14 @@ def _items(path: Path, adapter: Adapter, span: Span | None = None) -> Iterator[E
         yield _Ended(InputError.at(str(path), "nested too deeply to read (is this a log?)").problems)
         return
     if not count and span is None:
-        yield no_episode(path, adapter)
+        yield _no_episode(path, adapter)
 
 
 class _Ended(Failed):
     """A Failed that ended its file: the pieces after it are not read."""
 
 
-def no_episode(path: Path, adapter: Adapter) -> _Ended:
+def _no_episode(path: Path, adapter: Adapter) -> _Ended:
     return _Ended(InputError.at(str(path), f"holds no {adapter.name} episode").problems)
 
 
@@ -393,6 +393,8 @@ class _Pool:
     def converted(self, pieces: Iterator[Span], path: Path, adapter: Adapter, options: ConvertOptions, name: str,
                   progress: Callable[[int], None] | None) -> Iterator[Converted | Failed]:
         """The results of one file's pieces, in input order."""
+        from concurrent.futures.process import BrokenProcessPool
+
         executor = self._started()
         ahead: collections.deque[tuple[Span, Future[tuple[list[Converted | Failed], int]]]] = collections.deque()
 
@@ -403,8 +405,6 @@ class _Pool:
 
         for _ in range(2 * self.workers):
             submit()
-        from concurrent.futures.process import BrokenProcessPool
-
         episodes = 0
         while ahead:
             span, future = ahead.popleft()
@@ -423,12 +423,12 @@ class _Pool:
                     later.cancel()
                 return
         if not episodes:
-            yield no_episode(path, adapter)
+            yield _no_episode(path, adapter)
 
     def _started(self) -> ProcessPoolExecutor:
         from concurrent.futures import ProcessPoolExecutor
 
-        if self._executor is None:
+        if self._executor is None:   # (Ctrl-C is this process's to handle: the workers ignore it, and are stopped)
             self._executor = ProcessPoolExecutor(self.workers, mp_context=_start_method(),
                                                  initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN))
             self._stack.callback(self._executor.shutdown, wait=True, cancel_futures=True)
@@ -449,13 +449,21 @@ def _start_method() -> multiprocessing.context.BaseContext:
     process that imports this module once, then forks each worker from itself (0.15 s more)."""
     import multiprocessing
 
-    if sys.platform == "linux" and len(os.listdir("/proc/self/task")) == 1:
+    if sys.platform == "linux" and _threads() == 1:
         return multiprocessing.get_context("fork")
     if "forkserver" not in multiprocessing.get_all_start_methods():   # (Windows)
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([__name__])
     return context
+
+
+def _threads() -> int:
+    """This process's threads, as the OS counts them (native ones too, which `threading` does not see)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 0   # unknown: not taken for one
 
 
 def require_content(path: Path, name: str, expected: str) -> None:
