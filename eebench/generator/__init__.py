@@ -5,8 +5,9 @@ the sampler and, through the planner, NumPy."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from eebench.lazy import names_on_first_use
 
 if TYPE_CHECKING:
     from eebench.generator.instances import GENERATOR, generate_instance, relabel_symbolic
@@ -17,8 +18,4 @@ _HOMES = {"GENERATOR": "instances", "generate_instance": "instances", "relabel_s
 __all__ = sorted(_HOMES)
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+__getattr__ = names_on_first_use(__name__, _HOMES)

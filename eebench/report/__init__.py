@@ -5,8 +5,9 @@ command's help, does not import DuckDB and NumPy with it."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from eebench.lazy import names_on_first_use
 
 if TYPE_CHECKING:
     from eebench.report.data import Results, load_results
@@ -16,8 +17,4 @@ _HOMES = {"Results": "data", "load_results": "data", "REPORT_KIND": "html", "Wri
 __all__ = sorted(_HOMES)
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+__getattr__ = names_on_first_use(__name__, _HOMES)
