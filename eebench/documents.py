@@ -573,8 +573,7 @@ def _validator(name: str) -> jsonschema.protocols.Validator:
     import jsonschema
 
     schema = load_schema(name)
-    cls = jsonschema.validators.validator_for(schema)
-    cls.check_schema(schema)
+    cls = jsonschema.validators.validator_for(schema)   # (each shipped schema is checked by the tests, not here)
     strict = jsonschema.validators.extend(cls, type_checker=cls.TYPE_CHECKER.redefine("integer", _is_integer))
     return strict(schema, registry=_registry())
 
