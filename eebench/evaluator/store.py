@@ -350,7 +350,7 @@ VIEWS = {
         "ECC after t steps, t from 0 (the initial state) to the trajectory's graded steps: the share of its "
         "checkpoints whose hit_after_steps <= t; trajectories without checkpoints have no rows.",
         """
-        SELECT trajectory_id, 0 AS t, avg((hit_after_steps = 0)::INTEGER) AS ecc
+        SELECT trajectory_id, 0 AS t, avg(coalesce(hit_after_steps = 0, false)::INTEGER) AS ecc
         FROM checkpoints GROUP BY trajectory_id
         UNION ALL
         SELECT trajectory_id, t + 1 AS t, ecc FROM steps WHERE ecc IS NOT NULL

@@ -78,12 +78,30 @@ def test_every_world_kind_in_one_results_file(cli: Any, bench: Path, tmp_path: P
     assert [t for t, _ in curve] == list(range(10))
     assert curve == rows(db, "SELECT t, avg((hit_after_steps <= t)::INTEGER) FROM checkpoints, range(10) r(t) "
                              "WHERE trajectory_id = 'grid' GROUP BY t ORDER BY t")
+    # a checkpoint never hit counts in the share from t = 0 on (cellar: 0 of 2 before the first step, then 1 of 2)
+    assert rows(db, "SELECT t, ecc FROM ecc_curve WHERE trajectory_id = 'text' ORDER BY t") == [
+        (0, 0.0), (1, 0.5), (2, 0.5), (3, 0.5)]
     assert rows(db, "SELECT env, trajectories, with_checkpoints, mean_ecc FROM coverage_summary ORDER BY env") == [
         ("grid_dag", 1, 1, 1.0), ("logged", 1, 1, 0.5)]
     assert rows(db, "SELECT trajectory_id, phase, steps, ecc_end, distinct_states, explore_error FROM phase_summary "
                     "ORDER BY trajectory_id, first_t") == [
         ("grid", None, 9, 1.0, 7, 0.0),
         ("text", "explore", 2, 0.5, 2, None), ("text", "act", 1, 0.5, 1, None)]
+
+
+def test_ecc_curve_counts_the_checkpoints_never_hit_from_t_0(cli: Any, bench: Path, tmp_path: Path) -> None:
+    cp = tmp_path / "cp.yaml"
+    cp.write_text(CHECKPOINTS)
+    db = tmp_path / "r.duckdb"
+    cli("grade", write_jsonl(tmp_path / "runs.jsonl", [trajectory("one", ["left"])]), "--bench", bench,
+        "--checkpoints", cp, "--db", db)
+    # from the start the agent sees some cells of the corridor (hit after 0 steps), not all; P and G are not reached
+    at_start, total = rows(db, "SELECT count(*) FILTER (WHERE hit_after_steps = 0), count(*) FROM checkpoints")[0]
+    assert 0 < at_start < total
+    curve = rows(db, "SELECT t, ecc FROM ecc_curve ORDER BY t")
+    assert curve[0] == (0, at_start / total)
+    assert curve[-1] == (1, rows(db, "SELECT ecc FROM trajectories")[0][0])
+    assert curve[0][1] <= curve[1][1] < 1
 
 
 @pytest.mark.skipif(not ROOMS, reason="the rooms world kind is not registered on this branch yet")
