@@ -239,7 +239,7 @@ class Results:
 
 
 STEP_FIELDS = ("trajectory_id", "t", "action", "from_x", "from_y", "to_x", "to_y", "valid", "case_id", "stale",
-               "error", "explore_error", "exploit_error", "episode", "room", "ecc")
+               "error", "explore_error", "exploit_error", "episode", "room", "ecc", "state", "visit_depth")
 EPISODE_FIELDS = ("episode", "n_steps", "agent_return", "exploit_return", "max_return", "total_gap", "explore_gap",
                   "exploit_gap", "coverage")
 TRAJECTORY_FIELDS = ("trajectory_id", "instance_id", "instance_sha256", *GROUP_KEYS, "end_reason", "n_steps",

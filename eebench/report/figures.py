@@ -158,6 +158,44 @@ def _rooms_replay(doc: dict[str, Any], inst: dict[str, Any] | None, k: int) -> F
     return figure
 
 
+def _states_replay(doc: dict[str, Any], k: int) -> Figure:
+    """A logged trajectory (a world eebench cannot simulate): the state read after each step, a row per state in
+    order of first visit; its ECC and visit depth."""
+    n = len(doc["state"])
+    rows = {state: j for j, state in enumerate(dict.fromkeys(s for s in doc["state"] if s is not None))}
+    figure = plt.figure(figsize=(WIDTH_INCHES, 5.2), layout="constrained")
+    grid = figure.add_gridspec(2, 2, width_ratios=[1.1, 1])
+    ax = figure.add_subplot(grid[:, 0])
+    read = [(t + 1, rows[s]) for t, s in enumerate(doc["state"][:k]) if s is not None]
+    if rows:
+        ax.plot([t for t, _ in read], [j for _, j in read], "-", color=PALETTE[0], lw=1.5)
+        if read:
+            ax.plot(*read[-1], "o", color="black", ms=7)
+        every = max(1, -(-len(rows) // 40))   # at most about 40 labels
+        ax.set_yticks(range(0, len(rows), every), [s if len(s) <= 24 else s[:23] + "\u2026"
+                                                   for s in list(rows)[::every]], fontsize=7)
+        ax.set_ylim(len(rows) - 0.5, -0.5)
+    else:
+        ax.text(0.5, 0.5, "no state was read from this log", ha="center", transform=ax.transAxes)
+        ax.set_yticks([])
+    ax.set_xlim(0, max(n, 1))
+    ax.set_xlabel("step")
+    ax.set_title(f"{doc['id']}\nstep {k} of {n}: the state after each step, in order of first visit", fontsize=9)
+    steps = np.arange(1, n + 1)
+    values = lambda name: np.array([np.nan if v is None else v for v in doc.get(name) or [None] * n],  # noqa: E731
+                                   dtype=float)
+    ecc = figure.add_subplot(grid[0, 1])
+    ecc.plot(steps, values("ecc"), color=PALETTE[2])
+    ecc.set_ylabel("ECC")
+    depth = figure.add_subplot(grid[1, 1], sharex=ecc)
+    depth.plot(steps, values("depth"), color="black")
+    depth.set_ylabel("visit depth")
+    depth.set_xlabel("step")
+    for chart in (ecc, depth):
+        chart.axvline(k, color="black", ls=":", lw=1)
+    return figure
+
+
 def _replay(results: Results, args: dict[str, Any]) -> Figure:
     maps = Maps(args.get("bench"), results)
     doc = next(replay_documents(results, maps))
@@ -165,6 +203,8 @@ def _replay(results: Results, args: dict[str, Any]) -> Figure:
     k = n if args.get("step") is None else min(args["step"], n)
     if doc.get("env") == "rooms":
         return _rooms_replay(doc, maps.docs.get(doc["inst"]) if doc["inst"] else None, k)
+    if doc.get("env") == "logged":
+        return _states_replay(doc, k)
     figure = plt.figure(figsize=(WIDTH_INCHES, 5.2), layout="constrained")
     grid = figure.add_gridspec(3, 2, width_ratios=[1.1, 1])
     ax = figure.add_subplot(grid[:, 0])

@@ -175,6 +175,15 @@ def _rooms_steps(cols: dict[str, np.ndarray] | None, episodes: list[dict[str, An
             "episodes": episodes, "x": [0] * n}
 
 
+def _logged_steps(cols: dict[str, np.ndarray] | None) -> dict[str, Any]:
+    """A logged replay (a world eebench cannot simulate): the state after each step, its visit depth, the action."""
+    n = 0 if cols is None else len(cols["t"])
+    column = (lambda name: [None] * n if cols is None or name not in cols else cols[name].tolist())  # noqa: E731
+    return {"env": "logged", "state": [None if s is None else str(s) for s in column("state")],
+            "depth": [None if d is None else int(d) for d in column("visit_depth")],
+            "action": [None if a is None else str(a) for a in column("action")], "x": [0] * n}
+
+
 def replay_documents(results: Results, maps: Maps) -> Iterator[dict[str, Any]]:
     """One document per selected trajectory (in trajectory_id order), as the browser's replay reads it."""
     rows = results.trajectories
@@ -190,6 +199,8 @@ def replay_documents(results: Results, maps: Maps) -> Iterator[dict[str, Any]]:
         if env_of[tid] == "rooms":
             doc.update(_rooms_steps(cols, episodes.get(tid, [])))
             doc["start"] = maps.docs[instance_id]["start"] if instance_id in maps.docs else None
+        elif env_of[tid] == "logged":
+            doc.update(_logged_steps(cols))
         elif cols is None or not len(cols["t"]):
             start = maps.docs[instance_id]["start"] if instance_id in maps.docs else [0, 0]
             doc.update(start=start, x=[], y=[], case="", err="", xe="", ye="", valid="", stale=[], action=[],

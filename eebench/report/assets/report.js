@@ -387,7 +387,9 @@
     document.getElementById("replay-controls").hidden = false;
     const slider = document.getElementById("slider");
     slider.max = String(doc.x.length);
-    if (doc.env === "rooms") { drawRooms(doc); drawEpisodeCharts(doc); } else { drawMap(doc); drawCharts(doc); }
+    if (doc.env === "rooms") { drawRooms(doc); drawEpisodeCharts(doc); }
+    else if (doc.env === "logged") { drawStates(doc); drawStateCharts(doc); }
+    else { drawMap(doc); drawCharts(doc); }
     history.replaceState(null, "", "#t=" + encodeURIComponent(r[0]));
     go(doc.x.length);
     document.getElementById("replay").scrollIntoView({block: "start"});
@@ -461,6 +463,7 @@
     R.k = k;
     document.getElementById("slider").value = String(k);
     if (doc.env === "rooms") { goRooms(doc, k); return; }
+    if (doc.env === "logged") { goStates(doc, k); return; }
     // the path: exactly k segments (an inadmissible move is a dot where the agent stayed)
     const path = document.getElementById("path"), marks = document.getElementById("marks"), seen = document.getElementById("seen");
     path.textContent = ""; marks.textContent = ""; seen.textContent = "";
@@ -518,6 +521,9 @@
         info.appendChild(el("span", {id: "step-error"}, "no error"));
       }
     }
+    stepTexts(doc, k);
+  }
+  function stepTexts(doc, k) {
     const box = document.getElementById("step-text"); box.textContent = "";
     if (doc.text && k > 0) {
       for (const f of ["observation", "raw", "reasoning"]) {
@@ -676,15 +682,7 @@
         `action ${doc.action[t] === null ? "(none read)" : JSON.stringify(doc.action[t])}` +
         `${doc.valid[t] === "1" ? "" : " (invalid)"}, now in ${label(doc.room[t])}`));
     }
-    const box = document.getElementById("step-text"); box.textContent = "";
-    if (doc.text && k > 0) {
-      for (const f of ["observation", "raw", "reasoning"]) {
-        const v = doc.text[f] && doc.text[f][k - 1];
-        if (v === null || v === undefined) continue;
-        box.appendChild(el("h3", {}, {observation: "Observation after the step", raw: "Raw model output", reasoning: "Reasoning"}[f]));
-        box.appendChild(el("pre", {class: "text-" + f}, v));
-      }
-    }
+    stepTexts(doc, k);
   }
   function episodeChart(id, title, series, n, yLabel) {
     const W = 460, H = 194, box = {x0: 56, x1: W - 12, y0: 40, y1: H - 40};
@@ -723,6 +721,70 @@
       {name: "exploitation", colour: "#D55E00", values: col("exploit_gap")}], n, "gap"));
     charts.appendChild(episodeChart("chart-coverage", "Coverage per episode", [
       {name: "coverage", colour: "#009E73", values: col("coverage")}], n, "rooms known / all"));
+  }
+
+  // -- logged worlds (text games eebench cannot simulate): the states read from the log, a row each ----------
+  function drawStates(doc) {
+    const svg = document.getElementById("map"); svg.textContent = "";
+    const lg = document.getElementById("map-legend"); lg.textContent = "";
+    const states = [...new Set(doc.state.filter((s) => s !== null))];   // in order of first visit
+    R.row = Object.fromEntries(states.map((s, j) => [s, j]));
+    if (!states.length) {
+      svg.setAttribute("viewBox", "0 0 460 60"); svg.setAttribute("width", 460); svg.setAttribute("height", 60);
+      svg.appendChild(sv("text", {x: 10, y: 30}, "no state was read from this log (a checkpoint set's state reader reads one)"));
+      svg.appendChild(sv("g", {id: "path"}));
+      return;
+    }
+    const n = doc.state.length, rh = Math.max(6, Math.min(20, Math.floor(560 / states.length)));
+    const box = {x0: 150, x1: 600, y0: 16, y1: 16 + rh * states.length};
+    svg.setAttribute("viewBox", `0 0 610 ${box.y1 + 34}`); svg.setAttribute("width", 610); svg.setAttribute("height", box.y1 + 34);
+    R.sx = linear(0, Math.max(n, 1), box.x0, box.x1); R.sy = (j) => box.y0 + rh * (j + 0.5);
+    const every = Math.ceil(12 / rh);   // a label each row when rows are tall enough, else every few
+    states.forEach((s, j) => {
+      svg.appendChild(sv("line", {x1: box.x0, x2: box.x1, y1: R.sy(j), y2: R.sy(j), stroke: "#eee"}));
+      if (j % every === 0) {
+        const name = svg.appendChild(sv("text", {x: box.x0 - 6, y: R.sy(j) + 4, "text-anchor": "end",
+                                                 "font-size": Math.min(11, rh)}, s.length > 22 ? s.slice(0, 21) + "\u2026" : s));
+        if (s.length > 22) name.appendChild(sv("title", {}, s));   // the whole name on hover
+      }
+    });
+    axes(svg, box, {scale: R.sx, ticks: ticks(0, Math.max(n, 1), 5)}, {scale: (v) => v, ticks: []}, "step", "");
+    svg.appendChild(sv("g", {id: "path"}));
+    svg.appendChild(sv("circle", {id: "agent", class: "agent", r: 5}));
+    const li = el("li"); li.appendChild(document.createTextNode("a row per state read from the log, in order of first visit; the line: the state after each step"));
+    lg.appendChild(li);
+  }
+  function goStates(doc, k) {
+    const path = document.getElementById("path"); path.textContent = "";
+    const pts = [];
+    for (let t = 0; t < k; t++) if (doc.state[t] !== null) pts.push(`${R.sx(t + 1)},${R.sy(R.row[doc.state[t]])}`);
+    if (pts.length) path.appendChild(sv("polyline", {points: pts.join(" "), fill: "none", stroke: "#0072B2", "stroke-width": 1.6}));
+    let last = null;
+    for (let t = k - 1; t >= 0 && last === null; t--) if (doc.state[t] !== null) last = t;
+    const agent = document.getElementById("agent");
+    if (agent) {
+      agent.setAttribute("visibility", last === null ? "hidden" : "visible");
+      if (last !== null) { agent.setAttribute("cx", R.sx(last + 1)); agent.setAttribute("cy", R.sy(R.row[doc.state[last]])); }
+    }
+    document.querySelectorAll("#charts .cursor").forEach((c) => { const x = c.__scale(k); c.setAttribute("x1", x); c.setAttribute("x2", x); });
+    const info = document.getElementById("step-info"); info.textContent = "";
+    const n = doc.state.length;
+    if (k === 0) {
+      info.appendChild(el("span", {id: "step-label"}, `step 0 of ${n}: before the first step`));
+    } else {
+      const t = k - 1, s = doc.state[t];
+      info.appendChild(el("span", {id: "step-label"}, `step ${k} of ${n} (t = ${t}): action ` +
+        `${doc.action[t] === null ? "(none read)" : JSON.stringify(doc.action[t])}, ` +
+        (s === null ? "no state read" : `state ${JSON.stringify(s)} (earlier visits: ${label(doc.depth[t])})`)));
+    }
+    stepTexts(doc, k);
+  }
+  function drawStateCharts(doc) {
+    const charts = document.getElementById("charts"); charts.textContent = "";
+    const n = doc.state.length;
+    if (doc.ecc) charts.appendChild(lineChart("chart-ecc", "ECC", [{name: "ECC", colour: "#009E73", values: doc.ecc}], n, "ECC"));
+    charts.appendChild(lineChart("chart-depth", "Visit depth (earlier visits of the state entered)",
+      [{name: "visit depth", colour: "#000", values: doc.depth}], n, "visits"));
   }
 
   // -- Grams et al. Figure 2: agent return, exploration gap and coverage per model, over episodes ----------
