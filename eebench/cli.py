@@ -442,18 +442,16 @@ def grade(files: tuple[str, ...], bench: Path | None, checkpoint_files: tuple[Pa
     \b
       eebench query "SELECT * FROM agent_summary" --db eebench.duckdb
     """
-    import contextlib
-
     from eebench.bundles import open_bench
     from eebench.checkpoints import library
     from eebench.evaluator import grade_files
 
     if engine == "ray" and workers != 1:
         raise click.UsageError("--workers goes with --engine local (Ray's tasks are its workers: --cpus)")
-    if engine == "ray" or address or cpus or parquet_out:
-        _grade_ray(files, bench, skip_invalid, engine, address, cpus, parquet_out)  # files as given: URIs too
-        return
     checkpoints = library(checkpoint_files)  # checked before any grading
+    if engine == "ray" or address or cpus or parquet_out:
+        _grade_ray(files, bench, checkpoints, skip_invalid, engine, address, cpus, parquet_out)  # URIs too
+        return
     paths = tuple(map(Path, files))
     with (open_bench(bench) if bench is not None else contextlib.nullcontext()) as opened, \
             _grade_progress(paths) as update:
@@ -467,20 +465,18 @@ def grade(files: tuple[str, ...], bench: Path | None, checkpoint_files: tuple[Pa
                f"in {report.seconds:.2f} s ({rate:,.0f} steps/s)" + report.notes())
 
 
-def _grade_ray(files: tuple[str, ...], bench: Path | None, skip_invalid: bool, engine: str, address: str | None,
-               cpus: int | None, parquet_out: str | None) -> None:
+def _grade_ray(files: tuple[str, ...], bench: Path | None, checkpoints: Any, skip_invalid: bool, engine: str,
+               address: str | None, cpus: int | None, parquet_out: str | None) -> None:
     from eebench.bundles import open_bench
     from eebench.engines.ray import grade_ray
 
     if engine != "ray":
         raise click.UsageError("--address, --cpus and --out go with --engine ray")
-    if bench is None:
-        raise click.UsageError("--engine ray grades against a bench: give --bench")
     if parquet_out is None:
         raise click.UsageError("--engine ray writes Parquet partitions: give --out DIR (then `eebench ingest DIR`)")
-    with open_bench(bench) as opened:
+    with open_bench(bench) if bench is not None else contextlib.nullcontext() as opened:
         report = grade_ray(list(files), opened, parquet_out, address=address, skip_invalid=skip_invalid,
-                           num_cpus=cpus)
+                           num_cpus=cpus, checkpoints=checkpoints)
     _echo_problems("skipped", report.skipped)
     click.echo(f"graded {report.trajectories} trajectories ({report.steps} steps) from {report.shards} shards "
                f"into {parquet_out} in {report.seconds:.2f} s; load them with: eebench ingest {parquet_out} --db FILE")

@@ -60,7 +60,8 @@ def _bench_payload(bench: Any) -> dict[str, Any]:
             "instances": bench.instances, "label": bench.label or str(bench.root)}
 
 
-def _grade_shard(row: dict[str, Any], bench: dict[str, Any], out: str, skip_invalid: bool) -> dict[str, Any]:
+def _grade_shard(row: dict[str, Any], bench: dict[str, Any] | None, out: str, skip_invalid: bool,
+                 checkpoints: Any = None) -> dict[str, Any]:
     """One Ray task: grade one shard as a local grade does, write its tables as Parquet partitions."""
     import duckdb
     from pyarrow import fs
@@ -72,7 +73,7 @@ def _grade_shard(row: dict[str, Any], bench: dict[str, Any], out: str, skip_inva
     result: dict[str, Any] = {"index": index, "trajectories": 0, "steps": 0, "problems": []}
     with tempfile.TemporaryDirectory(prefix="eebench-ray-") as folder:
         tmp = Path(folder)
-        for rel, data in bench["files"].items():
+        for rel, data in (bench or {"files": {}})["files"].items():
             (tmp / "bench" / rel).parent.mkdir(parents=True, exist_ok=True)
             (tmp / "bench" / rel).write_bytes(data)
         local = Path(source)
@@ -80,11 +81,11 @@ def _grade_shard(row: dict[str, Any], bench: dict[str, Any], out: str, skip_inva
             remote, path = _filesystem(source)
             local = tmp / "shard.jsonl"
             fs.copy_files(path, str(local), source_filesystem=remote)
-        graded = Bench(tmp / "bench", bench["name"], bench["version"], bench["digest"], bench["instances"],
-                       label=bench["label"])
+        graded = None if bench is None else Bench(tmp / "bench", bench["name"], bench["version"], bench["digest"],
+                                                  bench["instances"], label=bench["label"])
         db = tmp / "shard.duckdb"
         try:
-            report = grade_files([local], graded, db, skip_invalid=skip_invalid)
+            report = grade_files([local], graded, db, skip_invalid=skip_invalid, checkpoints=checkpoints)
         except InputError as exc:
             result["problems"] = [_problem_text(p, local, source) for p in exc.problems]
             return result
@@ -107,11 +108,13 @@ def _problem_text(problem: Any, local: Path, source: str) -> str:
 
 
 def grade_ray(files: Sequence[str], bench: Any, out: str, *, address: str | None = None,
-              skip_invalid: bool = False, num_cpus: int | None = None) -> RayReport:
+              skip_invalid: bool = False, num_cpus: int | None = None, checkpoints: Any = None) -> RayReport:
     """Grade each file (a shard) in a Ray task; tables go to `out`/<table>/part-<n>.parquet.
 
-    `address` is a running cluster's (None: start a local Ray with `num_cpus`). The first bad record of a shard
-    stops that shard; every shard's problems are reported together, and nothing is left in `out` for the run.
+    `bench` may be None when every trajectory is `env: logged`; `checkpoints` (a CheckpointLibrary, loaded and
+    checked here: compiled sets travel to the tasks as they are) as for a local grade. `address` is a running
+    cluster's (None: start a local Ray with `num_cpus`). The first bad record of a shard stops that shard; every
+    shard's problems are reported together, and nothing is left in `out` for the run.
     """
     import time
 
@@ -128,7 +131,7 @@ def grade_ray(files: Sequence[str], bench: Any, out: str, *, address: str | None
         remote, path = _filesystem(shard)
         if remote.get_file_info(path).type != fs.FileType.File:
             raise InputError.at(shard, "no such file")
-    payload = _bench_payload(bench)
+    payload = None if bench is None else _bench_payload(bench)
     started_here = not ray.is_initialized()
     if started_here:
         ray.init(address=address, num_cpus=None if address else num_cpus, include_dashboard=False,
@@ -142,8 +145,8 @@ def grade_ray(files: Sequence[str], bench: Any, out: str, *, address: str | None
             ray.data.DataContext.get_current().enable_progress_bars = False
             dataset = ray.data.from_items([{"index": i, "path": s} for i, s in enumerate(shards)],
                                           override_num_blocks=len(shards))
-            rows = dataset.map(_grade_shard, fn_kwargs={"bench": payload, "out": out, "skip_invalid": skip_invalid},
-                               num_cpus=1).take_all()
+            rows = dataset.map(_grade_shard, fn_kwargs={"bench": payload, "out": out, "skip_invalid": skip_invalid,
+                                                        "checkpoints": checkpoints}, num_cpus=1).take_all()
     finally:
         if started_here:
             ray.shutdown()

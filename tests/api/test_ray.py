@@ -94,3 +94,28 @@ def test_without_ray_the_engine_says_how_to_install(main_bundle: Path, tmp_path:
     done = subprocess.run([sys.executable, "-c", code.replace("main([", "main(['grade', ")], capture_output=True,
                           text=True)
     assert done.returncode != 0 and "pip install 'eebench[ray]'" in done.stderr and "Traceback" not in done.stderr
+
+
+@needs_ray
+def test_ray_applies_checkpoint_files_and_grades_logged_runs_without_a_bench(tmp_path: Path, cli) -> None:
+    from tests.conftest import write_jsonl
+    from tests.evaluator.test_coverage_store import CHECKPOINTS, logged
+
+    cp = tmp_path / "cp.yaml"
+    cp.write_text(CHECKPOINTS)
+    runs = write_jsonl(tmp_path / "logged.jsonl", [logged("text", ["Kitchen", "Hall", "Kitchen"])])
+    local = tmp_path / "local.duckdb"
+    cli("grade", runs, "--checkpoints", cp, "--db", local)
+    out = tmp_path / "parquet"
+    cli("grade", runs, "--checkpoints", cp, "--engine", "ray", "--cpus", "1", "--out", out)
+    ingested = tmp_path / "ingested.duckdb"
+    cli("ingest", out, "--db", ingested)
+    with duckdb.connect(str(ingested), read_only=True) as con:
+        hit = con.execute("SELECT checkpoint_id, hit_after_steps FROM checkpoints ORDER BY 1").fetchall()
+    assert hit == [("cellar", None), ("kitchen", 1)]   # the given file's set, not the shipped ones
+    for table in ORDER:
+        assert _rows(ingested, table) == _rows(local, table)
+    # a bad file is refused before Ray starts
+    cp.write_text(CHECKPOINTS.replace("rules: [", "rules: [no_such_rule, "))
+    bad = cli("grade", runs, "--checkpoints", cp, "--engine", "ray", "--out", tmp_path / "o", code=2)
+    assert "unknown rule 'no_such_rule'" in bad.stderr and not (tmp_path / "o").exists()
