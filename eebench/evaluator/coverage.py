@@ -200,6 +200,22 @@ def _rooms_tables(instance: Any, sets: Sequence[CheckpointSet]) -> RoomsTables:
     return RoomsTables(RoomsWorld(instance), _plan(sets, {room: room for room in instance.rooms}, rules))
 
 
+def _check_texts(plan: Plan, steps: Any, trajectory: Trajectory) -> None:
+    """The step fields the plan reads as text (its regexes' fields, its state reader's) hold a string or null, as
+    the trajectory schema says: a list or a number there is refused, not searched as if it were absent. (Fields
+    no checkpoint reads are not checked; the action is checked with every record.)"""
+    fields = {field for field, _ in plan.by_field} | ({plan.reader.field.value} if plan.reader else set())
+    fields.discard(Field.ACTION.value)
+    if not fields:
+        return
+    for i, step in sorted(steps.others.items()) if type(steps) is StepList else enumerate(steps):
+        for field in fields:
+            value = step.get(field)
+            if value is not None and type(value) is not str:
+                raise InputError(Problem(trajectory.file, trajectory.line, f"steps[{i}].{field}",
+                                         f"expected a string or null, found {json_type(value)}"))
+
+
 def _check_phase(phase: Any, i: int, trajectory: Trajectory) -> None:
     if phase is not None and phase not in PHASES:
         raise InputError(Problem(trajectory.file, trajectory.line, f"steps[{i}].phase",
@@ -336,10 +352,12 @@ class CoverageFamily:
         if isinstance(tables, GridTables):  # every step's phase is checked now, so a bad one skips this record
             simple = not steps.others if type(steps) is StepList else {1}.issuperset(map(len, steps))  # (one C pass)
             if not simple:
+                _check_texts(tables.plan, steps, trajectory)
                 for i, step in enumerate(steps):
                     _check_phase(step.get("phase"), i, trajectory)
             return _PendingGrid(tables, instance, steps, (trajectory.earlier or {}).get("park"),  # type: ignore
                                 simple)
+        _check_texts(tables.plan if isinstance(tables, RoomsTables) else tables, steps, trajectory)
         if isinstance(tables, RoomsTables):
             graded = _rooms(tables, trajectory)
         else:

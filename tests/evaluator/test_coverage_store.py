@@ -222,3 +222,19 @@ def test_a_logged_trajectory_may_name_an_instance_of_the_bench(cli: Any, bench: 
     cli("grade", runs, "--bench", bench, "--db", db)
     assert rows(db, "SELECT trajectory_id, env, n_steps, distinct_states FROM trajectories ORDER BY 1") == [
         ("grid", "grid_dag", 9, 7), ("grid2", "grid_dag", 9, 7), ("text", "logged", 2, None)]   # no state reader
+
+
+def test_a_step_field_a_checkpoint_reads_must_be_text(cli: Any, tmp_path: Path) -> None:
+    cp = tmp_path / "cp.yaml"
+    cp.write_text(CHECKPOINTS)
+    good, bad = logged("good", ["Kitchen"]), logged("bad", ["Kitchen", "Hall"])
+    bad["steps"][1]["observation"] = ["-= Hall =-"]   # the state reader's field
+    good["steps"][0]["reasoning"] = {"t": "x"}         # read by no checkpoint of the set: not looked at
+    runs = write_jsonl(tmp_path / "runs.jsonl", [good, bad])
+    db = tmp_path / "r.duckdb"
+    failed = cli("grade", runs, "--checkpoints", cp, "--db", db, code=2)
+    assert failed.stderr == f"error: {runs}:2: steps[1].observation: expected a string or null, found a list\n"
+    assert not db.exists()
+    skipped = cli("grade", runs, "--checkpoints", cp, "--db", db, "--skip-invalid")
+    assert "steps[1].observation" in skipped.stdout + skipped.stderr
+    assert rows(db, "SELECT trajectory_id, ecc FROM trajectories") == [("good", 0.5)]
