@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+import warnings
 from enum import Enum
 from fnmatch import fnmatchcase
 from importlib import resources
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from eebench.documents import expect_kind, load_document, load_shipped, validate_schema
-from eebench.errors import InputError, Problem, did_you_mean, one_of
+from eebench.errors import InputError, Problem, did_you_mean, one_of, quote
 
 KIND = "checkpoints"
 
@@ -165,10 +166,12 @@ def _compile_set(name: str, file: str, index: int, raw: dict[str, Any], problems
     rules: list[Rule] = []
     known_rules = [r.value for r in Rule]
     for i, rule in enumerate(raw.get("rules", [])):
-        if rule in known_rules:
+        if rule in known_rules and Rule(rule) in rules:
+            problem(f"rules[{i}]", f"{quote(repr(rule))} is listed twice (also rules[{raw['rules'].index(rule)}])")
+        elif rule in known_rules:
             rules.append(Rule(rule))
         else:
-            problem(f"rules[{i}]", f"unknown rule {rule!r}{did_you_mean(rule, known_rules)}; expected "
+            problem(f"rules[{i}]", f"unknown rule {quote(repr(rule))}{did_you_mean(rule, known_rules)}; expected "
                                    f"{one_of(known_rules)}")
     state = None
     if "state" in raw:
@@ -179,7 +182,12 @@ def _compile_set(name: str, file: str, index: int, raw: dict[str, Any], problems
     for i, item in enumerate(raw.get("checkpoints", [])):
         cid = item["id"]
         if cid in checkpoints:
-            problem(f"checkpoints[{i}].id", f"duplicate id {cid!r} (also checkpoints[{checkpoints[cid][0]}])")
+            problem(f"checkpoints[{i}].id", f"duplicate id {quote(repr(cid))} (also checkpoints[{checkpoints[cid][0]}])")
+            continue
+        deriving = next((rule for rule in rules if RULE_IDS[rule].fullmatch(cid)), None)
+        if deriving is not None:
+            problem(f"checkpoints[{i}].id", f"{quote(repr(cid))} is an id the set's rule {deriving.value} derives; give this "
+                                            "checkpoint another id")
             continue
         if "regex" in item:
             pattern = _regex(item["regex"], lambda m, i=i: problem(f"checkpoints[{i}].regex", m))
@@ -193,7 +201,7 @@ def _compile_set(name: str, file: str, index: int, raw: dict[str, Any], problems
     for cid, (i, checkpoint) in checkpoints.items():
         for k, member in enumerate(checkpoint.all or ()):
             if member not in checkpoints and not any(form.fullmatch(member) for form in derived):
-                problem(f"checkpoints[{i}].all[{k}]", f"unknown checkpoint {member!r} of this set"
+                problem(f"checkpoints[{i}].all[{k}]", f"unknown checkpoint {quote(repr(member))} of this set"
                                                       f"{did_you_mean(member, checkpoints)}")
     ordered = _members_first(checkpoints, lambda i, m: problem(f"checkpoints[{i}].all", m))
     return CheckpointSet(file, index, name, tuple(raw["instances"]), state, tuple(rules), ordered)
@@ -201,9 +209,11 @@ def _compile_set(name: str, file: str, index: int, raw: dict[str, Any], problems
 
 def _regex(text: str, report: Any) -> re.Pattern[str] | None:
     try:
-        return re.compile(text)
+        with warnings.catch_warnings():   # ("possible nested set" and the like: Python's notes on a valid pattern)
+            warnings.simplefilter("ignore", FutureWarning)
+            return re.compile(text)
     except (re.error, OverflowError, RecursionError) as exc:
-        report(f"invalid regular expression {text!r}: {exc}")
+        report(f"invalid regular expression {quote(repr(text))}: {exc}")
         return None
 
 
@@ -217,7 +227,7 @@ def _members_first(checkpoints: dict[str, tuple[int, Checkpoint]], report: Any) 
             return
         if cid in visiting:
             cycle = visiting[visiting.index(cid):] + [cid]
-            report(checkpoints[cid][0], f"`all` forms a cycle: {' -> '.join(cycle)}")
+            report(checkpoints[cid][0], f"`all` forms a cycle: {quote(' -> '.join(cycle))}")
             return
         visiting.append(cid)
         for member in checkpoints[cid][1].all or ():

@@ -364,9 +364,24 @@ def _check_yaml_graph(root: yaml.Node, loader: Any) -> None:
             continue
         if key in on_path:
             raise _YamlLimit("an alias refers to a value that contains it (a cycle)")
+        _no_duplicate_keys(node)
         on_path.add(key)
         stack.append((node, True))
         stack.extend((c, False) for c in children if id(c) not in sizes)
+
+
+def _no_duplicate_keys(node: yaml.Node) -> None:
+    """A mapping that gives a key twice is refused (PyYAML keeps the last silently: a pasted block or a typo would
+    change a spec without a word)."""
+    if not isinstance(node, yaml.MappingNode):
+        return
+    seen: dict[tuple[str, Any], yaml.Node] = {}
+    for key, _ in node.value:
+        if isinstance(key, yaml.ScalarNode):
+            first = seen.setdefault((key.tag, key.value), key)
+            if first is not key:
+                raise yaml.MarkedYAMLError(problem=f"duplicate key {quote(repr(key.value))} (also at line "
+                                                   f"{first.start_mark.line + 1})", problem_mark=key.start_mark)
 
 
 def _yaml_children(node: yaml.Node) -> list[yaml.Node]:
@@ -692,7 +707,11 @@ def _path_order(error: jsonschema.ValidationError) -> list[tuple[int, str]]:
 def schema_problems(document: Any, schema: str, file: str, *, line: int | None = None) -> list[Problem]:
     problems: dict[Problem, None] = {}  # ordered and without repeats: jsonschema raises one `required` error
     # per missing field, and each is explained by naming every missing field of its object
-    for error in sorted(_validator(schema).iter_errors(document), key=_path_order):
+    errors = sorted(_validator(schema).iter_errors(document), key=_path_order)
+    unknown_keys_at = {tuple(e.absolute_path) for e in errors if e.validator == "additionalProperties"}
+    for error in errors:
+        if error.validator in ("oneOf", "anyOf") and tuple(error.absolute_path) in unknown_keys_at:
+            continue   # the object's unknown key (a typo) is what no branch accepts: one line for one mistake
         problems.update((Problem(file, line, where or None, why), None) for where, why in _explain(error))
     return list(problems)
 

@@ -78,6 +78,16 @@ def test_the_shipped_files_load() -> None:
     (("{id: in-cellar, state: Cellar}", "{id: in-cellar, state: Cellar, regex: x}"),
      "sets[0].checkpoints[3]: expected one of {field, regex}, {state} or {all}, found "
      "{\"id\": \"in-cellar\", \"state\": \"Cellar\"..."),
+    (("field: action", "feild: action"), "sets[0].checkpoints[1].feild: unknown field (did you mean 'field'?)"),
+    (("rules: [node_discovered,", "rules: [room_visited, node_discovered,"),
+     "sets[1].rules[4]: 'room_visited' is listed twice (also rules[0])"),
+    (("room_visited, ball_collected]\n", "room_visited, ball_collected]\n    checkpoints:\n"
+                                         "      - {id: 'room:C', field: action, regex: x}\n"),
+     "sets[1].checkpoints[0].id: 'room:C' is an id the set's rule room_visited derives; give this checkpoint "
+     "another id"),
+    (("regex: '^take coin$'", "regex: '" + "(" * 120 + "'"),   # quoted to 100 characters
+     "sets[0].checkpoints[1].regex: invalid regular expression '" + "(" * 96 + "...: missing ), unterminated "
+     "subpattern at position 119"),
     (("eebench: checkpoints/1", "eebench: checkpoints/2"),
      "eebench: checkpoints/2 is newer than this eebench reads (checkpoints/1); upgrade eebench"),
 ])
@@ -132,3 +142,9 @@ def test_every_shipped_file_passes_the_full_door_and_reads_the_same_fast() -> No
     assert len(files) >= 5
     for path in files:
         assert load_checkpoints(path) == load_checkpoints(path, shipped=True), path
+
+
+def test_a_valid_regex_python_warns_about_is_compiled_quietly(cli: Any, tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD.replace("regex: '^take coin$'", "regex: '[[a]'"))
+    result = cli("validate", path)
+    assert result.stderr == ""   # not Python's FutureWarning ("possible nested set") on a pattern that compiles

@@ -38,6 +38,8 @@ def exactly(*lines: str) -> str:
     ("a.json", "[1, 2]", "{f}: expected a mapping at the top level, found a list"),
     ("a.yaml", "just words\n", "{f}: expected a mapping at the top level, found a string"),
     ("a.yaml", "", "{f}: expected a mapping at the top level, found null"),
+    ("a.yaml", "id: a\nname: x\nid: b\n", "{f}:3: malformed YAML: duplicate key 'id' (also at line 1)"),
+    ("a.yaml", "sets:\n  - {id: a, id: b}\n", "{f}:2: malformed YAML: duplicate key 'id' (also at line 2)"),
 ])
 def test_syntax_errors_name_the_file_and_line(tmp_path: Path, name: str, text: str, message: str) -> None:
     path = tmp_path / name
