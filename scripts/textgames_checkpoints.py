@@ -56,10 +56,12 @@ def game_rooms(game: dict) -> list[str]:
     return sorted(info["name"] for _, info in game["infos"] if info["type"] == "r")
 
 
-def run_id(csv_path: str) -> str:
-    """The instance id the adapters write for a BALROG TextWorld run (see eebench/adapters/formats/balrog.py)."""
+def run_id(data: Path, csv_path: str) -> str:
+    """The instance id the adapters write for a BALROG TextWorld run: its summary's seed makes it this run's (see
+    eebench/adapters/formats/balrog.py)."""
     path = Path(csv_path)
-    return f"textworld/{path.parent.name}/{path.stem}"
+    seed = json.loads((data / path.with_suffix(".json")).read_text("utf-8"))["seed"]
+    return f"textworld/{path.parent.name}/{path.stem}/seed-{seed}"
 
 
 def headers(csv_path: Path, column: str) -> set[str]:
@@ -74,7 +76,7 @@ def textworld(data: Path) -> str:
     with (maps / "episode_to_map.csv").open(newline="", encoding="utf-8") as handle:
         for row in csv.DictReader(handle):
             key = f"{row['task']}/{row['matching_maps']}"
-            played.setdefault(key, []).append(run_id(row["episode_csv"]))
+            played.setdefault(key, []).append(run_id(data, row["episode_csv"]))
             where[key] = maps / key
             rooms = {r.lower() for r in game_rooms(json.loads(where[key].read_text("utf-8")))}
             seen = {h.lower() for h in headers(data / row["episode_csv"], "Observation")}

@@ -4,6 +4,8 @@ real runs against coverage worked out from the raw CSVs."""
 from __future__ import annotations
 
 import csv
+import json
+import shutil
 import re
 from collections import Counter
 from pathlib import Path
@@ -80,9 +82,24 @@ def test_real_coin_collector_runs(cli, text_games: Path, tmp_path: Path) -> None
     db = grade(cli, [llama, llama.with_suffix(".json"), won], tmp_path, TEXTWORLD)
     rows = db.sql("SELECT instance_id, checkpoints_total, ecc, distinct_states, exploration_degree "
                   "FROM trajectories ORDER BY instance_id").fetchall()
-    expected = [("textworld/coin_collector/coin_collector_run_00", 62, *expected_from_csv(llama, None, 60)),
+    expected = [("textworld/coin_collector/coin_collector_run_00/seed-606616765", 62, *expected_from_csv(llama, None, 60)),
                 ("textworld/coin_collector/play_dschat_t0_hintDFS_WIN", 62, *expected_from_csv(won, "Room", 60))]
     assert [r[:2] for r in rows] == [e[:2] for e in expected]
     for row, want in zip(rows, expected, strict=True):
         assert abs(row[2] - want[2]) < 1e-12 and row[3] == want[3] and abs(row[4] - want[4]) < 1e-12, (row, want)
     assert rows[1][2:4] == (42 / 62, 40)   # SOURCES.md: the winning run saw 40 rooms; it saw and took the coin
+
+
+def test_another_labs_run_of_the_same_name_does_not_take_our_runs_map(cli, text_games: Path, tmp_path: Path) -> None:
+    """BALROG names every run directory's episodes alike: a run_00 played elsewhere (another seed, here run_05's
+    game) must not be scored against the map our run_00 played; it takes the task's set (the coin) alone."""
+    ours = text_games / "balrog-textworld-llama-3.1-8b" / "coin_collector" / "coin_collector_run_05"
+    theirs = tmp_path / "elsewhere" / "coin_collector_run_00"
+    theirs.parent.mkdir()
+    shutil.copy(ours.with_suffix(".csv"), theirs.with_suffix(".csv"))
+    summary = json.loads(ours.with_suffix(".json").read_text())
+    theirs.with_suffix(".json").write_text(json.dumps({**summary, "client": {"model_id": "other-model"}}))
+    db = grade(cli, [theirs.with_suffix(".csv"), ours.with_suffix(".csv")], tmp_path)   # the shipped sets
+    rows = db.sql("SELECT instance_id, checkpoints_total FROM trajectories ORDER BY model").fetchall()
+    assert rows == [("textworld/coin_collector/coin_collector_run_05/seed-3004753821", 62),
+                    ("textworld/coin_collector/coin_collector_run_00/seed-3004753821", 2)]

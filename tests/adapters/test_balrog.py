@@ -41,7 +41,7 @@ def test_the_three_real_episodes(agent_logs: Path, tmp_path: Path) -> None:
                                                f"{COINS}/seed-125148109"]
     assert [len(t["steps"]) for t in trajectories] == [2, 47, 80]
     assert [t["instance"] for t in trajectories] == ["BabyAI-MixedTrainLocal-v0/goto", "BabyAI-MixedTrainLocal-v0/open",
-                                                     f"textworld/coin_collector/{COINS}"]
+                                                     f"textworld/coin_collector/{COINS}/seed-125148109"]
     assert {t["env"] for t in trajectories} == {"logged"}
     assert [t["agent"] for t in trajectories] == [
         {"name": "robust_cot", "model": "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", "harness": "balrog"},
@@ -124,6 +124,11 @@ def test_a_table_without_its_summary_is_known_by_its_file_name(tmp_path: Path) -
     assert trajectory["instance"] == "goto_run_00"
     [mapped] = convert(table, tmp_path / "mapped.jsonl", fmt="balrog", instance="babyai/goto", env="logged")
     assert mapped["instance"] == "babyai/goto"
+    # a TextWorld task's table: the file name says the task, and the run is its own instance (no seed to add)
+    coins = write_episode(tmp_path / "tw", [["0", "go east", "", "-= Attic =-", "0", "False"]],
+                          stem="coin_collector_run_03")
+    [run] = convert(coins, tmp_path / "tw.jsonl", fmt="balrog")
+    assert run["instance"] == "textworld/coin_collector/coin_collector_run_03" and run["env"] == "logged"
 
 
 def test_a_summary_without_its_table(tmp_path: Path) -> None:

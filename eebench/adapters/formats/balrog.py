@@ -10,8 +10,10 @@ observation and per-step tokens and timing are not logged.
 
 The instance is the summary's task (`BabyAI-MixedTrainLocal-v0/goto`), except for TextWorld: BALROG cycles its
 TextWorld tasks through several game files, so the task does not name the game played and each episode is its own
-instance, `textworld/<task>/<run>` (`textworld/coin_collector/coin_collector_run_00`), for checkpoint files to
-map runs to games.
+instance, `textworld/<task>/<run>/seed-<seed>` (`textworld/coin_collector/coin_collector_run_00/seed-606616765`),
+for checkpoint files to map runs to games. The seed is the summary's: run names repeat in every BALROG run
+directory, so an id of the run name alone would give another lab's `coin_collector_run_00` the map of ours. A
+table without its summary is `textworld/<task>/<run>` when its name is `<task>_run_NN` of a TextWorld task.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ ESCAPE = "˘"   # BALROG's csv.writer escapechar: read with the dialect it was w
 SUMMARY_MARKERS = (b'"action_frequency"', b'"episode_return"', b'"num_steps"')
 _ANSWER = re.compile(r"<\|ACTION\|>.*?<\|END\|>", re.S)
 TEXTWORLD_TASKS = frozenset({"coin_collector", "the_cooking_game", "treasure_hunter"})   # BALROG's TextWorld tasks
+_RUN = re.compile(r"_run_\d+$")   # BALROG names an episode's files <task>_run_NN
 
 
 class BalrogAdapter(Adapter):
@@ -139,9 +142,11 @@ def _episode(path: Path, steps: list[LoggedStep], outcome: dict[str, Any], summa
             meta[total] = as_int(summary[key])
     for key, value in outcome.items():   # the table's own record of the outcome, when the summary has none
         meta.setdefault(key, value)
-    task = summary.get("task")
+    task = summary.get("task") if summary else _RUN.sub("", path.stem)   # (no summary: the file name's task)
     if task in TEXTWORLD_TASKS:
-        task = f"textworld/{task}/{path.stem}"
+        task = f"textworld/{task}/{path.stem}" + (f"/seed-{seed}" if isinstance(seed, int) else "")
+    elif not summary:
+        task = None
     return Episode(
         id=f"{path.stem}/seed-{seed}" if isinstance(seed, int) else path.stem, record=0, steps=steps,
         task=task if isinstance(task, str) else None, fields=summary,
