@@ -286,20 +286,27 @@ def _hits(plan: Plan, first: Sequence[tuple[Hashable, int]], steps: Sequence[dic
 
 def _field_hits(plan: Plan, steps: Sequence[dict[str, Any]], hits: Any) -> None:
     """Lower `hits` (a list, or a row of the compiled path's array) to the first step whose field a checkpoint's
-    regex finds."""
+    regex finds.
+
+    A text the trajectory has shown before is not searched again: what its regexes found there is kept (a text
+    game shows a room's description at each visit, and its rooms' regexes, 60 of them on a CoinCollector map,
+    were half of grading such a log)."""
     for field, checkpoints in plan.by_field:
-        waiting = list(checkpoints)
+        waiting = len(checkpoints)
+        found_in: dict[str, tuple[int, ...]] = {}   # text -> the checkpoints whose regex finds it
         for k, step in enumerate(steps, start=1):
             text = step.get(field)
             if type(text) is not str:
                 continue
-            found = [item for item in waiting if item[1].search(text)]
-            for i, _ in found:
-                hits[i] = min(hits[i], k)
-            if found:
-                waiting = [item for item in waiting if item not in found]
-                if not waiting:
-                    break
+            found = found_in.get(text)
+            if found is None:
+                found = found_in[text] = tuple(i for i, regex in checkpoints if regex.search(text))
+            for i in found:
+                if hits[i] > k:
+                    waiting -= hits[i] == NEVER
+                    hits[i] = k
+            if not waiting:
+                break
 
 
 def _phases(steps: Sequence[dict[str, Any]]) -> list[Any] | None:

@@ -3,6 +3,7 @@ and their invariants as properties over random action streams."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -337,3 +338,27 @@ def test_the_compiled_grid_path_equals_the_plain_one(tmp_path_factory: Any, inst
             mine, theirs = (v.values() if isinstance(v, Coded) else v for v in (ours[name], values))
             assert mine.dtype == theirs.dtype, name
             np.testing.assert_array_equal(mine, theirs, err_msg=name)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_field_hits_are_each_checkpoints_first_step_whose_field_a_regex_finds(data: Any) -> None:
+    """`_field_hits` (which keeps what a text's regexes found for the trajectory's next showing of it) against the
+    definition: the least of a checkpoint's earlier hit and the first step whose field one of its regexes finds."""
+    from types import SimpleNamespace
+
+    from eebench.evaluator.coverage import _field_hits
+
+    texts = st.sampled_from(["a", "b", "ab", "ba", "c", None, 3])
+    n = data.draw(st.integers(1, 5))
+    by_field = tuple((field, tuple((data.draw(st.integers(0, n - 1)), re.compile(data.draw(st.sampled_from(
+        ["a", "b", "ab", "^b", "c$"])))) for _ in range(data.draw(st.integers(1, 6)))))
+        for field in data.draw(st.lists(st.sampled_from(["observation", "raw"]), min_size=1, max_size=2, unique=True)))
+    steps = data.draw(st.lists(st.fixed_dictionaries({"observation": texts, "raw": texts}), max_size=10))
+    start = data.draw(st.lists(st.sampled_from([NEVER, 0, 2, 5]), min_size=n, max_size=n))
+    hits = list(start)
+    _field_hits(SimpleNamespace(by_field=by_field), steps, hits)
+    expected = [min([start[i]] + [k for k, step in enumerate(steps, start=1) for field, checkpoints in by_field
+                                  for j, regex in checkpoints if j == i and isinstance(step[field], str)
+                                  and regex.search(step[field])]) for i in range(n)]
+    assert hits == expected
