@@ -1,7 +1,7 @@
 """Grade trajectory files against a folder of instances into DuckDB: stream, replay, write in bulk, one transaction.
 
-Records are read in chunks cut by size (so memory follows steps, not records; once COMPACT_FROM_STEPS steps are
-graded, the lines whose steps hold only an action are read without a dict per step: bare_steps.py); each chunk is
+Records are read in chunks cut by size (so memory follows steps, not records; once COMPACT_FROM_STEPS steps that
+hold only an action are graded, such lines are read without a dict per step: bare_steps.py); each chunk is
 graded by every metric family of its trajectories' world kind and the results are written in order (the step
 columns of a chunk of more than WINDOW_STEPS graded steps, one long trajectory, a window at a time:
 families.StepWindows). The first bad record aborts the run and nothing is written, unless `skip_invalid`, which
@@ -30,6 +30,7 @@ from eebench.evaluator.families import (MetricFamily, StepColumns, StepWindows, 
                                         metric_version)
 from eebench.evaluator.store import TRAJECTORY_COLUMNS, Batch, Replaced, ResultStore, quick_switches
 from eebench.instances import Bench, InstanceLibrary, check_trajectory_env
+from eebench.long_lines import StepList
 from eebench.pieces import resolve_workers
 from eebench.trajectories import (AGENT_LABELS, EMPTY_EXPECTED, USAGE_FIELDS, Record, check_trajectory,
                                   parse_record, read_raw_records, usage_totals)
@@ -37,7 +38,7 @@ from eebench.trajectories import (AGENT_LABELS, EMPTY_EXPECTED, USAGE_FIELDS, Re
 CHUNK_RECORDS = 4096     # at most this many records graded together ...
 CHUNK_BYTES = 1 << 20    # ... or of this much JSON (about 50k steps), so memory follows steps, not records
 FLUSH_STEPS = 50_000     # steps gathered before a write to DuckDB
-COMPACT_FROM_STEPS = 50_000   # graded steps after which lines are read by bare_steps (a compiled scanner: numba)
+COMPACT_FROM_STEPS = 50_000   # action-only steps after which lines are read by bare_steps (compiled: numba)
 
 
 @dataclass
@@ -73,7 +74,7 @@ class Grader:
         self._tables: OrderedDict[tuple[str, type, str], Any] = OrderedDict()
         self._bases: dict[tuple[str, type, str, str | None], dict[str, Any]] = {}
         self._cache_size = cache_size
-        self.steps_graded = 0
+        self.action_only_steps = 0   # graded steps of records whose steps hold only an action (up to COMPACT_...)
 
     def families(self, env: str) -> tuple[MetricFamily, ...]:
         """The families grading `env`, as this run uses them (configured with its checkpoint sets)."""
@@ -104,8 +105,8 @@ class Grader:
         skipped: list[Problem] = []
         for record, doc in zip(records, self._read_bare(records)):
             try:
-                row, base, families, replays = self._grade_record(parse_record(record, compact=True) if doc is None
-                                                                  else record._replace(value=doc))
+                parsed = parse_record(record, compact=True) if doc is None else record._replace(value=doc)
+                row, base, families, replays = self._grade_record(parsed)
             except InputError as exc:
                 if not skip_invalid:
                     raise
@@ -115,6 +116,8 @@ class Grader:
             rows.append(row)
             bases.append(base)
             graded.append((families, replays))
+            if self.action_only_steps < COMPACT_FROM_STEPS:
+                self.action_only_steps += _action_only(parsed.value["steps"])
         if not rows:  # every record skipped: nothing to replay
             return Batch(), skipped
         # the trajectories' columns, made as columns (a dict per row, filled family by family, took a tenth of the
@@ -154,14 +157,14 @@ class Grader:
             for part, add in ((episodes, batch.episodes), (checkpoints, batch.checkpoints)):
                 if part:
                     add.append(in_chunk(part) if regrouped else part)
-        self.steps_graded += batch.n_steps
         return batch, skipped
 
     def _read_bare(self, records: Sequence[Record]) -> list[dict[str, Any] | None]:
         """The documents of the lines whose steps hold only an action, read without a dict per step once this
-        grader has graded COMPACT_FROM_STEPS steps (evaluator/bare_steps.py); None for every other record."""
+        grader has graded COMPACT_FROM_STEPS such steps (evaluator/bare_steps.py; a run of logged text-game steps
+        never pays for its import); None for every other record."""
         docs: list[dict[str, Any] | None] = [None] * len(records)
-        if self.steps_graded < COMPACT_FROM_STEPS:
+        if self.action_only_steps < COMPACT_FROM_STEPS:
             return docs
         from eebench.evaluator.bare_steps import loads_bare
 
@@ -268,6 +271,14 @@ def _records(files: Sequence[Path]) -> Iterator[Record]:
 
 def empty_input(path: Path | str) -> InputError:
     return InputError.at(str(path), f"is empty; expected {EMPTY_EXPECTED}")
+
+
+def _action_only(steps: Any) -> int:
+    """The steps of a parsed record when each holds only its action (a long line's StepList: when it kept none
+    whole), else 0."""
+    if type(steps) is StepList:
+        return 0 if steps.others else len(steps)
+    return len(steps) if {1}.issuperset(map(len, steps)) else 0   # (one C-level pass)
 
 
 def chunked(records: Iterator[Record]) -> Iterator[list[Record]]:

@@ -146,3 +146,21 @@ def test_a_bad_line_among_bare_ones_is_the_same_error(tmp_path: Path, monkeypatc
     assert whole == bare and "runs.jsonl:4" in whole and "instance" in whole
     whole, bare = grade_both_ways(tmp_path, text, monkeypatch, skip_invalid=True)
     assert whole == bare and len(whole[0]) == 2 and len(whole[2]) == 6 * 30
+
+
+def test_a_large_run_of_logged_steps_never_imports_the_scanner(tmp_path: Path) -> None:
+    """Lines whose steps carry text are never read bare: counting them toward COMPACT_FROM_STEPS only paid for
+    numba's import (a third of a second) in a run of text-game logs."""
+    import subprocess
+    import sys
+
+    steps = [{"action": "go", "observation": f"-= Room {k % 7} =-"} for k in range(1000)]
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("".join(json.dumps({"eebench": "trajectory/1", "id": f"t{i}", "instance": "tw/x",
+                                        "env": "logged", "steps": steps}) + "\n"
+                            for i in range(2 * grade.COMPACT_FROM_STEPS // 1000)))
+    code = ("import sys; from pathlib import Path; from eebench.evaluator import grade_files; "
+            f"r = grade_files([Path({str(runs)!r})], None, Path({str(tmp_path / 'r.duckdb')!r})); "
+            "print(r.steps, 'numba' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == [str(2 * grade.COMPACT_FROM_STEPS), "False"]
