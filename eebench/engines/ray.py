@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eebench.errors import EebenchError, InputError, Problem
+from eebench.errors import EebenchError, InputError, Problem, quote
 
 INSTALL_HINT = "--engine ray needs Ray: pip install 'eebench[ray]'"
 PART = "part-{index:05d}.parquet"
@@ -193,7 +193,9 @@ def ingest(parquet_dir: str, db: Path) -> tuple[int, int]:
 def _stage_tables(store: Any, parquet_dir: str, tables: list[str]) -> None:
     """Stage the tables' partitions in the run, in the layout of `store.add_rows`. A trajectory's key is its
     position in the run (partition, then row order); other tables' rows take their trajectory's key. The
-    partitions are read by a DuckDB of their own, one thread (so in order), and handed over in record batches."""
+    partitions are read by a DuckDB of their own, one thread (so in order), and handed over in record batches.
+    A partition DuckDB cannot read (not Parquet, not of this results schema) is bad input, and so are rows of a
+    trajectory no `trajectories` partition holds (a partition left behind)."""
     import duckdb
     import pyarrow as pa
 
@@ -205,18 +207,28 @@ def _stage_tables(store: Any, parquet_dir: str, tables: list[str]) -> None:
 
     schemas = store.arrow_schemas()
     with contextlib.closing(duckdb.connect()) as con:
-        con.execute("SET threads = 1")
-        first = store.take_keys(con.execute(f"SELECT count(*) FROM {read('trajectories')}").fetchall()[0][0])
-        position = f"{first} + row_number() OVER (ORDER BY filename, file_row_number) - 1"
-        keys = (f"(SELECT trajectory_id, min(trajectory_key) AS trajectory_key FROM (SELECT trajectory_id, "
-                f"{position} AS trajectory_key FROM {read('trajectories')}) GROUP BY 1)")
-        for table in tables:
-            names = [name for name in schemas[table].names if name != "trajectory_key"]
-            if table == "trajectories":
-                select = (f"SELECT {', '.join(names)}, {position} AS trajectory_key FROM {read(table)} "
-                          "ORDER BY filename, file_row_number")
-            else:
-                select = (f"SELECT {', '.join(f'p.{n}' for n in names)}, k.trajectory_key FROM {read(table)} p "
-                          f"JOIN {keys} k USING (trajectory_id)")
-            for batch in con.sql(select).to_arrow_reader(ROW_GROUP_ROWS):
-                store.add_rows(table, pa.Table.from_batches([batch]))
+        try:
+            con.execute("SET threads = 1")
+            first = store.take_keys(con.execute(f"SELECT count(*) FROM {read('trajectories')}").fetchall()[0][0])
+            position = f"{first} + row_number() OVER (ORDER BY filename, file_row_number) - 1"
+            keys = (f"(SELECT trajectory_id, min(trajectory_key) AS trajectory_key FROM (SELECT trajectory_id, "
+                    f"{position} AS trajectory_key FROM {read('trajectories')}) GROUP BY 1)")
+            for table in tables:
+                names = [name for name in schemas[table].names if name != "trajectory_key"]
+                if table == "trajectories":
+                    select = (f"SELECT {', '.join(names)}, {position} AS trajectory_key FROM {read(table)} "
+                              "ORDER BY filename, file_row_number")
+                else:
+                    orphans = con.execute(f"SELECT count(*), any_value(filename) FROM {read(table)} WHERE "
+                                          f"trajectory_id NOT IN (SELECT trajectory_id FROM {read('trajectories')})"
+                                          ).fetchall()[0]
+                    if orphans[0]:
+                        raise InputError.at(orphans[1], f"{orphans[0]} row(s) of {table} belong to no trajectory of "
+                                                        f"{parquet_dir}/trajectories (is a partition of it missing?)")
+                    select = (f"SELECT {', '.join(f'p.{n}' for n in names)}, k.trajectory_key FROM {read(table)} p "
+                              f"JOIN {keys} k USING (trajectory_id)")
+                for batch in con.sql(select).to_arrow_reader(ROW_GROUP_ROWS):
+                    store.add_rows(table, pa.Table.from_batches([batch]))
+        except duckdb.Error as exc:   # (DuckDB's first line names the partition and what is wrong with it)
+            raise InputError.at(parquet_dir, "holds partitions that cannot be loaded: "
+                                             f"{quote(str(exc).splitlines()[0], 300)}") from None

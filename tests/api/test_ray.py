@@ -119,3 +119,30 @@ def test_ray_applies_checkpoint_files_and_grades_logged_runs_without_a_bench(tmp
     cp.write_text(CHECKPOINTS.replace("rules: [", "rules: [no_such_rule, "))
     bad = cli("grade", runs, "--checkpoints", cp, "--engine", "ray", "--out", tmp_path / "o", code=2)
     assert "unknown rule 'no_such_rule'" in bad.stderr and not (tmp_path / "o").exists()
+
+
+def test_ingest_refuses_partitions_it_cannot_load(main_bundle: Path, tmp_path: Path, cli) -> None:
+    """Partitions as the Ray tasks write them (COPY of each table), made here from a local grade, then damaged:
+    each is one line naming what is wrong, exit 2, and the results file is not touched."""
+    runs = tmp_path / "runs.jsonl"
+    cli("play", main_bundle, "--agent", "random", "--seed", "0", "--out", runs)
+    local = tmp_path / "local.duckdb"
+    cli("grade", runs, "--bench", main_bundle, "--db", local)
+    out = tmp_path / "parts"
+    with duckdb.connect(str(local), read_only=True) as con:
+        for table in ("trajectories", "steps"):
+            (out / table).mkdir(parents=True)
+            for part, half in enumerate(("<", ">=")):
+                con.execute(f"COPY (SELECT * FROM {table} WHERE trajectory_id {half} 'm') TO "
+                            f"'{out / table / f'part-{part:05d}.parquet'}' (FORMAT parquet)")
+    db = tmp_path / "r.duckdb"
+    assert "loaded 27 trajectories" in cli("ingest", out, "--db", db).stdout
+    (out / "trajectories" / "part-00001.parquet").unlink()   # a partition left behind
+    failed = cli("ingest", out, "--db", db, code=2)
+    assert failed.stderr.startswith(f"error: {out / 'steps' / 'part-00001.parquet'}: ") and \
+        "row(s) of steps belong to no trajectory of" in failed.stderr and failed.stderr.count("\n") == 1
+    (out / "trajectories" / "part-00001.parquet").write_text("junk")
+    failed = cli("ingest", out, "--db", db, code=2)
+    assert failed.stderr.startswith(f"error: {out}: holds partitions that cannot be loaded: ")
+    assert "Traceback" not in failed.stderr and failed.stderr.count("\n") == 1
+    assert _rows(db, "steps") == _rows(local, "steps")   # as the first ingest left it
