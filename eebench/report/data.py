@@ -195,8 +195,9 @@ class Results:
         if not rows:
             return out
         names = [c for c in EPISODE_FIELDS if c in rows]
-        for i, tid in enumerate(rows["trajectory_id"]):
-            out.setdefault(tid, []).append({c: None if np.isnan(rows[c][i]) else float(rows[c][i]) for c in names})
+        columns = [[None if v != v else v for v in rows[c].astype(np.float64).tolist()] for c in names]  # NaN: None
+        for tid, *values in zip(rows["trajectory_id"].tolist(), *columns):
+            out.setdefault(tid, []).append(dict(zip(names, values)))
         return out
 
     def gaps_by_episode(self, seed: int) -> list[dict[str, Any]]:

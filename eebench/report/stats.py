@@ -11,6 +11,11 @@ BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
 CONFIDENCE = 0.95
 _CHUNK_CELLS = 4_000_000   # resampled values held at once: memory stays flat however large a group is
+# A resample of n values with replacement is, as a distribution, n draws over the distinct values with their
+# shares: multinomial counts. With few distinct values (returns, coverage and gaps take a handful each; success
+# is 0 or 1) the counts are drawn, d binomials a resample instead of n indices: the same bootstrap, drawn another
+# way (10,000 rooms episodes of a model took 0.2-0.9 s per metric and episode as indices).
+_COUNTS_FROM = 16   # values per distinct value from which the counts are drawn
 
 
 class Estimate(NamedTuple):
@@ -41,11 +46,15 @@ def bootstrap_mean(values: np.ndarray, seed: int, resamples: int = BOOTSTRAP_RES
     if n == 1 or float(data.min()) == float(data.max()):
         return Estimate(mean, mean, mean, n)
     rng = np.random.Generator(np.random.PCG64(seed))
-    means = np.empty(resamples)
-    rows = max(1, _CHUNK_CELLS // n)
-    for start in range(0, resamples, rows):
-        stop = min(resamples, start + rows)
-        means[start:stop] = data[rng.integers(0, n, size=(stop - start, n))].mean(axis=1)
+    distinct, counts = np.unique(data, return_counts=True)
+    if len(distinct) * _COUNTS_FROM <= n:
+        means = rng.multinomial(n, counts / n, size=resamples) @ distinct / n
+    else:
+        means = np.empty(resamples)
+        rows = max(1, _CHUNK_CELLS // n)
+        for start in range(0, resamples, rows):
+            stop = min(resamples, start + rows)
+            means[start:stop] = data[rng.integers(0, n, size=(stop - start, n))].mean(axis=1)
     tail = (1 - CONFIDENCE) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail])
     # the interval always holds the estimate (rounding in a lopsided resample could put it a hair outside)

@@ -103,3 +103,18 @@ def test_least_squares_agrees_with_numpy(points: list[tuple[float, float]]) -> N
     assert math.isclose(fit.slope * np.ptp(x), slope * np.ptp(x), rel_tol=1e-6, abs_tol=1e-6 * scale)
     if fit.r2 is not None:
         assert fit.r2 <= 1 + 1e-9
+
+
+def test_few_distinct_values_draw_counts_the_same_bootstrap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Resampling n values with replacement and drawing multinomial counts over their distinct values are the same
+    distribution: the intervals agree to the resampling noise, and with the normal interval of a proportion."""
+    from eebench.report import stats
+
+    values = np.array([1.0] * 1200 + [0.0] * 2800)   # 4,000 episodes, success rate 0.3
+    counts = bootstrap_mean(values, 5)
+    monkeypatch.setattr(stats, "_COUNTS_FROM", 10 ** 12)   # the index way
+    indices = bootstrap_mean(values, 5)
+    assert counts.value == indices.value == 0.3
+    half = 1.96 * (0.3 * 0.7 / 4000) ** 0.5
+    for est in (counts, indices):
+        assert abs(est.low - (0.3 - half)) < 0.003 and abs(est.high - (0.3 + half)) < 0.003
