@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import re
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -186,12 +186,14 @@ class Results:
         return polars.from_arrow(self[table])
 
 
-def grade(trajectories: Any, *, bench: str | Path | Instances | Iterable[Any], skip_invalid: bool = False
+def grade(trajectories: Any, *, bench: str | Path | Instances | Iterable[Any] | None, skip_invalid: bool = False
           ) -> Results:
     """Grade trajectories in memory and return their tables (as `eebench grade` would write them).
 
-    `trajectories`: a trajectory file (JSONL) or several, or trajectory/1 documents (dicts).
-    `bench`: a folder of instances or a bundle (verified), the name of a shipped suite, or instances from `load`.
+    `trajectories`: a trajectory file (JSONL) or several, or trajectory/1 documents (a dict or dicts; a float
+    NaN or infinity in one is written as null, as JSON has neither).
+    `bench`: a folder of instances or a bundle (verified), the name of a shipped suite, instances from `load` (or
+    one), or None when every trajectory is `env: logged`.
     """
     with tempfile.TemporaryDirectory(prefix="eebench-grade-") as tmp:
         db = Path(tmp) / "results.duckdb"
@@ -206,7 +208,7 @@ def grade(trajectories: Any, *, bench: str | Path | Instances | Iterable[Any], s
     return Results(tables, report)
 
 
-def grade_files(trajectories: Any, *, bench: str | Path | Instances | Iterable[Any], db: str | Path,
+def grade_files(trajectories: Any, *, bench: str | Path | Instances | Iterable[Any] | None, db: str | Path,
                 skip_invalid: bool = False, workers: int = 1) -> GradeReport:
     """Grade trajectories into the DuckDB file `db` in one transaction, as `eebench grade` does; `workers`
     processes grade pieces of the input in parallel (0: one per core), with the rows of one process."""
@@ -241,7 +243,7 @@ def _trajectory_files(trajectories: Any, stack: contextlib.ExitStack) -> list[Pa
     """Paths to grade: the files given, or the documents given written to one temporary JSONL file."""
     if isinstance(trajectories, (str, Path)):
         return [Path(trajectories)]
-    items = list(trajectories)
+    items = [trajectories] if isinstance(trajectories, Mapping) else list(trajectories)
     if not items:
         raise InputError("trajectories: none given; expected trajectory files or trajectory/1 documents (dicts)")
     if all(isinstance(item, (str, Path)) for item in items):
@@ -253,20 +255,28 @@ def _trajectory_files(trajectories: Any, stack: contextlib.ExitStack) -> list[Pa
     tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=DOCUMENTS_PREFIX)))
     path = tmp / DOCUMENTS_FILE
     with path.open("wb") as out:
-        for item in items:
-            out.write(orjson.dumps(item) + b"\n")
+        for i, item in enumerate(items):
+            try:
+                out.write(orjson.dumps(item) + b"\n")
+            except orjson.JSONEncodeError as exc:   # a value JSON cannot hold: a set, a NumPy scalar, 2**70, ...
+                raise InputError(Problem(f"trajectories[{i}]", None, None, f"cannot be written as JSON: {exc}")
+                                 ) from None
     return [path]
 
 
-def _open_bench(bench: Any, stack: contextlib.ExitStack) -> Bench:
-    """The bench to grade against: a path opened as the CLI opens it, else instances written to a temporary folder."""
+def _open_bench(bench: Any, stack: contextlib.ExitStack) -> Bench | None:
+    """The bench to grade against: a path opened as the CLI opens it, else instances written to a temporary folder
+    (None: no bench, for logged trajectories)."""
     from eebench.bundles import open_bench
 
+    if bench is None:
+        return None
     if isinstance(bench, (str, Path)) and Path(bench).exists():
         return stack.enter_context(open_bench(Path(bench)))
     if isinstance(bench, (str, Path)):
         bench = load(str(bench))
-    instances = list(bench.values()) if isinstance(bench, Mapping) else list(bench)
+    instances = list(bench.values()) if isinstance(bench, Mapping) else [bench] if hasattr(bench, "id") \
+        else list(bench)
     from eebench.instances import Bench, write_instances
 
     tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="eebench-bench-")))

@@ -88,6 +88,22 @@ def test_grade_errors_are_input_errors(main_suite: eebench.Instances, tmp_path: 
         eebench.grade([], bench=main_suite)
     with pytest.raises(eebench.InputError, match=r"no table 'step'.*did you mean 'steps'"):
         eebench.grade([{**doc, "instance": "park2026-main/low-small/seed-0"}], bench=main_suite)["step"]
+    import numpy as np
+
+    with pytest.raises(eebench.InputError, match=r"^trajectories\[1\]: cannot be written as JSON: Type is not JSON "
+                                                 r"serializable: numpy.int64$"):
+        eebench.grade([doc, {**doc, "meta": {"n": np.int64(2)}}], bench=main_suite)
+
+
+def test_grade_takes_one_document_one_instance_and_no_bench_for_logged(main_suite: eebench.Instances) -> None:
+    instance = main_suite["park2026-main/low-small/seed-0"]
+    doc = {"eebench": "trajectory/1", "id": "x", "instance": instance.id, "steps": [{"action": "up"}]}
+    assert eebench.grade(doc, bench=instance)["trajectories"].num_rows == 1
+    logged = {"eebench": "trajectory/1", "id": "l", "instance": "tw/x", "env": "logged",
+              "steps": [{"action": "go", "observation": "-= Hall =-"}]}
+    assert eebench.grade(logged, bench=None)["steps"].num_rows == 1
+    with pytest.raises(eebench.InputError, match=r"^trajectories\[0\]: instance: grading instance "):
+        eebench.grade(doc, bench=None)
 
 
 def test_import_stays_cheap() -> None:
