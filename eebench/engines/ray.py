@@ -66,7 +66,7 @@ def _grade_shard(row: dict[str, Any], bench: dict[str, Any] | None, out: str, sk
     import duckdb
     from pyarrow import fs
 
-    from eebench.evaluator.grade import Bench, grade_files
+    from eebench.evaluator.grade import NOTHING_GRADED, Bench, grade_files
     from eebench.evaluator.store import TABLES
 
     index, source = row["index"], row["path"]
@@ -87,7 +87,12 @@ def _grade_shard(row: dict[str, Any], bench: dict[str, Any] | None, out: str, sk
         try:
             report = grade_files([local], graded, db, skip_invalid=skip_invalid, checkpoints=checkpoints)
         except InputError as exc:
-            result["problems"] = [_problem_text(p, local, source) for p in exc.problems]
+            problems = list(exc.problems)
+            # with skip_invalid, a shard whose every record was skipped adds nothing; any other error (an empty
+            # file, say) stops the run, as it stops a local grade
+            result["fatal"] = not (skip_invalid and problems[-1] == NOTHING_GRADED)
+            result["problems"] = [_problem_text(p, local, source) for p in problems
+                                  if result["fatal"] or p != NOTHING_GRADED]
             return result
         result.update(trajectories=report.trajectories, steps=report.steps,
                       problems=[_problem_text(p, local, source) for p in report.skipped])
@@ -152,12 +157,15 @@ def grade_ray(files: Sequence[str], bench: Any, out: str, *, address: str | None
             ray.shutdown()
     rows.sort(key=lambda r: r["index"])
     problems = [p for r in rows for p in r["problems"]]
-    if problems and not skip_invalid:
+    fatal = [p for r in rows if r.get("fatal") for p in r["problems"]]   # (all of them without skip_invalid)
+    graded = sum(r["trajectories"] for r in rows)
+    if fatal or not graded:   # as a local grade: nothing of the run is kept
         with contextlib.suppress(OSError):
             target.delete_dir_contents(base, missing_dir_ok=True)
-        raise InputError(problems)
-    return RayReport(len(rows), sum(r["trajectories"] for r in rows), sum(r["steps"] for r in rows),
-                     problems, time.perf_counter() - started)
+        from eebench.evaluator.grade import NOTHING_GRADED
+
+        raise InputError(fatal or [*problems, NOTHING_GRADED])
+    return RayReport(len(rows), graded, sum(r["steps"] for r in rows), problems, time.perf_counter() - started)
 
 
 def ingest(parquet_dir: str, db: Path) -> tuple[int, int]:

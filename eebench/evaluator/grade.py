@@ -38,6 +38,7 @@ from eebench.trajectories import (AGENT_LABELS, EMPTY_EXPECTED, USAGE_FIELDS, Re
 CHUNK_RECORDS = 4096     # at most this many records graded together ...
 CHUNK_BYTES = 1 << 20    # ... or of this much JSON (about 50k steps), so memory follows steps, not records
 FLUSH_STEPS = 50_000     # steps gathered before a write to DuckDB
+NOTHING_GRADED = "nothing was graded: every trajectory was skipped (listed above); nothing was written"
 COMPACT_FROM_STEPS = 50_000   # action-only steps after which lines are read by bare_steps (compiled: numba)
 
 
@@ -392,8 +393,7 @@ def grade_files(files: Sequence[Path], bench: Bench | None, db: Path, *, skip_in
             _check_unique(store, report, skip_invalid)
             report.trajectories, report.steps = store.staged_trajectories(), store.staged_steps()
             if not report.trajectories:  # one rule with convert: a run that graded nothing is a mistake
-                raise InputError([*report.skipped, "nothing was graded: every trajectory was skipped (listed above); "
-                                                   "nothing was written"])
+                raise InputError([*report.skipped, NOTHING_GRADED])
             report.coverage_notes = _coverage_notes(store, checkpoints)
             report.replaced = store.commit()
         except BaseException:

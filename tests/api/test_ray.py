@@ -146,3 +146,25 @@ def test_ingest_refuses_partitions_it_cannot_load(main_bundle: Path, tmp_path: P
     assert failed.stderr.startswith(f"error: {out}: holds partitions that cannot be loaded: ")
     assert "Traceback" not in failed.stderr and failed.stderr.count("\n") == 1
     assert _rows(db, "steps") == _rows(local, "steps")   # as the first ingest left it
+
+
+@needs_ray
+def test_ray_and_local_agree_on_skip_invalid(main_bundle: Path, tmp_path: Path, cli) -> None:
+    good = tmp_path / "good.jsonl"
+    cli("play", main_bundle, "--agent", "random", "--seed", "0", "--out", good)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"eebench": "trajectory/1", "id": "x", "instance": "nope", "steps": [{"action": "up"}]}\n')
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    options = ("--bench", main_bundle, "--skip-invalid")
+    # a shard of bad records only adds nothing; the others are graded
+    local = cli("grade", good, bad, *options, "--db", tmp_path / "l.duckdb")
+    ray = cli("grade", good, bad, *options, "--engine", "ray", "--cpus", "1", "--out", tmp_path / "o1")
+    for done in (local, ray):
+        assert "graded 27 trajectories" in done.stdout and f"{bad}:1: instance: " in done.stdout + done.stderr
+        assert "nothing was graded" not in done.stdout + done.stderr
+    # an empty file is an error --skip-invalid does not cover, in both
+    local = cli("grade", good, empty, *options, "--db", tmp_path / "l2.duckdb", code=2)
+    ray = cli("grade", good, empty, *options, "--engine", "ray", "--cpus", "1", "--out", tmp_path / "o2", code=2)
+    assert local.stderr == ray.stderr and local.stderr.startswith(f"error: {empty}: is empty")
+    assert not any((tmp_path / "o2").rglob("*.parquet"))
