@@ -39,3 +39,10 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted([*globals(), *_LAZY])
+
+
+# Gymnasium finds environments only once they are registered: a program that has imported gymnasium gets
+# eebench/GridDag-v0 and eebench/Rooms-v0 with `import eebench` (else `import eebench.gym` registers them), and one
+# that has not pays nothing for them.
+if "gymnasium" in __import__("sys").modules:
+    importlib.import_module("eebench.gym")

@@ -25,6 +25,13 @@ from eebench.world.rooms import render_observation as render_rooms_observation
 NODE_STATUS = (None, *NodeStatus)  # code 0: no node on the agent's cell
 
 
+def _check_instance(instance: Any, kind: type, env_id: str) -> None:
+    if not isinstance(instance, kind):
+        other = {GridDagInstance: "eebench/GridDag-v0", RoomsInstance: "eebench/Rooms-v0"}.get(type(instance))
+        raise ValueError(f"{env_id} plays {kind.__name__} instances, not {type(instance).__name__}"
+                         + (f": make {other}" if other else ""))
+
+
 class _WorldEnv(gymnasium.Env):
     """What both worlds' environments share: a world env behind them, the last observation, step and render."""
 
@@ -36,6 +43,14 @@ class _WorldEnv(gymnasium.Env):
         observation, reward, terminated, truncated, info = self._env.step(word)
         self._last = observation
         return self._encode(observation), reward, terminated, truncated, {**info, "observation": observation}
+
+    def _index(self, action: Any) -> int:
+        """An index of the action space; ValueError otherwise (-1 would count from the end, 1.7 be cut to 1)."""
+        value = np.asarray(action)
+        if value.shape != () or value.dtype.kind not in "iu" or not 0 <= int(value) < self.action_space.n:
+            raise ValueError(f"action {action!r}: expected an index of {self.action_space} (0 to "
+                             f"{self.action_space.n - 1}) or the action's text")
+        return int(value)
 
     def render(self) -> str | None:
         """The observation as the text the LLM agent reads."""
@@ -57,6 +72,7 @@ class GridDag(_WorldEnv):
     _render_text = staticmethod(render_observation)   # Park et al., Appendix C.3
 
     def __init__(self, instance: GridDagInstance, render_mode: str | None = None):
+        _check_instance(instance, GridDagInstance, "eebench/GridDag-v0")
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode {render_mode!r}: expected 'ansi' or None")
         self.instance = instance
@@ -83,7 +99,7 @@ class GridDag(_WorldEnv):
 
     def action_word(self, action: int | np.integer | str) -> str:
         """The move word of an action index (a word is kept as it is)."""
-        return action if isinstance(action, str) else ACTIONS[int(action)]
+        return action if isinstance(action, str) else ACTIONS[self._index(action)]
 
     def _encode(self, observation: dict[str, Any]) -> dict[str, Any]:
         world = self._env.world
@@ -112,6 +128,7 @@ class Rooms(_WorldEnv):
     _render_text = staticmethod(render_rooms_observation)   # Grams et al., Appendix A.5
 
     def __init__(self, instance: RoomsInstance, render_mode: str | None = None):
+        _check_instance(instance, RoomsInstance, "eebench/Rooms-v0")
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode {render_mode!r}: expected 'ansi' or None")
         self.instance = instance
@@ -146,7 +163,7 @@ class Rooms(_WorldEnv):
 
     def action_word(self, action: int | np.integer | str) -> str:
         """The action text of an action index, `<name> door` or `<name> ball` (text is kept as it is)."""
-        return action if isinstance(action, str) else self.actions[int(action)]
+        return action if isinstance(action, str) else self.actions[self._index(action)]
 
     def _encode(self, observation: dict[str, Any]) -> dict[str, Any]:
         doors = np.zeros(len(self._door_index), dtype=np.int8)

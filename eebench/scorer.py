@@ -36,7 +36,7 @@ from eebench.world.grid_dag import ACTION_INDEX, GridDagInstance, parse_action
 
 if TYPE_CHECKING:
     from eebench.world.rooms import EpisodeEnd as RoomsEnd
-    from eebench.world.rooms import RoomsInstance, RoomsStep
+    from eebench.world.rooms import EpisodeKnowledge, RoomsInstance, RoomsStep
 
 
 class EndReason(str, Enum):
@@ -100,6 +100,14 @@ class Scorer(abc.ABC):
         """Grade one action and advance."""
 
 
+def _check_action(action: Any) -> None:
+    """An action is text as a log holds it, or None (none read), as in a trajectory; a Gymnasium action index
+    would otherwise be graded as a word no world knows."""
+    if action is not None and not isinstance(action, str):
+        raise TypeError(f"action {action!r}: expected the action's text or None, as a trajectory holds it (an "
+                        "eebench.gym action index is env.unwrapped.action_word(index))")
+
+
 class GridDagScorer(Scorer):
     """Park et al.'s step record of each action of a grid_dag episode, as the action is played."""
 
@@ -144,6 +152,7 @@ class GridDagScorer(Scorer):
         world = tables.world
         code = ACTION_INDEX.get(action) if action.__class__ is str else None
         if code is None:
+            _check_action(action)
             parsed = parse_action(action)
             code = 4 if parsed is None else parsed
         pos = self._pos
@@ -353,6 +362,7 @@ class RoomsScorer(Scorer):
         if self.done:
             raise EebenchError(f"the run ended after its {self.instance.episodes} episodes at t = {self.t}; "
                                "call reset() first")
+        _check_action(action)
         world = self.world
         if self._state.over:
             self._state = world.initial_state(self._state.episode + 1)

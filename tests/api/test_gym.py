@@ -113,3 +113,33 @@ def test_rooms_actions_name_every_door_and_ball(rooms_instance) -> None:
     assert env.actions[0] == f"{rooms_instance.doors[0].name} door"
     assert env.actions[-1] == f"{rooms_instance.balls[-1].name} ball"
     assert env.action_word("Khaki  BALL") == "Khaki  BALL"  # text is passed on as written
+
+
+def test_import_eebench_after_gymnasium_registers_the_environments() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, gymnasium, eebench; env = gymnasium.make('eebench/GridDag-v0', instance=eebench.load("
+            "'park2026-main/low-small/seed-0')); env.reset(seed=0); print(env.spec.id)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "eebench/GridDag-v0"
+
+
+def test_an_action_outside_the_space_is_refused_not_wrapped() -> None:
+    import gymnasium
+    import numpy as np
+
+    import eebench
+
+    instance = eebench.load("park2026-main/low-small/seed-0")
+    env = gymnasium.make("eebench/GridDag-v0", instance=instance)
+    env.reset(seed=0)
+    env.step(np.int64(1))   # a NumPy index is an index
+    for action in (-1, 4, 1.7, True, [1]):
+        with pytest.raises(ValueError, match=r"expected an index of Discrete\(4\) \(0 to 3\) or the action's text"):
+            env.step(action)
+    with pytest.raises(ValueError, match=r"eebench/Rooms-v0 plays RoomsInstance instances, not GridDagInstance: "
+                                         r"make eebench/GridDag-v0"):
+        gymnasium.make("eebench/Rooms-v0", instance=instance)
+    with pytest.raises(TypeError, match=r"action 0: expected the action's text or None"):
+        eebench.Scorer(instance).step(0)
