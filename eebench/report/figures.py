@@ -31,6 +31,10 @@ WIDTH_INCHES = 10   # laptop width at 100 dpi; a paper scales it down
 
 def _figure_one(results: Results, args: dict[str, Any]) -> Figure:
     fig1 = results.figure_one(args["seed"])
+    if not any(p.success.value is not None and (p.explore.value is not None or p.exploit.value is not None)
+               for p in fig1.points):
+        raise InputError.at(str(results.db), "has no selected trajectory with a success and Park et al.'s errors to "
+                                             "draw (Figure 1 is of grid_dag worlds)")
     figure, axes = plt.subplots(1, 2, figsize=(WIDTH_INCHES, 4.2), sharey=True, layout="constrained")
     for ax, which, fit, name in ((axes[0], "explore", fig1.explore_fit, "exploration"),
                                  (axes[1], "exploit", fig1.exploit_fit, "exploitation")):
@@ -77,6 +81,11 @@ def _prompts(results: Results, args: dict[str, Any]) -> Figure:
     groups = results.prompt_groups(args["seed"])
     model = args.get("model") or results.prompt_model()
     rows = [g for g in groups if g[0] == model]
+    if not rows:
+        models = sorted({g[0] for g in groups if g[0] is not None})
+        raise InputError.at(str(results.db), f"no selected trajectory of model {model!r} to draw"
+                                             f"{did_you_mean(str(model), models)}; models: {one_of(models)}"
+                            if models else "has no selected trajectory with a prompt to compare")
     metrics = results.metrics
     figure, axes = plt.subplots(1, len(metrics), figsize=(WIDTH_INCHES, 3.8), layout="constrained", squeeze=False)
     for ax, metric in zip(axes[0], metrics, strict=True):
@@ -200,7 +209,9 @@ def _replay(results: Results, args: dict[str, Any]) -> Figure:
     maps = Maps(args.get("bench"), results)
     doc = next(replay_documents(results, maps))
     n = len(doc["x"])
-    k = n if args.get("step") is None else min(args["step"], n)
+    if args.get("step") is not None and args["step"] > n:
+        raise InputError(f"--step {args['step']}: trajectory {doc['id']!r} has {n} graded steps (0 to {n})")
+    k = n if args.get("step") is None else args["step"]
     if doc.get("env") == "rooms":
         return _rooms_replay(doc, maps.docs.get(doc["inst"]) if doc["inst"] else None, k)
     if doc.get("env") == "logged":

@@ -235,6 +235,17 @@ def test_plot_bad_input(cli, graded: Run, tmp_path: Path) -> None:
     assert r.stderr == f"error: {tmp_path / 'a.gif'}: expected a file ending in .pdf, .png or .svg, found '.gif'\n"
     r = cli("plot", "replay", "--db", graded.db, "--out", tmp_path / "a.png", "--trajectory", "nope", code=2)
     assert r.stderr == f"error: {graded.db}: no trajectory matches --where \"trajectory_id = 'nope'\" (trajectory 'nope')\n"
+    # what would draw an empty figure is refused too
+    r = cli("plot", "prompts", "--db", graded.db, "--out", tmp_path / "a.png", "--model", "nope", code=2)
+    assert r.stderr.startswith(f"error: {graded.db}: no selected trajectory of model 'nope' to draw") and \
+        "; models: " in r.stderr
+    r = cli("plot", "figure1", "--db", graded.db, "--out", tmp_path / "a.png", "--where", "env = 'rooms'", code=2)
+    assert "no trajectory matches" in r.stderr or "has no selected trajectory with a success" in r.stderr
+    tid = duckdb.connect(str(graded.db), read_only=True).execute(
+        "SELECT trajectory_id, n_steps FROM trajectories ORDER BY 1 LIMIT 1").fetchone()
+    r = cli("plot", "replay", "--db", graded.db, "--out", tmp_path / "a.png", "--trajectory", tid[0], "--step",
+            str(tid[1] + 1), code=2)
+    assert r.stderr == f"error: --step {tid[1] + 1}: trajectory {tid[0]!r} has {tid[1]} graded steps (0 to {tid[1]})\n"
     assert not list(tmp_path.iterdir())
 
 
