@@ -23,6 +23,10 @@ COST_SCALE = 2 ** 20
 # most of them took it 12 s (CP-SAT: 0.13 s), 11 nodes 18 ms (CP-SAT: 24 ms).
 EXHAUSTIVE_MAX_VISITS = 8
 EXHAUSTIVE_MAX_NODES = 10
+# A few visits among many prize nodes can still take the search forever (60 balls at the ends of corridors, a ball
+# limit of 8: still searching after 5 minutes, where CP-SAT proves the optimum in 1 s). So a search chosen by
+# `solve` stops after this many steps (about half a second here) and CP-SAT solves the problem instead.
+EXHAUSTIVE_MAX_STEPS = 200_000
 # Most prize decimals CP-SAT accepts (it needs integer objective coefficients).
 MAX_PRIZE_DECIMALS = 6
 
@@ -197,8 +201,12 @@ def _plan(problem: OrienteeringProblem) -> _Plan:
     return _Plan(base, base_value, candidates, k, True, closure, integral, slack)
 
 
-def _exhaustive(problem: OrienteeringProblem, plan: _Plan) -> Solution:
-    """Depth-first search over ordered visits with branch and bound.
+class _TooLong(Exception):
+    """The exhaustive search took more than its `max_steps`."""
+
+
+def _exhaustive(problem: OrienteeringProblem, plan: _Plan, max_steps: float = math.inf) -> Solution:
+    """Depth-first search over ordered visits with branch and bound; _TooLong after `max_steps` visits tried.
 
     Pruned by the remaining budget (a node is worth going to only if the end is still within reach after it), by an
     optimistic bound (value so far plus the best prizes still within reach) and by dominance (a set of visited
@@ -214,12 +222,16 @@ def _exhaustive(problem: OrienteeringProblem, plan: _Plan) -> Solution:
     last_leg = [cost[j][e] if e is not None else 0 for j in range(problem.n)]
     best_value, best_seq = -1.0, ()  # -1: no path yet (a fixed end may be reachable only by way of stopovers)
     seen: dict[tuple[int, int], float] = {}
+    steps = 0
 
     def finish(seq: tuple[int, ...]) -> tuple[int, ...]:
         return (s, *seq) if e is None else (s, *seq, e)
 
     def dfs(last: int, used: float, value: float, mask: int, seq: tuple[int, ...]) -> None:
-        nonlocal best_value, best_seq
+        nonlocal best_value, best_seq, steps
+        steps += 1
+        if steps > max_steps:
+            raise _TooLong
         if value > best_value and used + last_leg[last] <= budget + slack \
                 and (exact or path_cost(problem, finish(seq)) <= budget):
             best_value, best_seq = value, seq
@@ -395,16 +407,32 @@ def _choose(plan: _Plan) -> Method:
 def solve(problem: OrienteeringProblem, *, method: Method | None = None, time_limit: float = 10.0) -> Solution:
     """The best path of `problem`; `method=None` picks the cheaper method (`choose_method`).
 
-    The exhaustive method has no time limit (it is chosen only when small); CP-SAT returns Status.BOUND when
-    `time_limit` seconds run out before it proves optimality. A fixed end beyond the budget is an InputError.
+    The exhaustive method asked for has no time limit; chosen here, it gives way to CP-SAT after
+    EXHAUSTIVE_MAX_STEPS (and CP-SAT to it where prizes have more decimals than CP-SAT takes). CP-SAT returns
+    Status.BOUND when `time_limit` seconds run out before it proves optimality. A fixed end beyond the budget is
+    an InputError.
     """
     plan = _plan(problem)
-    method = _choose(plan) if method is None else Method(method)
     if not plan.feasible:
         raise _no_path(problem)
-    if method is Method.EXHAUSTIVE:
+    if method is not None:
+        return _exhaustive(problem, plan) if Method(method) is Method.EXHAUSTIVE else _cp_sat(problem, plan, time_limit)
+    if not _cp_sat_takes(problem.prize):
         return _exhaustive(problem, plan)
+    if _choose(plan) is Method.EXHAUSTIVE:
+        try:
+            return _exhaustive(problem, plan, EXHAUSTIVE_MAX_STEPS)
+        except _TooLong:
+            pass
     return _cp_sat(problem, plan, time_limit)
+
+
+def _cp_sat_takes(prize: tuple[float, ...]) -> bool:
+    try:
+        _prize_scale(prize)
+    except InputError:
+        return False
+    return True
 
 
 class SolverCache:

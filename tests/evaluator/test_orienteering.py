@@ -173,6 +173,31 @@ def test_decimal_prizes():
                                          r"decimals; use the exhaustive method$"):
         solve(fine, method=Method.CP_SAT)
 
+
+def test_a_choice_the_prizes_or_the_search_would_fail_is_made_again(monkeypatch: pytest.MonkeyPatch):
+    """`solve` chooses for the caller: prizes CP-SAT cannot take go to the exhaustive search, however large the
+    problem; a search that runs past EXHAUSTIVE_MAX_STEPS gives way to CP-SAT (a star of 60 corridors with the
+    best prizes at their far ends and 8 visits took the search more than 5 minutes)."""
+    from eebench.evaluator import orienteering
+
+    thirds = line(xs=list(range(14)), prize=[1 / 3 + i for i in range(14)], budget=15)
+    assert choose_method(thirds) is Method.CP_SAT
+    found = solve(thirds)
+    assert found.method is Method.EXHAUSTIVE and found.value == pytest.approx(sum(1 / 3 + i for i in range(14)))
+    # a star: corridors of 1-5 rooms from the hub 0, each ending at a prize worth about twice its length
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 6, size=60)
+    cost = np.zeros((61, 61))
+    cost[0, 1:] = cost[1:, 0] = lengths
+    cost[1:, 1:] = lengths[:, None] + lengths[None, :]
+    np.fill_diagonal(cost, 0)
+    star = OrienteeringProblem(cost, (0.0, *(2.0 * lengths - rng.integers(0, 2, size=60))), 25, max_visits=8)
+    assert choose_method(star) is Method.EXHAUSTIVE
+    monkeypatch.setattr(orienteering, "EXHAUSTIVE_MAX_STEPS", 1_000)
+    gave_way = solve(star)
+    assert gave_way.method is Method.CP_SAT and gave_way.status is Status.OPTIMAL
+    assert is_feasible(star, gave_way.path) and path_value(star, gave_way.path) == gave_way.value
+
 def test_bad_problems_are_refused_with_one_line():
     good = np.array([[0, 1], [1, 0]])
     cases = [
