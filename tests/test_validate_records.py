@@ -85,3 +85,14 @@ def test_validate_refuses_token_sums_the_results_cannot_hold(cli, tmp_path: Path
     assert cli("validate", file, code=2).stderr == (
         f"error: {file}:1: steps[].tokens_in: the steps' tokens_in sum to more than the results table holds (token "
         "counts below 2^63, a finite latency)\n")
+
+
+def test_validate_refuses_the_episode_indices_grade_refuses(cli, tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    path.write_text(json.dumps({"eebench": "trajectory/1", "id": "a", "instance": "t/rooms", "steps": [
+        {"action": "d1 door", "episode": 0}, {"action": "x ball", "episode": -1}, {"action": "x ball", "episode": "1"},
+        {"action": "x ball", "episode": 1.5}]}) + "\n")
+    assert cli("validate", path, code=2).stderr == (
+        f"error: {path}:1: steps[1].episode: expected a number >= 0, found -1\n"
+        f"error: {path}:1: steps[2].episode: expected integer, found a string \"1\"\n"
+        f"error: {path}:1: steps[3].episode: expected integer, found a number 1.5\n")

@@ -126,9 +126,15 @@ class GapsFamily:
     def replay(self, tables: GapsTables, instance: RoomsInstance, trajectory: Trajectory) -> GapsReplay:
         steps = trajectory.doc["steps"]
         actions = [step["action"] for step in steps]
-        # the log's episode boundaries are used only when every step carries its episode
-        logged = [step["episode"] for step in steps] if steps and all("episode" in s for s in steps) else None
+        # the log's episode boundaries are used only when every step carries its episode; the indices some steps
+        # carry are checked all the same (the actions are then one stream)
+        labels = [(i, step["episode"]) for i, step in enumerate(steps) if "episode" in step]
+        logged = [episode for _, episode in labels] if steps and len(labels) == len(steps) else None
         try:
+            if labels and logged is None:
+                from eebench.world.rooms import check_episodes
+
+                check_episodes(labels, instance.episodes)
             replayed = tables.rooms.replay(tables.world, actions, logged)
         except InputError as exc:  # the world names the step; the file and line are ours to add
             raise InputError([Problem(trajectory.file, trajectory.line, p.field, p.message)

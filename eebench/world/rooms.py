@@ -449,7 +449,7 @@ def replay(instance: RoomsInstance | RoomsWorld, actions: Sequence[Any],
     if episodes is not None:
         if len(episodes) != len(actions):
             raise ValueError(f"{len(episodes)} episode indices for {len(actions)} actions")
-        _check_episodes(episodes, total)
+        check_episodes(enumerate(episodes), total)
     room_ids, door_names, ball_names = world.room_ids, world.door_names, world.ball_names
     steps: list[RoomsStep] = []
     returns: list[int] = []
@@ -507,11 +507,13 @@ def replay(instance: RoomsInstance | RoomsWorld, actions: Sequence[Any],
     return RoomsReplay(steps, returns, knowledge, episode_steps, ignored)
 
 
-def _check_episodes(episodes: Sequence[int], total: int) -> None:
+def check_episodes(episodes: Iterable[tuple[int, Any]], total: int) -> None:
+    """Each (step position, episode index) of a log: an index >= 0 below `total`, never decreasing; else an
+    InputError naming `steps[i].episode` (no file: the caller adds it)."""
     import numpy as np
 
     last = 0
-    for i, episode in enumerate(episodes):
+    for i, episode in episodes:
         where = f"steps[{i}].episode"
         if isinstance(episode, bool) or not isinstance(episode, (int, np.integer)) or episode < 0:
             raise InputError(Problem(None, None, where, f"expected an episode index >= 0, found {episode!r}"))

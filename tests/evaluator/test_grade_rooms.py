@@ -82,6 +82,14 @@ def test_regrading_a_rooms_trajectory_replaces_its_episodes(cli, bench: Path, tm
      "steps[1].episode: episode 0 after episode 1; episode indices must not decrease"),
     (rooms_trajectory("a", ["x ball"], [2]),
      "steps[0].episode: episode 2 does not exist: the instance has 2 episodes (0 to 1)"),
+    # some steps labelled, some not: one stream, but the labels there are must hold
+    ({**rooms_trajectory("a", ["x ball", "d1 door"]), "steps": [{"action": "x ball", "episode": 99},
+                                                               {"action": "d1 door"}]},
+     "steps[0].episode: episode 99 does not exist: the instance has 2 episodes (0 to 1)"),
+    ({**rooms_trajectory("a", ["x ball", "d1 door"]), "steps": [{"action": "x ball", "episode": 1},
+                                                               {"action": "d1 door"}, {"action": "x ball",
+                                                                                       "episode": 0}]},
+     "steps[2].episode: episode 0 after episode 1; episode indices must not decrease"),
     (rooms_trajectory("a", ["x ball"], env="grid_dag"),
      "env: expected 'rooms' (the kind of instance 't/rooms') or no env, found 'grid_dag'"),
 ])
