@@ -27,7 +27,7 @@ from eebench.evaluator.orienteering import OrienteeringProblem, Solution, Solver
 if TYPE_CHECKING:
     from eebench.world.rooms import EpisodeKnowledge, RoomsInstance, RoomsReplay
 
-METRIC_VERSION = "gaps/1"      # bump when any graded value for the same input would change
+METRIC_VERSION = "gaps/2"      # bump when any graded value for the same input would change (2: actions exactly)
 SAMPLE_EFFICIENCY_SHARE = (9, 10)   # 90% of the largest R_exploit, as a ratio of integers (compared exactly)
 TIME_LIMIT = 10.0              # seconds per solve; a solve stopped by it is stored as `bound`, never as optimal
 STATES_KEPT = 50_000           # knowledge states remembered per instance (least recently used go): memory stays flat

@@ -33,21 +33,22 @@ UNREACHABLE = 2**31 - 1  # (the largest int32) door distance between rooms that 
 
 
 def parse_action(text: Any) -> tuple[str, str] | None:
-    """("door" | "ball", name) for `<name> door` / `<name> ball` (lower-cased, whitespace runs as one space).
+    """("door" | "ball", name) for `<name> door` / `<name> ball`, case and surrounding spaces ignored (lower-cased).
 
-    Anything else (another word, an empty name, a non-string such as None) is None: an invalid action.
+    Anything else (another word, an empty name, a name and its kind apart by more than one space, a non-string
+    such as None) is None: an invalid action. (Names are words apart by single spaces: the instance schema.)
     """
     if not isinstance(text, str):
         return None
-    words = text.lower().split()
-    if len(words) < 2 or words[-1] not in KINDS:
+    name, space, kind = text.strip().lower().rpartition(" ")
+    if not space or kind not in KINDS or not name or name != " ".join(name.split()):
         return None
-    return words[-1], " ".join(words[:-1])
+    return kind, name
 
 
 def _key(name: str) -> str:
-    """How an action names an object: case and whitespace runs do not matter (see parse_action)."""
-    return " ".join(name.lower().split())
+    """How an action names an object: case does not matter (see parse_action)."""
+    return name.lower()
 
 
 @dataclass(frozen=True)

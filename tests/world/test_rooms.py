@@ -132,8 +132,11 @@ def test_the_schema_refuses_a_ball_with_a_negative_reward_and_a_name_with_spaces
 @pytest.mark.parametrize("text, expected", [
     ("tangerine door", ("door", "tangerine")),
     ("  Tangerine DOOR ", ("door", "tangerine")),
-    ("dodger_blue  ball", ("ball", "dodger_blue")),
     ("midnight blue ball", ("ball", "midnight blue")),
+    ("\tdodger_blue ball\n", ("ball", "dodger_blue")),   # surrounding spaces, of any kind
+    # the rule exactly: case and surrounding spaces ignored, anything else invalid
+    ("dodger_blue  ball", None), ("dodger_blue\tball", None), ("midnight  blue ball", None),
+    ("d2\u00a0door", None),
     ("door", None), ("red key", None), ("red", None), ("", None), ("<red door>", None),
     (None, None), (3, None), (["red", "door"], None),
 ])
