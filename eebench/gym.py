@@ -32,6 +32,11 @@ def _check_instance(instance: Any, kind: type, env_id: str) -> None:
                          + (f": make {other}" if other else ""))
 
 
+def _flags(n: int) -> spaces.Space:
+    """A 0/1 flag per object: MultiBinary, or an empty box when there is none (MultiBinary(0) is refused)."""
+    return spaces.MultiBinary(n) if n else spaces.Box(0, 1, shape=(0,), dtype=np.int8)
+
+
 class _WorldEnv(gymnasium.Env):
     """What both worlds' environments share: a world env behind them, the last observation, step and render."""
 
@@ -139,12 +144,14 @@ class Rooms(_WorldEnv):
             tuple(f"{name} ball" for name in world.ball_names)
         self._door_index = {name: i for i, name in enumerate(world.door_names)}
         self._ball_index = {name: i for i, name in enumerate(world.ball_names)}
+        if not self.actions:
+            raise ValueError(f"eebench/Rooms-v0: instance {instance.id!r} has no door and no ball, so no action")
         self.action_space = spaces.Discrete(len(self.actions))
         most = max(world.door_budget, world.ball_limit, world.max_actions)
         self.observation_space = spaces.Dict({
             "episode": spaces.Discrete(instance.episodes),
-            "doors": spaces.MultiBinary(len(world.door_names)),
-            "balls": spaces.MultiBinary(len(world.ball_names)),
+            "doors": _flags(len(world.door_names)),
+            "balls": _flags(len(world.ball_names)),
             "doors_left": spaces.Box(0, most, shape=(), dtype=np.int64),
             "balls_left": spaces.Box(0, most, shape=(), dtype=np.int64),
             "actions_left": spaces.Box(0, most, shape=(), dtype=np.int64),

@@ -198,3 +198,11 @@ def test_a_results_file_being_written_is_said_so(cli, db: Path) -> None:
         result = cli("export", "--db", db, "--out", db.parent / "out", code=2)
         assert result.stderr.startswith(f"error: {db}: is being written by another process")
     assert cli("query", "SELECT 1 AS x", "--db", db, "--format", "csv").stdout == "x\n1\n"
+
+
+def test_query_help_names_every_table_and_view(cli) -> None:
+    from eebench.evaluator.store import TABLES, VIEWS
+
+    text = " ".join(cli("query", "--help").stdout.split())
+    for name in (*TABLES, "meta", *VIEWS):
+        assert name in text, name

@@ -143,3 +143,20 @@ def test_an_action_outside_the_space_is_refused_not_wrapped() -> None:
         gymnasium.make("eebench/Rooms-v0", instance=instance)
     with pytest.raises(TypeError, match=r"action 0: expected the action's text or None"):
         eebench.Scorer(instance).step(0)
+
+
+def test_rooms_without_balls_passes_the_checker_and_without_actions_is_refused() -> None:
+    import gymnasium
+    from gymnasium.utils.env_checker import check_env
+
+    from eebench.world.rooms import RoomsInstance
+
+    doc = {"eebench": "instance/1", "id": "t/no-balls", "env": "rooms", "rooms": ["A", "B"], "start": "A",
+           "doors": [{"name": "d1", "between": ["A", "B"]}], "balls": [], "episodes": 2, "door_budget": 2,
+           "ball_limit": 1}
+    env = gymnasium.make("eebench/Rooms-v0", instance=RoomsInstance.from_document(doc))
+    check_env(env.unwrapped)
+    assert env.reset(seed=0)[0]["balls"].shape == (0,)
+    alone = RoomsInstance.from_document({**doc, "id": "t/alone", "rooms": ["A"], "doors": []})
+    with pytest.raises(ValueError, match=r"instance 't/alone' has no door and no ball, so no action"):
+        gymnasium.make("eebench/Rooms-v0", instance=alone)
