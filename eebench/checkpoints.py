@@ -182,12 +182,13 @@ def _compile_set(name: str, file: str, index: int, raw: dict[str, Any], problems
     for i, item in enumerate(raw.get("checkpoints", [])):
         cid = item["id"]
         if cid in checkpoints:
-            problem(f"checkpoints[{i}].id", f"duplicate id {quote(repr(cid))} (also checkpoints[{checkpoints[cid][0]}])")
+            problem(f"checkpoints[{i}].id",
+                    f"duplicate id {quote(repr(cid))} (also checkpoints[{checkpoints[cid][0]}])")
             continue
         deriving = next((rule for rule in rules if RULE_IDS[rule].fullmatch(cid)), None)
         if deriving is not None:
-            problem(f"checkpoints[{i}].id", f"{quote(repr(cid))} is an id the set's rule {deriving.value} derives; give this "
-                                            "checkpoint another id")
+            problem(f"checkpoints[{i}].id", f"{quote(repr(cid))} is an id the set's rule {deriving.value} derives; "
+                                            "give this checkpoint another id")
             continue
         if "regex" in item:
             pattern = _regex(item["regex"], lambda m, i=i: problem(f"checkpoints[{i}].regex", m))

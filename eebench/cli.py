@@ -575,8 +575,9 @@ def query(sql: str, db: Path, fmt: str, timeout: float | None) -> None:
     """Run read-only SQL against graded results; rows stream to the output as they are read.
 
     Tables: trajectories, steps, episodes, checkpoints, meta. Views: agent_summary, preset_summary, case_summary,
-    gaps_summary, ecc_curve, coverage_summary, phase_summary (see the README for every column). Read-only is enforced by DuckDB: nothing can be written, no other file read, no extension
-    loaded, no setting changed. To write tables as files, use `eebench export`.
+    gaps_summary, ecc_curve, coverage_summary, phase_summary (see the README for every column). Read-only is
+    enforced by DuckDB: nothing can be written, no other file read, no extension loaded, no setting changed. To
+    write tables as files, use `eebench export`.
 
     \b
       eebench query "SELECT * FROM agent_summary" --db results.duckdb
