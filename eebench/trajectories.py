@@ -6,6 +6,7 @@ so a file `validate` accepts always grades.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import sys
@@ -25,6 +26,7 @@ from eebench.documents import (
     open_input,
     parse_text,
     read_text,
+    scalar_problem,
 )
 from eebench.errors import InputError, Problem
 from eebench.long_lines import StepList, loads_long
@@ -228,6 +230,22 @@ def iter_trajectories(path: Path | str) -> Iterator[tuple[Record, dict[str, Any]
 
 
 USAGE_FIELDS = ("tokens_in", "tokens_out", "latency_ms")
+
+
+@functools.cache
+def _usage_rules() -> dict[str, dict[str, Any]]:
+    """The trajectory schema's rule of each usage field of a step (its type and bounds)."""
+    from eebench.documents import load_schema
+
+    step = load_schema("trajectory")["$defs"]["step"]["properties"]
+    return {key: step[key] for key in USAGE_FIELDS}
+
+
+@functools.cache
+def _usage_bounds() -> dict[str, tuple[tuple[type, ...], float, float]]:
+    """Each usage field's rule as the types and bounds a step's value is checked against fast."""
+    return {key: ((int,) if "integer" in rule["type"] else (int, float), rule.get("minimum", -math.inf),
+                  rule.get("maximum", math.inf)) for key, rule in _usage_rules().items()}
 _BIGINT_LIMIT = 1 << 63
 
 
@@ -235,16 +253,24 @@ def usage_totals(steps: list[dict[str, Any]], file: str, line: int | None) -> di
     """Totals of the steps' token and latency fields; None where no step carries the field (not zero)."""
     totals: dict[str, int | float | None] = dict.fromkeys(USAGE_FIELDS)
     if type(steps) is StepList:   # a long line's: only the steps kept as read hold more than an action
-        steps = list(steps.others.values())
-    if {1}.issuperset(map(len, steps)):  # only actions, the common case: checked in one C-level pass
+        numbered: Iterable[tuple[int, dict[str, Any]]] = sorted(steps.others.items())
+    elif {1}.issuperset(map(len, steps)):  # only actions, the common case: checked in one C-level pass
         return totals
-    for step in steps:
+    else:
+        numbered = enumerate(steps)
+    bounds = _usage_bounds()
+    for i, step in numbered:
         if len(step) == 1:  # just the action: the common case, skipped fast
             continue
         for key in USAGE_FIELDS:
             value = step.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                totals[key] = (totals[key] or 0) + value
+            if value is None:
+                continue
+            kinds, low, high = bounds[key]
+            if type(value) not in kinds or not low <= value <= high:   # the schema's rule, as validate applies it
+                raise InputError(Problem(file, line, f"steps[{i}].{key}", scalar_problem(
+                    value, _usage_rules()[key]) or f"expected a finite number, found {value!r}"))
+            totals[key] = (totals[key] or 0) + value
     for key, total in totals.items():  # the sums go to BIGINT and DOUBLE columns: refused here, not at insert
         if total is not None and not (-_BIGINT_LIMIT <= total < _BIGINT_LIMIT and math.isfinite(total)):
             raise InputError(Problem(file, line, f"steps[].{key}", f"the steps' {key} sum to more than the results "

@@ -96,3 +96,20 @@ def test_validate_refuses_the_episode_indices_grade_refuses(cli, tmp_path: Path)
         f"error: {path}:1: steps[1].episode: expected a number >= 0, found -1\n"
         f"error: {path}:1: steps[2].episode: expected integer, found a string \"1\"\n"
         f"error: {path}:1: steps[3].episode: expected integer, found a number 1.5\n")
+
+
+def test_grade_refuses_the_usage_values_validate_refuses(cli, tmp_path: Path) -> None:
+    from eebench.instances import write_instances
+    from tests.conftest import make_instance
+
+    write_instances([make_instance(["..."], [0, 0], [("G", [2, 0], [])], "G", instance_id="test/tiny")],
+                    tmp_path / "bench", {"kind": "test"})
+    for field, value in (("tokens_in", 1.5), ("tokens_out", True), ("tokens_in", -1), ("latency_ms", "5"),
+                         ("tokens_in", 2 ** 53)):
+        path = write_jsonl(tmp_path / "t.jsonl", [{**trajectory("a"), "steps": [{"action": "up"},
+                                                                                  {"action": "up", field: value}]}])
+        refused = cli("validate", path, code=2).stderr
+        assert refused.startswith(f"error: {path}:1: steps[1].{field}: ")
+        assert cli("grade", path, "--bench", tmp_path / "bench", "--db", tmp_path / "r.duckdb", code=2).stderr \
+            == refused
+        assert not (tmp_path / "r.duckdb").exists()
