@@ -364,21 +364,25 @@ def _check_yaml_graph(root: yaml.Node, loader: Any) -> None:
             continue
         if key in on_path:
             raise _YamlLimit("an alias refers to a value that contains it (a cycle)")
-        _no_duplicate_keys(node)
+        _no_duplicate_keys(node, loader)
         on_path.add(key)
         stack.append((node, True))
         stack.extend((c, False) for c in children if id(c) not in sizes)
 
 
-def _no_duplicate_keys(node: yaml.Node) -> None:
+def _no_duplicate_keys(node: yaml.Node, loader: Any) -> None:
     """A mapping that gives a key twice is refused (PyYAML keeps the last silently: a pasted block or a typo would
-    change a spec without a word)."""
+    change a spec without a word). Keys are compared as read: as Python values (`1`, `01`, `1.0` and `true` are
+    one key) and as the text `_json_compatible` makes of them (`1` and `"1"`)."""
     if not isinstance(node, yaml.MappingNode):
         return
-    seen: dict[tuple[str, Any], yaml.Node] = {}
+    seen: dict[Any, yaml.Node] = {}
     for key, _ in node.value:
-        if isinstance(key, yaml.ScalarNode):
-            first = seen.setdefault((key.tag, key.value), key)
+        if not isinstance(key, yaml.ScalarNode) or key.tag == "tag:yaml.org,2002:merge":
+            continue
+        value = loader.construct_object(key)
+        for form in (value, ("text", str(value))):
+            first = seen.setdefault(form, key)
             if first is not key:
                 raise yaml.MarkedYAMLError(problem=f"duplicate key {quote(repr(key.value))} (also at line "
                                                    f"{first.start_mark.line + 1})", problem_mark=key.start_mark)

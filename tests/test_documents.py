@@ -40,6 +40,11 @@ def exactly(*lines: str) -> str:
     ("a.yaml", "", "{f}: expected a mapping at the top level, found null"),
     ("a.yaml", "id: a\nname: x\nid: b\n", "{f}:3: malformed YAML: duplicate key 'id' (also at line 1)"),
     ("a.yaml", "sets:\n  - {id: a, id: b}\n", "{f}:2: malformed YAML: duplicate key 'id' (also at line 2)"),
+    # keys written apart that are one key once read: as Python values, or as the text JSON makes of them
+    ("a.yaml", "p: {0: 0.5, 1: 0.3, 01: 0.2}\n", "{f}:1: malformed YAML: duplicate key '01' (also at line 1)"),
+    ("a.yaml", "m: {1: a, 1.0: b}\n", "{f}:1: malformed YAML: duplicate key '1.0' (also at line 1)"),
+    ("a.yaml", "m: {1: a, '1': b}\n", "{f}:1: malformed YAML: duplicate key '1' (also at line 1)"),
+    ("a.yaml", "m:\n  true: a\n  yes: b\n", "{f}:3: malformed YAML: duplicate key 'yes' (also at line 2)"),
 ])
 def test_syntax_errors_name_the_file_and_line(tmp_path: Path, name: str, text: str, message: str) -> None:
     path = tmp_path / name
