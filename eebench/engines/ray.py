@@ -43,12 +43,17 @@ def _ray() -> Any:
 
 
 def _filesystem(uri: str) -> tuple[Any, str]:
-    """A pyarrow filesystem and the path within it: a local path, or a URI (s3://, gs://, hdfs://, file://)."""
+    """A pyarrow filesystem and the path within it: a local path, or a URI (s3://, gs://, hdfs://, file://); an
+    InputError naming the URI when pyarrow cannot open it (an unknown scheme, a bucket it cannot reach)."""
+    import pyarrow as pa
     from pyarrow import fs
 
-    if "://" in uri:
+    if "://" not in uri:
+        return fs.LocalFileSystem(), str(Path(uri).resolve())
+    try:
         return fs.FileSystem.from_uri(uri)
-    return fs.LocalFileSystem(), str(Path(uri).resolve())
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError.at(uri, f"cannot be opened: {quote(str(exc).splitlines()[0], 200)}") from None
 
 
 def _bench_payload(bench: Any) -> dict[str, Any]:
@@ -178,13 +183,21 @@ def ingest(parquet_dir: str, db: Path) -> tuple[int, int]:
     source, base = _filesystem(parquet_dir)
     from pyarrow import fs
 
-    if source.get_file_info(f"{base}/trajectories").type != fs.FileType.Directory:
+    try:
+        missing = [table for table in TABLES
+                   if source.get_file_info(f"{base}/{table}").type != fs.FileType.Directory]
+    except OSError as exc:   # a bucket that cannot be reached, say
+        raise InputError.at(parquet_dir, f"cannot be read: {quote(str(exc).splitlines()[0], 200)}") from None
+    if "trajectories" in missing:
         raise InputError.at(parquet_dir, "holds no trajectories/ partitions (`eebench grade --engine ray --out "
                                          "DIR` writes them)")
+    if missing:   # a run writes every table's folder, rows or none: without one, the set is not whole
+        raise InputError.at(parquet_dir, f"has no {', '.join(f'{t}/' for t in missing)} partitions beside "
+                                         "trajectories/ (a run of `eebench grade --engine ray` writes a folder per "
+                                         f"table: {', '.join(TABLES)})")
     store = ResultStore(db)
     try:
-        _stage_tables(store, parquet_dir.rstrip("/"), [table for table in TABLES if source.get_file_info(
-            f"{base}/{table}").type == fs.FileType.Directory])
+        _stage_tables(store, parquet_dir.rstrip("/"), list(TABLES))
         problems = [Problem(file, line, "id", f"trajectory id {tid!r} was already read at {first_file}"
                                               f"{'' if first_line is None else f':{first_line}'}; ids must be unique")
                     for tid, file, line, first_file, first_line in store.duplicates()]

@@ -136,7 +136,22 @@ def test_ingest_refuses_partitions_it_cannot_load(main_bundle: Path, tmp_path: P
                 con.execute(f"COPY (SELECT * FROM {table} WHERE trajectory_id {half} 'm') TO "
                             f"'{out / table / f'part-{part:05d}.parquet'}' (FORMAT parquet)")
     db = tmp_path / "r.duckdb"
+    with duckdb.connect(str(local), read_only=True) as con:   # (a grid_dag run's episodes: a folder, no rows)
+        for table in ("episodes", "checkpoints"):
+            (out / table).mkdir(exist_ok=True)
+            con.execute(f"COPY (SELECT * FROM {table}) TO '{out / table / 'part-00000.parquet'}' (FORMAT parquet)")
     assert "loaded 27 trajectories" in cli("ingest", out, "--db", db).stdout
+    (out / "checkpoints" / "part-00000.parquet").rename(tmp_path / "kept.parquet")
+    (out / "checkpoints").rmdir()   # a table's folder missing: the set is not whole
+    failed = cli("ingest", out, "--db", db, code=2)
+    assert failed.stderr == (f"error: {out}: has no checkpoints/ partitions beside trajectories/ (a run of `eebench "
+                             "grade --engine ray` writes a folder per table: trajectories, steps, episodes, "
+                             "checkpoints)\n")
+    (out / "checkpoints").mkdir()
+    (tmp_path / "kept.parquet").rename(out / "checkpoints" / "part-00000.parquet")
+    failed = cli("ingest", "foo://bar", "--db", tmp_path / "none.duckdb", code=2)
+    assert failed.stderr == "error: foo://bar: cannot be opened: Unrecognized filesystem type in URI: foo://bar\n"
+    assert not (tmp_path / "none.duckdb").exists()
     (out / "trajectories" / "part-00001.parquet").unlink()   # a partition left behind
     failed = cli("ingest", out, "--db", db, code=2)
     assert failed.stderr.startswith(f"error: {out / 'steps' / 'part-00001.parquet'}: ") and \
