@@ -243,6 +243,9 @@ def _trajectory_files(trajectories: Any, stack: contextlib.ExitStack) -> list[Pa
     """Paths to grade: the files given, or the documents given written to one temporary JSONL file."""
     if isinstance(trajectories, (str, Path)):
         return [Path(trajectories)]
+    if not isinstance(trajectories, (Mapping, Iterable)):
+        raise InputError("trajectories: expected trajectory files or trajectory/1 documents (dicts), found "
+                         f"{type(trajectories).__name__}")
     items = [trajectories] if isinstance(trajectories, Mapping) else list(trajectories)
     if not items:
         raise InputError("trajectories: none given; expected trajectory files or trajectory/1 documents (dicts)")
@@ -273,10 +276,22 @@ def _open_bench(bench: Any, stack: contextlib.ExitStack) -> Bench | None:
         return None
     if isinstance(bench, (str, Path)) and Path(bench).exists():
         return stack.enter_context(open_bench(Path(bench)))
-    if isinstance(bench, (str, Path)):
-        bench = load(str(bench))
-    instances = list(bench.values()) if isinstance(bench, Mapping) else [bench] if hasattr(bench, "id") \
-        else list(bench)
+    document = isinstance(bench, Mapping) and not isinstance(bench, Instances) and "eebench" in bench
+    if isinstance(bench, (str, Path)) or document:   # a shipped name or an instance id; an instance document
+        bench = load(bench if document else str(bench))
+    if hasattr(bench, "id"):
+        instances = [bench]
+    elif isinstance(bench, Mapping):   # Instances, by id
+        instances = list(bench.values())
+    elif isinstance(bench, Iterable):
+        instances = [load(item) if isinstance(item, Mapping) else item for item in bench]
+    else:
+        instances = [bench]
+    for k, item in enumerate(instances):
+        if not hasattr(item, "id"):
+            raise InputError(f"bench{'' if item is bench else f'[{k}]'}: expected a folder, a bundle, a shipped "
+                             "suite's name, instances (eebench.load) or instance documents, or None for logged "
+                             f"trajectories; found {type(item).__name__}")
     from eebench.instances import Bench, write_instances
 
     tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="eebench-bench-")))

@@ -15,6 +15,7 @@ actions into steps, per-episode returns and the agent's cumulative knowledge.
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -381,6 +382,9 @@ class RoomsEnv:
         del seed
         episode = (options or {}).get("episode", self.next_episode)
         total = self.world.instance.episodes
+        if isinstance(episode, bool) or not hasattr(episode, "__index__"):   # (a NumPy integer is one)
+            raise EebenchError(f"episode {episode!r}: expected an episode index, 0 to {total - 1}")
+        episode = operator.index(episode)
         if not 0 <= episode < total:
             raise EebenchError(f"episode {episode} does not exist: the instance has {total} episodes (0 to {total - 1})")
         self.state = self.world.initial_state(episode)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import json
 import subprocess
 import sys
@@ -104,6 +106,14 @@ def test_grade_takes_one_document_one_instance_and_no_bench_for_logged(main_suit
     assert eebench.grade(logged, bench=None)["steps"].num_rows == 1
     with pytest.raises(eebench.InputError, match=r"^trajectories\[0\]: instance: grading instance "):
         eebench.grade(doc, bench=None)
+    document = instance.to_document() if hasattr(instance, "to_document") else None
+    if document is not None:   # an instance document, as `load` takes it
+        assert eebench.grade(doc, bench=document)["trajectories"].num_rows == 1
+    for bench, where in ((5, "bench"), ([instance, 5], "bench[1]")):
+        with pytest.raises(eebench.InputError, match=rf"^{re.escape(where)}: expected a folder, .* found int$"):
+            eebench.grade(doc, bench=bench)
+    with pytest.raises(eebench.InputError, match=r"^trajectories: expected trajectory files .* found NoneType$"):
+        eebench.grade(None, bench=instance)
 
 
 def test_import_stays_cheap() -> None:

@@ -160,3 +160,20 @@ def test_rooms_without_balls_passes_the_checker_and_without_actions_is_refused()
     alone = RoomsInstance.from_document({**doc, "id": "t/alone", "rooms": ["A"], "doors": []})
     with pytest.raises(ValueError, match=r"instance 't/alone' has no door and no ball, so no action"):
         gymnasium.make("eebench/Rooms-v0", instance=alone)
+
+
+def test_rooms_reset_takes_an_episode_index_only() -> None:
+    import gymnasium
+    import numpy as np
+
+    from eebench.errors import EebenchError
+    from eebench.world.rooms import RoomsInstance
+
+    doc = {"eebench": "instance/1", "id": "t/two", "env": "rooms", "rooms": ["A", "B"], "start": "A",
+           "doors": [{"name": "d1", "between": ["A", "B"]}], "balls": [], "episodes": 2, "door_budget": 2,
+           "ball_limit": 1}
+    env = gymnasium.make("eebench/Rooms-v0", instance=RoomsInstance.from_document(doc))
+    assert env.reset(options={"episode": np.int64(1)})[0]["episode"] == 1
+    for episode in (1.5, True, "1", None):
+        with pytest.raises(EebenchError, match=r"expected an episode index, 0 to 1$"):
+            env.reset(options={"episode": episode})
