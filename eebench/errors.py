@@ -28,7 +28,10 @@ QUOTE_CHARS = 100  # the most of a value (or a key) a message quotes: a 5 MB key
 
 
 def quote(text: str, limit: int = QUOTE_CHARS) -> str:
-    """`text` cut to `limit` characters ('...' marks the cut): the one way messages quote what an input holds."""
+    """`text` cut to `limit` characters ('...' marks the cut), a newline or another control character written as
+    its escape (so a message stays one line): the one way messages quote what an input holds."""
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 

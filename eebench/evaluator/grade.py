@@ -445,13 +445,13 @@ def _coverage_notes(store: ResultStore, checkpoints: CheckpointLibrary | None) -
     for checkpoint_set in checkpoints.given if checkpoints is not None else ():
         if not any(map(checkpoint_set.matches, instances)):
             patterns = checkpoint_set.instances
-            shown = ", ".join(patterns[:3]) + (f" and {len(patterns) - 3} more" if len(patterns) > 3 else "")
-            notes.append(f"{checkpoint_set.where} ({checkpoint_set.name}): matches no graded trajectory (instances "
-                         f"{shown})")
+            more = f" and {len(patterns) - 3} more" if len(patterns) > 3 else ""
+            notes.append(f"{checkpoint_set.where} ({quote(checkpoint_set.name)}): matches no graded trajectory "
+                         f"(instances {', '.join(map(quote, patterns[:3]))}{more})")
     never = store.never_hit()
-    if never:
-        shown = ", ".join(never[:NEVER_HIT_SHOWN]) + (f" and {len(never) - NEVER_HIT_SHOWN} more"
-                                                       if len(never) > NEVER_HIT_SHOWN else "")
+    if never:   # (ids and patterns quoted: a newline in one would break the note's line)
+        more = f" and {len(never) - NEVER_HIT_SHOWN} more" if len(never) > NEVER_HIT_SHOWN else ""
+        shown = ", ".join(map(quote, never[:NEVER_HIT_SHOWN])) + more
         were = "checkpoint was" if len(never) == 1 else "checkpoints were"
         notes.append(f"{len(never)} {were} hit by no graded trajectory: {shown} (all: SELECT checkpoint_id "
                      "FROM checkpoints GROUP BY ALL HAVING count(hit_after_steps) = 0)")

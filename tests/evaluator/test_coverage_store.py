@@ -238,3 +238,15 @@ def test_a_step_field_a_checkpoint_reads_must_be_text(cli: Any, tmp_path: Path) 
     skipped = cli("grade", runs, "--checkpoints", cp, "--db", db, "--skip-invalid")
     assert "steps[1].observation" in skipped.stdout + skipped.stderr
     assert rows(db, "SELECT trajectory_id, ecc FROM trajectories") == [("good", 0.5)]
+
+
+def test_coverage_notes_stay_one_line_each(cli, tmp_path: Path) -> None:
+    cp = tmp_path / "cp.yaml"
+    cp.write_text('eebench: checkpoints/1\nname: nl\nsets:\n  - instances: ["tw/*"]\n    checkpoints:\n'
+                  '      - {id: "a\\nb", field: observation, regex: zzz}\n  - instances: ["q\\nw"]\n'
+                  '    checkpoints: [{id: x, state: x}]\n')
+    out = cli("grade", write_jsonl(tmp_path / "runs.jsonl", [logged("t", ["Kitchen"])]), "--checkpoints", cp,
+              "--db", tmp_path / "r.duckdb").stdout
+    notes = [line for line in out.splitlines() if line.startswith("coverage: ")]
+    assert len(notes) == 2 and all(line.startswith("coverage: ") for line in out.splitlines()[:2])
+    assert "(instances q\\nw)" in notes[0] and "hit by no graded trajectory: a\\nb (all:" in notes[1]
