@@ -640,7 +640,7 @@ def _short(value: Any) -> str:
     return quote(json.dumps(value, ensure_ascii=False), 40)
 
 
-def _found(value: Any) -> str:
+def found(value: Any) -> str:
     """`found a number 1.5`, `found null`: a value's JSON type and (unless null) the value."""
     return f"found {json_type(value)}" + ("" if value is None else f" {_short(value)}")
 
@@ -652,7 +652,7 @@ def scalar_problem(value: Any, rule: dict[str, Any]) -> str | None:
     number = not isinstance(value, bool) and (isinstance(value, int) and "integer" in types
                                               or isinstance(value, (int, float)) and "number" in types)
     if not (number or value is None and "null" in types or isinstance(value, bool) and "boolean" in types):
-        return f"expected {' or '.join(types)}, {_found(value)}"
+        return f"expected {' or '.join(types)}, {found(value)}"
     if number and "minimum" in rule and value < rule["minimum"]:
         return f"expected a number >= {rule['minimum']}, found {_short(value)}"
     if number and "maximum" in rule and value > rule["maximum"]:
@@ -679,7 +679,7 @@ def _explain(error: jsonschema.ValidationError) -> list[tuple[str, str]]:
         return [(here, f"expected {expected}, found {_short(instance)}")]
     if kind == "type":
         names = value if isinstance(value, list) else [value]
-        return [(here, f"expected {' or '.join(names)}, {_found(instance)}")]
+        return [(here, f"expected {' or '.join(names)}, {found(instance)}")]
     if kind == "const":
         return [(here, f"expected {_short(value)}, found {_short(instance)}")]
     if kind == "enum":

@@ -517,11 +517,13 @@ def check_episodes(episodes: Iterable[tuple[int, Any]], total: int) -> None:
     InputError naming `steps[i].episode` (no file: the caller adds it)."""
     import numpy as np
 
+    from eebench.documents import found
+
     last = 0
     for i, episode in episodes:
         where = f"steps[{i}].episode"
         if isinstance(episode, bool) or not isinstance(episode, (int, np.integer)) or episode < 0:
-            raise InputError(Problem(None, None, where, f"expected an episode index >= 0, found {episode!r}"))
+            raise InputError(Problem(None, None, where, f"expected an episode index >= 0, {found(episode)}"))
         if episode >= total:
             raise InputError(Problem(None, None, where, f"episode {episode} does not exist: the instance has "
                                                         f"{total} episodes (0 to {total - 1})"))

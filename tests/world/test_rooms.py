@@ -270,8 +270,8 @@ def test_an_episode_the_log_skips_is_played_with_no_step() -> None:
 @pytest.mark.parametrize("episodes, message", [
     ([0, 1, 0], "<input>: steps[2].episode: episode 0 after episode 1; episode indices must not decrease"),
     ([0, 3, 3], "<input>: steps[1].episode: episode 3 does not exist: the instance has 3 episodes (0 to 2)"),
-    ([0, -1, 1], "<input>: steps[1].episode: expected an episode index >= 0, found -1"),
-    ([0, True, 1], "<input>: steps[1].episode: expected an episode index >= 0, found True"),
+    ([0, -1, 1], "<input>: steps[1].episode: expected an episode index >= 0, found an integer -1"),
+    ([0, True, 1], "<input>: steps[1].episode: expected an episode index >= 0, found a boolean true"),
 ])
 def test_bad_episode_indices_are_bad_input_naming_the_step(episodes: list[Any], message: str) -> None:
     with pytest.raises(InputError) as caught:
