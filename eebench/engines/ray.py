@@ -227,6 +227,7 @@ def _stage_tables(store: Any, parquet_dir: str, tables: list[str]) -> None:
         return f"read_parquet('{glob}', filename = true, file_row_number = true)"
 
     schemas = store.arrow_schemas()
+    table = "trajectories"   # the folder being read (named by a problem)
     with contextlib.closing(duckdb.connect()) as con:
         try:
             con.execute("SET threads = 1")
@@ -250,6 +251,6 @@ def _stage_tables(store: Any, parquet_dir: str, tables: list[str]) -> None:
                               f"JOIN {keys} k USING (trajectory_id)")
                 for batch in con.sql(select).to_arrow_reader(ROW_GROUP_ROWS):
                     store.add_rows(table, pa.Table.from_batches([batch]))
-        except duckdb.Error as exc:   # (DuckDB's first line names the partition and what is wrong with it)
-            raise InputError.at(parquet_dir, "holds partitions that cannot be loaded: "
-                                             f"{quote(str(exc).splitlines()[0], 300)}") from None
+        except duckdb.Error as exc:   # (DuckDB's first line says what is wrong; a file, when it can tell)
+            raise InputError.at(f"{parquet_dir}/{table}", "holds partitions that cannot be loaded: "
+                                                          f"{quote(str(exc).splitlines()[0], 300)}") from None

@@ -158,7 +158,7 @@ def test_ingest_refuses_partitions_it_cannot_load(main_bundle: Path, tmp_path: P
         "row(s) of steps belong to no trajectory of" in failed.stderr and failed.stderr.count("\n") == 1
     (out / "trajectories" / "part-00001.parquet").write_text("junk")
     failed = cli("ingest", out, "--db", db, code=2)
-    assert failed.stderr.startswith(f"error: {out}: holds partitions that cannot be loaded: ")
+    assert failed.stderr.startswith(f"error: {out / 'trajectories'}: holds partitions that cannot be loaded: ")
     assert "Traceback" not in failed.stderr and failed.stderr.count("\n") == 1
     assert _rows(db, "steps") == _rows(local, "steps")   # as the first ingest left it
 
