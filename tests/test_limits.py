@@ -239,14 +239,15 @@ def test_a_bad_trajectory_line_is_one_line(cli, bench: Path, tmp_path: Path, lin
 
 
 def test_token_sums_beyond_bigint_are_refused_where_they_are_made(cli, bench: Path, tmp_path: Path) -> None:
-    steps = [{"action": "left", "tokens_in": 2 ** 62}, {"action": "left", "tokens_in": 2 ** 62}]
+    # each step at most the schema's 2^53 - 1; 1,024 of them and one of 1,024 sum to 2^63
+    steps = [{"action": "left", "tokens_in": 2 ** 53 - 1}] * 1024 + [{"action": "left", "tokens_in": 1024}]
     runs = write_jsonl(tmp_path / "runs.jsonl", [{**trajectory("a", []), "steps": steps}])
     db = tmp_path / "r.duckdb"
     refused(cli("grade", runs, "--bench", bench, "--db", db, code=None), f"{runs}:1",
             "steps[].tokens_in: the steps' tokens_in sum to more than the results table holds")
     assert not db.exists()
     # one under the limit is graded, and the column holds it exactly
-    steps[1]["tokens_in"] = 2 ** 62 - 1
+    steps[-1] = {"action": "left", "tokens_in": 1023}
     write_jsonl(runs, [{**trajectory("a", []), "steps": steps}])
     cli("grade", runs, "--bench", bench, "--db", db)
     con = duckdb.connect(str(db), read_only=True)
@@ -258,6 +259,8 @@ def test_token_sums_beyond_bigint_are_refused_where_they_are_made(cli, bench: Pa
     over = write_jsonl(tmp_path / "over.jsonl", [{**trajectory("b", []), "steps": [{"action": "up",
                                                                                       "tokens_in": 2 ** 53}]}])
     refused(cli("validate", over, code=None), f"{over}:1", "steps[0].tokens_in: expected a number <= 9007199254740991")
+    refused(cli("grade", over, "--bench", bench, "--db", db, code=None), f"{over}:1",   # grade as validate
+            "steps[0].tokens_in: expected a number <= 9007199254740991")
 
 
 def test_a_budget_of_2_31_or_more_is_refused_by_validate_and_grade(cli, tmp_path: Path) -> None:
