@@ -108,6 +108,7 @@ class DepthGauge:
         self.depth = 0
         self.in_string = False
         self.backslashes = 0   # the run of backslashes that ended the previous piece
+        self.too_deep_at = -1  # where in the last piece fed the text went deeper than the limit (-1: it did not)
 
     def feed(self, data: bytes) -> bool:
         """Take the next piece; False once the text has gone deeper than the limit."""
@@ -122,12 +123,15 @@ class DepthGauge:
             quotes = quotes[self._unescaped_quotes(raw, quotes)]
         brackets = np.flatnonzero(step.view(np.bool_)[raw])
         inside = (np.searchsorted(quotes, brackets) + self.in_string) % 2 == 1
-        steps = step[raw[brackets[~inside]]]
+        counted = brackets[~inside]
+        steps = step[raw[counted]]
         deepest = self.depth
         if steps.size:
             levels = np.cumsum(steps, dtype=np.int64) + self.depth
             deepest = int(levels.max())
             self.depth = max(0, int(levels[-1]))
+            if deepest > self.limit:
+                self.too_deep_at = int(counted[np.argmax(levels > self.limit)])
         self.in_string = bool((quotes.size + self.in_string) % 2)
         trailing = len(data) - len(data.rstrip(b"\\"))
         self.backslashes = trailing + (self.backslashes if trailing == len(data) else 0)

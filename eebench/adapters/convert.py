@@ -264,8 +264,9 @@ def _take(result: Converted | Failed, report: ConvertReport, seen: dict[str, str
     """Write a converted episode and count it; or, for a problem (a bad record, an id made twice), stop the run
     on it, or skip it with --skip-invalid. The one place each result of a run is judged, in input order."""
     if isinstance(result, Converted):
-        first = seen.setdefault(result.id, result.where)
-        if first == result.where:
+        first = seen.get(result.id)
+        if first is None:   # (two records of one file may share a label: where, not which one, is remembered)
+            seen[result.id] = result.where
             handle.write(result.data)
             _count(report, result)
             return

@@ -184,11 +184,12 @@ def json_array_items(path: Path, prefix: str = "item") -> Iterator[JsonRecord | 
     `prefix` names another array in ijson's notation (`samples.item`: the items of the top-level `samples`).
     """
     index = 0
+    parser = ijson.get_backend("python") if _lone_surrogate_escapes(path) else ijson
     with open_input(path) as handle:
         if handle.read(len(BOM)) != BOM:
             handle.seek(0)
         try:
-            for value in ijson.items(DepthBoundedReader(handle), prefix, use_float=True):
+            for value in parser.items(DepthBoundedReader(handle), prefix, use_float=True):
                 problem = tree_problem(value)
                 if problem:
                     raise JsonLimitError(problem)
@@ -209,6 +210,24 @@ def json_array_items(path: Path, prefix: str = "item") -> Iterator[JsonRecord | 
             raise bad_record(path, f"{reason}; {index} records before it were read", record=index) from None
 
 
+# A \uD800-\uDBFF escape not followed by a \uDC00-\uDFFF one, or one of those not after one of the first: a lone
+# surrogate, which ijson's C parser turns into '?' (its Python parser keeps it, and it is refused as in any document)
+_LONE_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])|"
+                             rb"(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
+def _lone_surrogate_escapes(path: Path) -> bool:
+    """Whether a file may hold a lone surrogate escape (one pass of a regex; a false alarm costs only speed)."""
+    tail = b""
+    with open_input(path) as handle:
+        while chunk := handle.read(1 << 20):
+            data = tail + chunk
+            if _LONE_SURROGATE.search(data):
+                return True
+            tail = data[-12:]
+    return False
+
+
 class DepthBoundedReader:
     """A binary file whose reads stop with JsonLimitError once the JSON in it nests deeper than MAX_DEPTH: ijson
     would otherwise build prefixes that grow with the square of the depth (40,000 levels took 3.9 GB)."""
@@ -216,10 +235,16 @@ class DepthBoundedReader:
     def __init__(self, handle: Any):
         self._handle = handle
         self._gauge = DepthGauge()
+        self._too_deep = False
 
     def read(self, size: int = -1) -> bytes:
+        if self._too_deep:
+            raise JsonLimitError(f"nested more than {MAX_DEPTH} levels deep")
         data = self._handle.read(size)
-        if not self._gauge.feed(data):
+        if not self._gauge.feed(data):   # the text before the place goes to the parser first: its items are read
+            self._too_deep = True
+            if self._gauge.too_deep_at > 0:   # (an empty read would end the text: refused now)
+                return data[:self._gauge.too_deep_at]
             raise JsonLimitError(f"nested more than {MAX_DEPTH} levels deep")
         return data
 

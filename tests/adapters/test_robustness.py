@@ -30,6 +30,33 @@ def test_skip_invalid_keeps_what_a_cut_file_gave_and_goes_on(cli, tmp_path: Path
     assert ids == ["cut/task-t0/trial-0", "cut/task-t1/trial-0", "cut/task-t2/trial-0", "good/0"]
 
 
+def test_a_json_array_is_judged_item_by_item_as_json_lines_are(cli, tmp_path: Path) -> None:
+    """A too-deep item is named by its place, and --skip-invalid keeps the items before it; an id made twice in
+    one array file is refused; a lone surrogate escape is refused, not read as '?'."""
+    episodes = [chat_episode(f"t{k}", ["up", "down"]) | {"trial": 0} for k in range(3)]
+    deep = tmp_path / "deep.json"
+    deep.write_text(json.dumps(episodes[:2])[:-1] + ", " + "[" * 150 + "]" * 150 + ", " + json.dumps(episodes[2])
+                    + "]")
+    out = tmp_path / "out.jsonl"
+    said = f"{deep}: record 2: refused JSON: nested more than 100 levels deep; 2 records before it were read\n"
+    assert cli("convert", deep, "--from", "openai-chat", "--out", out, code=2).stderr == f"error: {said}"
+    assert cli("convert", deep, "--from", "openai-chat", "--out", out, "--skip-invalid").stderr == f"skipped: {said}"
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["deep/task-t0/trial-0",
+                                                                                 "deep/task-t1/trial-0"]
+    twice = write_json(tmp_path / "twice.json", [episodes[0], episodes[1], episodes[0]])
+    refused = cli("convert", twice, "--from", "openai-chat", "--out", tmp_path / "t.jsonl", code=2).stderr
+    assert "id: trajectory id 'twice/task-t0/trial-0' was already made from" in refused
+    lone = tmp_path / "lone.json"
+    lone.write_text(json.dumps(episodes).replace('"task_id": "t1"', '"task_id": "t\\ud800"', 1))
+    refused = cli("convert", lone, "--from", "openai-chat", "--out", tmp_path / "l.jsonl", code=2).stderr
+    assert refused.startswith(f"error: {lone}: record 1: refused JSON: t\\ud800 holds a lone surrogate")
+    pair = tmp_path / "pair.json"   # an escaped pair is one character, read by the fast parser as before
+    pair.write_text(json.dumps(episodes).replace('"task_id": "t1"', '"task_id": "t\\ud83d\\ude00"', 1))
+    cli("convert", pair, "--from", "openai-chat", "--out", tmp_path / "p.jsonl")
+    assert "pair/task-t\U0001f600/trial-0" in [json.loads(line)["id"] for line in
+                                               (tmp_path / "p.jsonl").read_text().splitlines()]
+
+
 @pytest.mark.parametrize("fmt", ["openai-chat", "openhands", "actions", "eebench", "atif", "react"])
 def test_an_empty_log_is_an_error_not_an_empty_success(tmp_path: Path, fmt: str) -> None:
     for content in ("", "  \n\n"):
