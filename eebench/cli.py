@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from eebench import __version__
-from eebench.errors import EebenchError, InputError
+from eebench.errors import EebenchError, InputError, one_line
 from eebench.prompts import VARIANTS as PROMPT_VARIANTS
 
 
@@ -32,7 +32,7 @@ class _Group(click.Group):
             _echo_problems("error", exc.problems)
             ctx.exit(2)
         except EebenchError as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {one_line(str(exc))}", err=True)
             ctx.exit(2)
         except BrokenPipeError:
             ctx.exit(0)
@@ -95,8 +95,8 @@ MAX_PROBLEM_LINES = 50
 
 def _echo_problems(label: str, problems: list[Any]) -> None:
     """One line per problem on stderr; past MAX_PROBLEM_LINES, a count of the rest."""
-    for problem in problems[:MAX_PROBLEM_LINES]:
-        click.echo(f"{label}: {problem}", err=True)
+    for problem in problems[:MAX_PROBLEM_LINES]:   # (a value a message holds may hold a newline: escaped here)
+        click.echo(f"{label}: {one_line(str(problem))}", err=True)
     if len(problems) > MAX_PROBLEM_LINES:
         click.echo(f"{label}: ... and {len(problems) - MAX_PROBLEM_LINES} more", err=True)
 

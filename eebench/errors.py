@@ -27,11 +27,15 @@ class Problem(NamedTuple):
 QUOTE_CHARS = 100  # the most of a value (or a key) a message quotes: a 5 MB key is not echoed whole
 
 
+def one_line(text: str) -> str:
+    """`text` with a newline or another control character written as its escape: a message is one line."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def quote(text: str, limit: int = QUOTE_CHARS) -> str:
-    """`text` cut to `limit` characters ('...' marks the cut), a newline or another control character written as
-    its escape (so a message stays one line): the one way messages quote what an input holds."""
-    if not text.isprintable():
-        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    """`text` cut to `limit` characters ('...' marks the cut), on one line (one_line): the one way messages quote
+    what an input holds."""
+    text = one_line(text)
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 

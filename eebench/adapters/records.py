@@ -32,7 +32,7 @@ from eebench.documents import (
     read_bytes,
     tree_problem,
 )
-from eebench.errors import InputError
+from eebench.errors import InputError, quote
 from eebench.pieces import WHOLE, Span
 
 MAX_DOCUMENT_BYTES = 1 << 30   # a whole-document log above this is refused, not loaded
@@ -90,7 +90,7 @@ def csv_table(path: Path, columns: tuple[str, ...], required: tuple[str, ...], *
             header_out[:] = header
         missing = [name for name in required if name not in header]
         if missing:
-            raise bad_record(path, f"expected {table}columns {', '.join(columns)}; found {', '.join(header)} "
+            raise bad_record(path, f"expected {table}columns {', '.join(columns)}; found {quote(', '.join(header))} "
                                    f"(no {', '.join(missing)})", line=1)
         start = reader.line_num + 1
         for row in reader:

@@ -154,3 +154,10 @@ def test_a_folder_or_a_missing_file_is_named(tmp_path: Path) -> None:
         convert_files([tmp_path], "auto", tmp_path / "o.jsonl", ConvertOptions())
     with pytest.raises(InputError, match=r"nope\.json: no such file"):
         convert(tmp_path / "nope.json", tmp_path / "o.jsonl")
+
+
+def test_a_problem_that_quotes_a_newline_stays_one_line(cli, tmp_path: Path) -> None:
+    table = tmp_path / "nohdr_run_01.csv"   # a BALROG table without its header: the first row's cells are quoted
+    table.write_text('0,"turn left",,"a wall\nanother wall",0,False\n')
+    refused = cli("convert", table, "--from", "balrog", "--out", tmp_path / "o.jsonl", code=2).stderr
+    assert refused.count("\n") == 1 and "a wall\\nanother wall" in refused
