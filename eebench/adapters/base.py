@@ -150,6 +150,12 @@ def listed(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+def as_label(value: Any) -> str | None:
+    """A value that names something in an id (a task, a trial, a sample, an epoch) as text: a string or an
+    integer; None for anything else (a mapping would put its Python repr in the id)."""
+    return str(value) if isinstance(value, str) or isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def as_int(value: Any) -> int | None:
     """A token count when the log has a non-negative integer, else None (never a made-up zero)."""
     if type(value) is int:

@@ -9,6 +9,7 @@ import pytest
 
 from eebench.adapters import ActionReader, Adapter, ConvertOptions, convert_files, detect
 from eebench.adapters.registry import Registered, _claims, _missing_declarations
+from eebench.documents import json_type
 from eebench.errors import InputError
 from tests.adapters.conftest import convert
 from tests.adapters.test_convert import chat_episode
@@ -161,3 +162,10 @@ def test_a_problem_that_quotes_a_newline_stays_one_line(cli, tmp_path: Path) -> 
     table.write_text('0,"turn left",,"a wall\nanother wall",0,False\n')
     refused = cli("convert", table, "--from", "balrog", "--out", tmp_path / "o.jsonl", code=2).stderr
     assert refused.count("\n") == 1 and "a wall\\nanother wall" in refused
+
+
+def test_what_names_an_episode_in_its_id_is_text_or_an_integer(cli, tmp_path: Path) -> None:
+    for name, value in (("trial", {}), ("task_id", [1]), ("task_id", 1.5)):
+        log = write_jsonl(tmp_path / "log.jsonl", [chat_episode("t0", ["up"]) | {"trial": 0, name: value}])
+        refused = cli("convert", log, "--from", "openai-chat", "--out", tmp_path / "o.jsonl", code=2).stderr
+        assert refused == f"error: {log}:1: {name}: expected a string or an integer, found {json_type(value)}\n"

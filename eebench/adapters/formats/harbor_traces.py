@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from eebench.adapters.base import Adapter, Episode, scalars
+from eebench.adapters.base import Adapter, Episode, as_label, scalars
 from eebench.adapters.chat import chat_steps, split_think
 from eebench.adapters.records import JsonRecord, bad_item, grouped_records, head_value
 from eebench.documents import json_type
@@ -70,6 +70,8 @@ def _trial(element: Any) -> tuple[str, str] | None:
     if not isinstance(element, Mapping) or not isinstance(element.get("conversations"), list):
         return None
     run, trial = element.get("run_id"), element.get("trial_name")
+    if any(value is not None and as_label(value) is None for value in (run, trial)):
+        return None   # (a mapping there would name the trial by its Python repr: refused by _bad_element)
     return (str(run or ""), str(trial or "")) if run or trial else None
 
 
@@ -80,7 +82,7 @@ def _bad_element(path: Path, item: JsonRecord) -> InputError:
     elif not isinstance(value.get("conversations"), list):
         message, field = f"expected a list of messages, found {json_type(value.get('conversations'))}", "conversations"
     else:
-        message, field = "expected `run_id` or `trial_name` naming the trial", None
+        message, field = "expected `run_id` or `trial_name` naming the trial (a string or an integer)", None
     return bad_item(path, item, message, field)
 
 

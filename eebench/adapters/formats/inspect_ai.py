@@ -19,7 +19,7 @@ from typing import Any
 
 import ijson
 
-from eebench.adapters.base import Adapter, Episode, as_int, bad_record, dig, listed, scalars, text_of
+from eebench.adapters.base import Adapter, Episode, as_int, as_label, bad_record, dig, listed, scalars, text_of
 from eebench.adapters.chat import chat_turns
 from eebench.adapters.records import MAX_DOCUMENT_BYTES, DepthBoundedReader, head_value, json_array_items
 from eebench.documents import JsonLimitError, json_problem, json_type, loads_json, open_input
@@ -107,6 +107,9 @@ class InspectAdapter(Adapter):
         turns = chat_turns(messages)
         _add_model_calls(turns, model_events)
         sample_id, epoch = sample.get("id"), sample.get("epoch", 1)
+        for name, value in (("id", sample_id), ("epoch", epoch)):   # they name the trajectory: text or an integer
+            if as_label(value) is None:
+                return bad(f"expected a string or an integer, found {json_type(value)}", name)
         run = next((spec[k] for k in ("eval_id", "run_id") if isinstance(spec.get(k), str)), path.stem)
         task = spec.get("task")
         return Episode(

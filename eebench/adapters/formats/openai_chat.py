@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 import orjson
 
-from eebench.adapters.base import Adapter, Episode, bad_record
+from eebench.adapters.base import Adapter, Episode, as_label, bad_record
 from eebench.adapters.chat import ChatMessage, chat_steps, typed_chat_documents
 from eebench.adapters.records import FastReader, JsonRecord, json_lines, json_records
 from eebench.documents import json_type, orjson_reads_exactly, too_deep
@@ -110,8 +110,11 @@ class OpenAIChatAdapter(Adapter):
         if bad is not None:
             return bad_record(path, "expected a chat message with a `role`", line=item.line, record=item.index,
                               field=f"messages[{bad}]")
-        task = fields.get("task_id", fields.get("task"))
-        task = str(task) if isinstance(task, (str, int)) and not isinstance(task, bool) else None
+        for name in ("task_id", "task", "trial"):   # what names the episode in its id: text or an integer
+            if fields.get(name) is not None and as_label(fields[name]) is None:
+                return bad_record(path, f"expected a string or an integer, found {json_type(fields[name])}",
+                                  line=item.line, record=item.index, field=name)
+        task = as_label(fields.get("task_id", fields.get("task")))
         record_id: str | int = item.index
         if "trial" in fields and task is not None:
             record_id = f"task-{task}/trial-{fields['trial']}"
