@@ -169,3 +169,20 @@ def test_what_names_an_episode_in_its_id_is_text_or_an_integer(cli, tmp_path: Pa
         log = write_jsonl(tmp_path / "log.jsonl", [chat_episode("t0", ["up"]) | {"trial": 0, name: value}])
         refused = cli("convert", log, "--from", "openai-chat", "--out", tmp_path / "o.jsonl", code=2).stderr
         assert refused == f"error: {log}:1: {name}: expected a string or an integer, found {json_type(value)}\n"
+
+
+def test_a_chat_message_field_of_the_wrong_type_is_refused_not_dropped(cli, tmp_path: Path) -> None:
+    episode = chat_episode("t0", ["up", {"direction": "left"}]) | {"trial": 0}
+    for index, name, value, said in ((2, "content", 5, "expected a string, a list of parts or null, found an integer"),
+                                     (2, "role", 7, "expected a string, found an integer"),
+                                     (4, "tool_calls", {"x": 1}, "expected a list or null, found a mapping")):
+        damaged = json.loads(json.dumps(episode))
+        damaged["messages"][index][name] = value
+        log = write_jsonl(tmp_path / "log.jsonl", [damaged])
+        refused = cli("convert", log, "--from", "openai-chat", "--out", tmp_path / "o.jsonl", code=2).stderr
+        assert refused == f"error: {log}:1: messages[{index}].{name}: {said}\n"
+    damaged = json.loads(json.dumps(episode))
+    damaged["messages"][4]["tool_calls"][0]["function"] = None
+    log = write_jsonl(tmp_path / "log.jsonl", [damaged])
+    assert "messages[4].tool_calls[0]: expected a call naming its function" in cli(
+        "convert", log, "--from", "openai-chat", "--out", tmp_path / "o.jsonl", code=2).stderr
