@@ -52,7 +52,10 @@ class AtifAdapter(Adapter):
         for i, step in enumerate(raw_steps):
             if not isinstance(step, Mapping):
                 return bad(f"expected a step object, found {json_type(step)}", f"steps[{i}]")
-            if step.get("source") != "agent":
+            if not isinstance(step.get("source"), str):   # (a number there would drop the step unread)
+                return bad(f"expected the step's source (system, user or agent), found {json_type(step.get('source'))}",
+                           f"steps[{i}].source")
+            if step["source"] != "agent":
                 continue
             made = _agent_steps(step)
             if isinstance(made, str):
@@ -83,6 +86,9 @@ def _agent_steps(step: Mapping[str, Any]) -> list[LoggedStep] | str:
     message = text_of(step.get("message"))
     reasoning = step.get("reasoning_content") if isinstance(step.get("reasoning_content"), str) else None
     metrics = step.get("metrics") if isinstance(step.get("metrics"), Mapping) else {}
+    for key in ("prompt_tokens", "completion_tokens"):   # (a count given as text would be dropped unread)
+        if metrics.get(key) is not None and as_int(metrics[key]) is None:
+            return f"expected metrics.{key} to be a count >= 0, found {json_type(metrics[key])}"
     timestamp = step.get("timestamp") if isinstance(step.get("timestamp"), str) else None
     if not calls:
         made = [LoggedStep(text=message, reasoning=reasoning, observation=_joined(results))]
