@@ -124,6 +124,9 @@ def test_bad_samples_in_an_archive_are_located_and_skippable(agent_logs: Path, t
     with pytest.raises(InputError, match="nothing was converted: every episode was skipped"):  # nothing left
         convert(broken, tmp_path / "out.jsonl", skip_invalid=True)
     assert not (tmp_path / "out.jsonl").exists()
+    odd = rewrite_eval(agent_logs / DEDUP, tmp_path / "odd.eval", {SAMPLE: b'{"id": "0", "messages": [null, 5]}'})
+    assert_refused(odd, tmp_path / "out.jsonl",   # (not a trajectory of no step)
+                   r": record samples/0_epoch_1\.json: messages\[0\]: expected a message object, found null")
 
 
 def test_a_json_log_of_the_wrong_shape(tmp_path: Path) -> None:

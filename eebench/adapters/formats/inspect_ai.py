@@ -103,7 +103,10 @@ class InspectAdapter(Adapter):
             messages = _transcript_from_events(model_events, events, sample.get("message_pool"))
             if isinstance(messages, str):
                 return bad(messages, "events")
-        messages = [_with_error(resolve(m)) for m in messages if isinstance(m, Mapping)]
+        odd = next((i for i, m in enumerate(messages) if not isinstance(m, Mapping)), None)
+        if odd is not None:   # (it would be dropped unread, and with it the step)
+            return bad(f"expected a message object, found {json_type(messages[odd])}", f"messages[{odd}]")
+        messages = [_with_error(resolve(m)) for m in messages]
         turns = chat_turns(messages)
         _add_model_calls(turns, model_events)
         sample_id, epoch = sample.get("id"), sample.get("epoch", 1)
