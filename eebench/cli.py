@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import functools
 import json
+import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any
 import click
 
 from eebench import __version__
-from eebench.errors import EebenchError, InputError, one_line
+from eebench.errors import EebenchError, InputError, one_line, quote
 from eebench.prompts import VARIANTS as PROMPT_VARIANTS
 
 
@@ -140,26 +141,26 @@ def _count_lines(path: Path) -> int:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
 
 
-def _parse_seeds(text: str | None) -> list[int] | None:
-    """'0,1,2' or '0-9' or '0-4,10' as a sorted list of distinct seeds."""
+MAX_SEED = 2 ** 63 - 1     # as a suite's seeds (README, "Limits on input")
+MAX_TIMEOUT_SECONDS = 365 * 24 * 3600   # query --timeout: past it a timer overflows (and nan is no number)
+MAX_SEEDS = 1_000_000     # seeds one option may name: a range is made whole in memory
+
+
+def _parse_seeds(text: str | None, option: str = "--seeds") -> list[int] | None:
+    """'0,1,2' or '0-9' or '0-4,10' (ASCII digits) as a sorted list of distinct seeds."""
     if text is None:
         return None
-    seeds: set[int] = set()
+    bounds = []
     for part in text.split(","):
-        part = part.strip()
-        try:
-            if "-" in part:
-                low, high = (int(x) for x in part.split("-", 1))
-                if low > high:
-                    raise ValueError
-                seeds.update(range(low, high + 1))
-            else:
-                seeds.add(int(part))
-        except ValueError:
-            raise InputError(f"--seeds: expected seeds like '0,1,2' or '0-9', found {text!r}") from None
-    if any(s < 0 for s in seeds):
-        raise InputError(f"--seeds: seeds are integers >= 0, found {text!r}")
-    return sorted(seeds)
+        found = re.fullmatch(r"([0-9]+)(?:-([0-9]+))?", part.strip())
+        if found is None or found[2] is not None and int(found[1]) > int(found[2]):
+            raise InputError(f"{option}: expected seeds like '0,1,2' or '0-9', found {quote(repr(text))}")
+        bounds.append((int(found[1]), int(found[2] or found[1])))
+    if any(high > MAX_SEED for _, high in bounds):
+        raise InputError(f"{option}: seeds are at most 2^63-1, found {quote(repr(text))}")
+    if sum(high - low + 1 for low, high in bounds) > MAX_SEEDS:
+        raise InputError(f"{option}: at most {MAX_SEEDS:,} seeds at once, found {quote(repr(text))}")
+    return sorted({seed for low, high in bounds for seed in range(low, high + 1)})
 
 
 # -- specs and instances ------------------------------------------------------------------------------
@@ -291,7 +292,8 @@ def play(target: str, agent: str, seeds: str | None, seed: int | None, instance_
         raise InputError("--seed and --seeds: give one of them (--seed N is --seeds N)")
     agent_seeds = _parse_seeds(seeds) or [seed or 0]
     played = steps = 0
-    with open_instances(target, _parse_seeds(instance_seeds)) as instances, atomic_file(out) as handle, \
+    with open_instances(target, _parse_seeds(instance_seeds, "--instance-seeds")) as instances, \
+            atomic_file(out) as handle, \
             _progress(instances.count, f"playing {agent}") as update:
         for loaded in instances.each:
             for agent_seed in agent_seeds:
@@ -569,8 +571,8 @@ def bundles(folder: Path | None) -> None:
               help="DuckDB file of results.")
 @click.option("--format", "fmt", default="table", show_default=True, type=click.Choice(["table", "csv", "json"]),
               help="Output format.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
-              help="Stop the query after this many seconds (default: no limit).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True, max=MAX_TIMEOUT_SECONDS), metavar="SECONDS",
+              help="Stop the query after this many seconds (default: no limit; at most a year).")
 def query(sql: str, db: Path, fmt: str, timeout: float | None) -> None:
     """Run read-only SQL against graded results; rows stream to the output as they are read.
 
@@ -583,6 +585,8 @@ def query(sql: str, db: Path, fmt: str, timeout: float | None) -> None:
       eebench query "SELECT * FROM agent_summary" --db results.duckdb
       eebench query "SELECT case_id, avg(error) FROM steps GROUP BY ALL" --db results.duckdb --format csv
     """
+    if timeout is not None and timeout != timeout:   # (nan passes click's range: every comparison is false)
+        raise InputError("--timeout: expected a number of seconds, found nan")
     from eebench.evaluator import query_rows
     from eebench.output import stream_rows
 

@@ -568,3 +568,12 @@ def test_verify_refuses_an_archive_that_would_write_outside_its_folder(cli: Any,
     assert_errors(cli("grade", runs, "--bench", evil, "--db", tmp_path / "r.duckdb", code=None), line)
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [
         "in", "in/evil.tar.gz", "r.jsonl"]
+
+
+def test_seed_options_take_ascii_seeds_within_limits(cli) -> None:
+    for seeds, said in (("0-99999999999", "at most 1,000,000 seeds at once"), ("99999999999999999999999",
+                        "seeds are at most 2^63-1"), ("1_0", "expected seeds like"), ("5-2", "expected seeds like")):
+        refused = cli("show", "low-small", "--seeds", seeds, code=2).stderr
+        assert refused.startswith(f"error: --seeds: {said}") and refused.count("\n") == 1
+    refused = cli("play", "low-small", "--agent", "random", "--instance-seeds", "x", "--out", "-", code=2).stderr
+    assert refused.startswith("error: --instance-seeds: expected seeds like")

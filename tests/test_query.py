@@ -206,3 +206,15 @@ def test_query_help_names_every_table_and_view(cli) -> None:
     text = " ".join(cli("query", "--help").stdout.split())
     for name in (*TABLES, "meta", *VIEWS):
         assert name in text, name
+
+
+def test_query_refuses_no_statement_and_a_timeout_past_its_range(cli, tmp_path: Path) -> None:
+    import duckdb
+
+    db = tmp_path / "r.duckdb"
+    duckdb.connect(str(db)).close()
+    for sql in (";", " ; ; ", "/* c */"):
+        assert cli("query", sql, "--db", db, code=2).stderr == "error: SQL: no statement given\n"
+    assert cli("query", "select 1", "--db", db, "--timeout", "nan", code=2).stderr == \
+        "error: --timeout: expected a number of seconds, found nan\n"
+    assert "is not in the range" in cli("query", "select 1", "--db", db, "--timeout", "inf", code=2).stderr

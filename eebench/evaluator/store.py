@@ -1531,6 +1531,8 @@ def query_rows(db: Path | str, sql: str, *, timeout: float | None = None) -> Ite
                 timer.start()
             run(lambda: _refuse_writes(con, sql))
             cursor = run(lambda: con.execute(sql))
+            if cursor is None:   # only `;` or a comment: DuckDB ran nothing
+                raise InputError("SQL: no statement given")
             columns = [d[0] for d in cursor.description or []]
             yield QueryResult(columns, batches() if columns else iter(()))
         finally:
