@@ -37,6 +37,11 @@ class _Group(click.Group):
             ctx.exit(2)
         except BrokenPipeError:
             ctx.exit(0)
+        except OSError as exc:   # a path the system refuses where no check came first (a name too long, say)
+            if exc.filename is None:
+                raise
+            click.echo(f"error: {quote(str(exc.filename), 200)}: {exc.strerror or exc}", err=True)
+            ctx.exit(2)
 
     def add_command(self, cmd: click.Command, name: str | None = None) -> None:
         """Every option reads EEBENCH_<COMMAND>_<OPTION> (its long name, as the README promises), whatever its

@@ -577,3 +577,12 @@ def test_seed_options_take_ascii_seeds_within_limits(cli) -> None:
         assert refused.startswith(f"error: --seeds: {said}") and refused.count("\n") == 1
     refused = cli("play", "low-small", "--agent", "random", "--instance-seeds", "x", "--out", "-", code=2).stderr
     assert refused.startswith("error: --instance-seeds: expected seeds like")
+
+
+def test_a_path_name_the_system_refuses_is_one_line(cli, tmp_path: Path) -> None:
+    long = tmp_path / ("b" * 300)   # longer than a file name may be: the first look at it fails
+    for args in (("verify", long), ("generate", "low-small", "--out", long), ("query", "select 1", "--db",
+                 f"{long}.duckdb"), ("convert", f"{long}.jsonl", "--out", tmp_path / "o.jsonl")):
+        refused = cli(*args, code=2).stderr
+        assert refused.startswith("error: ") and refused.endswith(": File name too long\n") and \
+            refused.count("\n") == 1, args
