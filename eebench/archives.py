@@ -129,6 +129,7 @@ def _read_tar(path: Path) -> dict[str, bytes]:
 def _read_zip(path: Path) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     with zipfile.ZipFile(path) as archive:
+        _nothing_outside(path, archive)
         if sum(info.file_size for info in archive.infolist()) > MAX_UNPACKED_BYTES:
             raise _too_large(path)
         for info in archive.infolist():
@@ -194,3 +195,24 @@ def write_tree(files: Mapping[str, bytes], target: Path) -> None:
         with open(destination, "xb") as handle:  # never through an existing file or link
             handle.write(data)
         os.chmod(destination, FILE_MODE)
+
+
+_END_OF_ZIP = b"PK\x05\x06"   # the end-of-central-directory record: 22 bytes and its comment
+
+
+def _nothing_outside(path: Path, archive: zipfile.ZipFile) -> None:
+    """A zip holds its members, their directory and its end record, and nothing before or after them (zipfile
+    reads past such bytes: a member hidden before the first would be read by other tools, as tar's trailing data)."""
+    first = min((info.header_offset for info in archive.infolist()), default=archive.start_dir)
+    if first:
+        raise InputError.at(str(path), f"holds {first:,} bytes before its first member; an archive eebench writes "
+                                       "starts with one, so this one was changed")
+    size = path.stat().st_size
+    with path.open("rb") as handle:
+        handle.seek(max(0, size - (22 + 0xFFFF)))
+        tail = handle.read()
+    at = tail.rfind(_END_OF_ZIP)
+    end = at + 22 + int.from_bytes(tail[at + 20:at + 22], "little") if at >= 0 else len(tail)
+    if end != len(tail):
+        raise InputError.at(str(path), f"holds {len(tail) - end:,} bytes after its end record; an archive eebench "
+                                       "writes ends there, so this one was changed")

@@ -193,3 +193,20 @@ def test_an_archive_that_unpacks_too_large_is_refused_unread(suffix: str, tmp_pa
     with pytest.raises(InputError, match=exactly(f"{path}: unpacks to more than 0 GiB; a bundle is far smaller, so "
                                                  "this is not one (or a damaged one)")):
         read_archive(path)
+
+
+def test_a_zip_with_bytes_before_or_after_its_records_is_refused(tmp_path: Path) -> None:
+    """zipfile reads past them; another tool might read a member hidden there (the zip side of tar's trailing data)."""
+    written = archive_bytes(FILES, ".zip")
+    hidden = io.BytesIO()
+    with zipfile.ZipFile(hidden, "w") as archive:
+        archive.writestr(next(iter(FILES)), b"something else")
+    before = tmp_path / "before.zip"
+    before.write_bytes(hidden.getvalue() + written)
+    with pytest.raises(InputError, match=rf"^{re.escape(str(before))}: holds {len(hidden.getvalue()):,} bytes before "
+                                         "its first member"):
+        read_archive(before)
+    after = tmp_path / "after.zip"
+    after.write_bytes(written + b"garbage\n")
+    with pytest.raises(InputError, match=rf"^{re.escape(str(after))}: holds 8 bytes after its end record"):
+        read_archive(after)
