@@ -518,10 +518,23 @@ def is_yaml_path(path: Path) -> bool:
 def load_document(path: Path | str) -> dict[str, Any]:
     """Read one JSON or YAML document (chosen by suffix) that must be a mapping."""
     path = Path(path)
-    data = parse_text(read_text(path), str(path), yaml_syntax=is_yaml_path(path))
+    text = read_text(path)
+    yaml_syntax = is_yaml_path(path)
+    data = parse_text(text, str(path), yaml_syntax=yaml_syntax)
     if not isinstance(data, dict):
         raise InputError.at(str(path), f"expected a mapping at the top level, found {json_type(data)}")
+    if not yaml_syntax:   # (a document, small: read again to see what the fast parser let the last copy of win)
+        json.loads(text, object_pairs_hook=functools.partial(_unique_pairs, str(path)))
     return data
+
+
+def _unique_pairs(file: str, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's members, refusing a key given twice (as YAML's `_no_duplicate_keys` does)."""
+    keys = [key for key, _ in pairs]
+    if len(set(keys)) != len(keys):
+        twice = next(key for k, key in enumerate(keys) if key in keys[:k])
+        raise InputError.at(file, f"malformed JSON: duplicate key {quote(repr(twice))} in an object")
+    return dict(pairs)
 
 
 # -- kinds and versions -----------------------------------------------------------------------------

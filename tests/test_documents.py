@@ -36,6 +36,7 @@ def exactly(*lines: str) -> str:
     ("a.json", '{"a": 1,\n "b": }\n', "{f}:2: malformed JSON: Expecting value (column 7)"),
     ("a.json", "", "{f}:1: malformed JSON: Expecting value (column 1)"),
     ("a.json", "[1, 2]", "{f}: expected a mapping at the top level, found a list"),
+    ("a.json", '{"a": 1, "b": {"c": 2, "c": 3}}', "{f}: malformed JSON: duplicate key 'c' in an object"),
     ("a.yaml", "just words\n", "{f}: expected a mapping at the top level, found a string"),
     ("a.yaml", "", "{f}: expected a mapping at the top level, found null"),
     ("a.yaml", "id: a\nname: x\nid: b\n", "{f}:3: malformed YAML: duplicate key 'id' (also at line 1)"),
