@@ -139,17 +139,22 @@ def _logged(tmp: Path) -> list[Result]:
     cp.write_text(CHECKPOINTS)
     checkpoints = library([cp])
     mb = runs.stat().st_size / 1e6
-    db = tmp / "logged.duckdb"
+    seconds, parse, _ = _grade_and_parse(runs, tmp / "logged.duckdb", checkpoints)
+    return [Result(f"grade {mb:.0f} MB of logged trajectories ({k:,}, 40 steps each); baseline: json.loads",
+                   mb / seconds, "MB/s", mb / parse, ">= 20 MB/s"), *_real_logs(tmp)]
+
+
+def _grade_and_parse(runs: Path, db: Path, checkpoints: Any = None) -> tuple[float, float, Any]:
+    """Seconds to grade logged `runs` (no bench), seconds to parse them (`json.loads` per line: the baseline),
+    and the grade's report."""
     start = time.perf_counter()
-    grade_files([runs], None, db, checkpoints=checkpoints)
+    report = grade_files([runs], None, db, checkpoints=checkpoints)
     seconds = time.perf_counter() - start
     start = time.perf_counter()
     with runs.open("rb") as handle:
         for raw in handle:
             json.loads(raw)
-    parse = time.perf_counter() - start
-    return [Result(f"grade {mb:.0f} MB of logged trajectories ({k:,}, 40 steps each); baseline: json.loads",
-                   mb / seconds, "MB/s", mb / parse, ">= 20 MB/s"), *_real_logs(tmp)]
+    return seconds, time.perf_counter() - start, report
 
 
 def _real_logs(tmp: Path) -> list[Result]:
@@ -177,15 +182,7 @@ def _real_logs(tmp: Path) -> list[Result]:
                 handle.write(line)
                 size += len(line)
             copy += 1
-    db = tmp / "tw.duckdb"
-    start = time.perf_counter()
-    report = grade_files([runs], None, db)
-    seconds = time.perf_counter() - start
-    start = time.perf_counter()
-    with runs.open("rb") as handle:
-        for raw in handle:
-            json.loads(raw)
-    parse = time.perf_counter() - start
+    seconds, parse, report = _grade_and_parse(runs, tmp / "tw.duckdb")
     return [Result(f"grade {size / 1e6:.0f} MB of real BALROG TextWorld logs ({report.trajectories:,}, shipped "
                    "checkpoint sets); baseline: json.loads", size / 1e6 / seconds, "MB/s", size / 1e6 / parse,
                    ">= 20 MB/s")]
