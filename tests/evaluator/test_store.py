@@ -322,10 +322,10 @@ def test_a_damaged_results_file_is_one_line_and_stays_as_it_was(cli, bench: Path
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 12 MiB tmpfs (needs root); skipped where it cannot be mounted."""
+    """A 13 MiB tmpfs (needs root); skipped where it cannot be mounted."""
     mount = tmp_path / "disk"
     mount.mkdir()
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12m", "tmpfs", str(mount)], capture_output=True)
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=13m", "tmpfs", str(mount)], capture_output=True)
     if made.returncode:
         pytest.skip(f"cannot mount a small tmpfs: {made.stderr.decode().strip()}")
     try:
