@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import re
 import warnings
+from collections.abc import Iterable
 from enum import Enum
 from fnmatch import fnmatchcase
 from importlib import resources
@@ -96,38 +97,35 @@ class CheckpointSet(NamedTuple):
         return f"{self.file}: sets[{self.index}]"
 
     def matches(self, instance_id: str) -> bool:
-        """fnmatch, case-sensitive on every platform (`*` also crosses `/`)."""
-        return any(fnmatchcase(instance_id, pattern) for pattern in self.instances)
+        return _matches(self.instances, instance_id)
+
+
+def _matches(patterns: Iterable[str], instance_id: str) -> bool:
+    """fnmatch, case-sensitive on every platform (`*` also crosses `/`)."""
+    return any(fnmatchcase(instance_id, pattern) for pattern in patterns)
 
 
 class CheckpointLibrary(NamedTuple):
-    """The sets a grading run applies: the files given (`--checkpoints`), and the shipped ones.
+    """The sets a grading run applies: the files given (`--checkpoints`), and the shipped ones (`shipped`).
 
     A trajectory takes every given set that matches its instance id; when none does, it takes every shipped set
     that matches (so giving a file for some instances never drops the shipped checkpoints of the others).
     """
 
     given: tuple[CheckpointSet, ...] = ()
-    shipped: tuple[CheckpointSet, ...] = ()
+    shipped: bool = False
 
     def sets_for(self, instance_id: str) -> tuple[CheckpointSet, ...]:
         given = tuple(s for s in self.given if s.matches(instance_id))
-        return given or tuple(s for s in self.shipped if s.matches(instance_id))
+        return given or (_shipped_for(instance_id) if self.shipped else ())
 
 
-def load_checkpoints(path: Path | str, *, shipped: bool = False) -> tuple[CheckpointSet, ...]:
-    """The compiled sets of a checkpoints/1 file; InputError naming file and field path for every problem.
-
-    `shipped`: eebench's own file, read with libyaml and without the schema pass (the tests check every shipped
-    file through the full door): every grade loads them, and the door's pure-Python YAML took half a second.
-    """
+def load_checkpoints(path: Path | str) -> tuple[CheckpointSet, ...]:
+    """The compiled sets of a checkpoints/1 file; InputError naming file and field path for every problem."""
     file = str(path)
-    if shipped:
-        doc = load_shipped(path)
-    else:
-        doc = load_document(path)
-        expect_kind(doc, file, KIND)
-        validate_schema(doc, KIND, file)
+    doc = load_document(path)
+    expect_kind(doc, file, KIND)
+    validate_schema(doc, KIND, file)
     problems: list[Problem] = []
     sets = tuple(_compile_set(doc["name"], file, i, raw, problems) for i, raw in enumerate(doc["sets"]))
     if problems:
@@ -146,15 +144,41 @@ def library(files: list[Path] | tuple[Path, ...] = (), *, shipped: bool = True) 
             problems.extend(exc.problems)
     if problems:
         raise InputError(problems)
-    return CheckpointLibrary(tuple(given), shipped_sets() if shipped else ())
+    return CheckpointLibrary(tuple(given), shipped)
+
+
+def shipped_sets() -> tuple[CheckpointSet, ...]:
+    """Every set of the files shipped in eebench/specs/checkpoints/ (searched recursively), by path."""
+    return tuple(_shipped_set(n) for n in range(len(_shipped_raw())))
 
 
 @functools.cache
-def shipped_sets() -> tuple[CheckpointSet, ...]:
-    """Every set of the files shipped in eebench/specs/checkpoints/ (searched recursively), by path."""
+def _shipped_raw() -> tuple[tuple[str, dict[str, Any], int], ...]:
+    """The shipped files' documents, by path, and each set's position in its file: read at once, compiled per set
+    when an instance first matches it (a grid_dag grade compiled the text games' hundreds of regexes: 26 ms).
+
+    eebench's own files are read with libyaml and without the schema pass (the tests check every shipped file
+    through the full door): every grade loads them, and the door's pure-Python YAML took half a second."""
     root = resources.files("eebench").joinpath("specs", "checkpoints")
     files = sorted(Path(str(root)).rglob("*.yaml")) if Path(str(root)).is_dir() else []
-    return tuple(s for path in files for s in load_checkpoints(path, shipped=True))
+    docs = [(str(path), load_shipped(path)) for path in files]
+    return tuple((file, doc, i) for file, doc in docs for i in range(len(doc["sets"])))
+
+
+@functools.cache
+def _shipped_set(n: int) -> CheckpointSet:
+    file, doc, i = _shipped_raw()[n]
+    problems: list[Problem] = []
+    compiled = _compile_set(doc["name"], file, i, doc["sets"][i], problems)
+    if problems:
+        raise InputError(problems)
+    return compiled
+
+
+def _shipped_for(instance_id: str) -> tuple[CheckpointSet, ...]:
+    """The shipped sets that match an instance id, in file order."""
+    return tuple(_shipped_set(n) for n, (_, doc, i) in enumerate(_shipped_raw())
+                 if _matches(doc["sets"][i]["instances"], instance_id))
 
 
 def _compile_set(name: str, file: str, index: int, raw: dict[str, Any], problems: list[Problem]) -> CheckpointSet:

@@ -140,8 +140,21 @@ def test_every_shipped_file_passes_the_full_door_and_reads_the_same_fast() -> No
     root = Path(str(resources.files("eebench").joinpath("specs", "checkpoints")))
     files = sorted(root.rglob("*.yaml"))
     assert len(files) >= 5
+    fast = shipped_sets()
     for path in files:
-        assert load_checkpoints(path) == load_checkpoints(path, shipped=True), path
+        assert load_checkpoints(path) == tuple(s for s in fast if s.file == str(path)), path
+    assert len(fast) == sum(len(load_checkpoints(path)) for path in files)
+
+
+def test_the_shipped_sets_an_instance_takes_are_compiled_when_first_matched() -> None:
+    from eebench import checkpoints
+
+    checkpoints._shipped_set.cache_clear()
+    park = checkpoints.library().sets_for("park2026-main/low-small/seed-0")
+    assert [s.name for s in park] == ["park2026"]
+    assert checkpoints._shipped_set.cache_info().currsize == 1   # the text games' sets are not compiled
+    assert checkpoints.library(shipped=False).sets_for("park2026-main/low-small/seed-0") == ()
+    assert tuple(s for s in shipped_sets() if s.name == "park2026") == park
 
 
 def test_a_valid_regex_python_warns_about_is_compiled_quietly(cli: Any, tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from eebench.checkpoints import CheckpointLibrary, CheckpointSet, Field, Rule, StateReader, shipped_sets
+from eebench.checkpoints import CheckpointLibrary, CheckpointSet, Field, Rule, StateReader
 from eebench.documents import json_type
 from eebench.errors import InputError, Problem, did_you_mean
 from eebench.evaluator.families import FamilyColumns, Trajectory, WordList, step_columns_of
@@ -344,7 +344,7 @@ class CoverageFamily:
         return CoverageFamily(checkpoints)
 
     def _library(self) -> CheckpointLibrary:
-        return self.checkpoints if self.checkpoints is not None else CheckpointLibrary((), shipped_sets())
+        return self.checkpoints if self.checkpoints is not None else CheckpointLibrary(shipped=True)
 
     def tables(self, instance: Any) -> GridTables | RoomsTables | Plan:
         sets = self._library().sets_for(instance.id)

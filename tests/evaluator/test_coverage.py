@@ -181,7 +181,7 @@ def test_sets_match_by_fnmatch_and_the_shipped_ones_apply_when_no_given_set_does
     library = checkpoints(tmp_path, '  - instances: ["tw-*/game-?"]\n    checkpoints: [{id: a, state: x}]\n')
     assert [s.index for s in library.sets_for("tw-coin/game-1")] == [0]
     assert library.sets_for("tw-coin/game-12") == ()
-    with_shipped = CheckpointLibrary(library.given, FAMILY._library().shipped)
+    with_shipped = CheckpointLibrary(library.given, shipped=True)
     assert [s.name for s in with_shipped.sets_for("park2026-main/low-small/seed-0")] == ["park2026"]
     assert [s.name for s in with_shipped.sets_for("grams2025-rooms/7x7/seed-0")] == ["grams2025"]
     assert [s.name for s in with_shipped.sets_for("tw-coin/game-1")] == ["test"]
