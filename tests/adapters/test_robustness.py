@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from eebench.adapters import ActionReader, Adapter, ConvertOptions, convert_files, detect
+from eebench.adapters.base import dig
 from eebench.adapters.registry import Registered, _claims, _missing_declarations
 from eebench.documents import json_type
 from eebench.errors import InputError
@@ -186,3 +187,34 @@ def test_a_chat_message_field_of_the_wrong_type_is_refused_not_dropped(cli, tmp_
     log = write_jsonl(tmp_path / "log.jsonl", [damaged])
     assert "messages[4].tool_calls[0]: expected a call naming its function" in cli(
         "convert", log, "--from", "openai-chat", "--out", tmp_path / "o.jsonl", code=2).stderr
+
+
+def _first(items: list, test) -> int:
+    return next(i for i, item in enumerate(items) if test(item))
+
+
+def test_embedded_chat_messages_are_held_to_the_one_shape_rule(cli, agent_logs: Path, tmp_path: Path) -> None:
+    """inspect, harbor-traces and openhands embed chat messages: a field of the wrong type is one located line, as in
+    openai-chat (OpenHands' tool_calls of another type crashed; a call named by a list was written as its repr)."""
+    events = json.loads((agent_logs / "openhands_events" / "openhands_trajectory.json").read_text("utf-8"))
+    k = _first(events, lambda e: dig(e, "tool_call_metadata.model_response.choices.0.message.tool_calls"))
+    events[k]["tool_call_metadata"]["model_response"]["choices"][0]["message"]["tool_calls"] = 5
+    sample = json.loads((agent_logs / "inspect_ai" / "2025-05-12T20-27-36-04-00_browser.trimmed.json").read_text())
+    messages = sample["samples"][0]["messages"]
+    m = _first(messages, lambda message: message.get("tool_calls"))
+    messages[m]["tool_calls"][0]["function"] = ["zz"]
+    traces = json.loads((agent_logs / "atif" / "terminus-2__hello-world-invalid-json.traces.json").read_text("utf-8"))
+    last = len(traces) - 1
+    traces[last]["conversations"][1]["content"] = 5
+    for fmt, name, document, said in (
+            ("openhands", "events.json", events, f"record {k}: tool_call_metadata.model_response.choices[0].message."
+                                                 "tool_calls: expected a list or null, found an integer"),
+            ("inspect", "eval.json", sample, f"record samples[0]: messages[{m}].tool_calls[0]: expected a call naming "
+                                             "its function (`function.name`)"),
+            ("harbor-traces", "t.traces.json", traces, f"record {last}: conversations[1].content: expected a string, "
+                                                        "a list of parts or null, found an integer")):
+        log = write_json(tmp_path / name, document)
+        out = tmp_path / "out.jsonl"
+        result = cli("convert", log, "--from", fmt, "--out", out, code=2)
+        assert result.stderr == f"error: {log}: {said}\n"
+        assert not out.exists()

@@ -18,7 +18,7 @@ from typing import Any
 
 from eebench.adapters.actions import render_call
 from eebench.adapters.base import Adapter, Episode, LoggedStep, as_int, bad_record, dig, number, text_of
-from eebench.adapters.chat import call_parts, reasoning_of, usage_of
+from eebench.adapters.chat import call_parts, message_problem, reasoning_of, usage_of
 from eebench.adapters.records import head_value, json_records
 from eebench.documents import json_type
 from eebench.errors import InputError
@@ -111,7 +111,7 @@ class _Stream:
             return
         if source != "agent" or kind in NOT_STEPS:
             return
-        step = self._step(kind, args, event)
+        step = self._step(index, kind, args, event)
         self.steps.append(step)
         if _is_key(event.get("id")):
             self.by_id[event["id"]] = step
@@ -119,7 +119,7 @@ class _Stream:
         if kind == "finish":
             self.meta["finished"] = True
 
-    def _step(self, kind: str, args: Mapping[str, Any], event: Mapping[str, Any]) -> LoggedStep:
+    def _step(self, index: int, kind: str, args: Mapping[str, Any], event: Mapping[str, Any]) -> LoggedStep:
         keys = DEFINING.get(kind) or tuple(k for k in args if k != "thought")
         defining = {k: args[k] for k in keys if not _empty(args.get(k))}
         thought = args.get("thought") if isinstance(args.get("thought"), str) and args.get("thought") else None
@@ -131,6 +131,10 @@ class _Stream:
             return step
         message = dig(response, "choices.0.message")
         message = message if isinstance(message, Mapping) else {}
+        shape = message_problem(message)
+        if shape is not None:   # (tool_calls of another type crashed; a call named by a list was named by its repr)
+            raise bad_record(self.path, shape[1], record=index,
+                             field=f"tool_call_metadata.model_response.choices[0].message.{shape[0]}")
         response_id = response.get("id") if isinstance(response.get("id"), str) else None
         first = response_id is None or response_id not in self.responses
         calls = [call_parts(c) for c in message.get("tool_calls") or [] if isinstance(c, Mapping)]
