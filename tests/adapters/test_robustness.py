@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -218,3 +219,65 @@ def test_embedded_chat_messages_are_held_to_the_one_shape_rule(cli, agent_logs: 
         result = cli("convert", log, "--from", fmt, "--out", out, code=2)
         assert result.stderr == f"error: {log}: {said}\n"
         assert not out.exists()
+
+
+def _real(agent_logs: Path, name: str) -> Any:
+    path = agent_logs / name
+    if path.suffix == ".jsonl":
+        return [json.loads(line) for line in path.read_text("utf-8").splitlines()][:1]
+    return json.loads(path.read_text("utf-8"))
+
+
+def _set(document: Any, path: tuple, value: Any) -> Any:
+    target = document
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return document
+
+
+@pytest.mark.parametrize("fmt, source, where, value, said", [
+    ("atif", "atif/terminus-2__hello-world-invalid-json.trajectory.json", ("steps", 2, "tool_calls", 0,
+     "function_name"), ["zz"], "record 0: steps[2]: expected each tool call's function_name to be a string, found a list"),
+    ("otel", "otel_genai/any-agent_OPENAI_trace.json", ("spans", 1, "attributes", "gen_ai.tool.name"), True,
+     "record 0: spans[1].attributes.gen_ai.tool.name: expected the tool's name as a string, found a boolean"),
+    ("otel", "otel_genai/any-agent_OPENAI_trace.json", ("spans", 1, "name"), {"zz": 1},
+     "record 0: spans[1].name: expected the span's name as a string, found a mapping"),
+    ("langsmith", "langsmith/langsmith_py_wrap_openai_reasoning.json", ("patch", 0, "trace_id"), ["zz"],
+     "record 0: patch[0].trace_id: expected a string, found a list"),
+    ("openai-responses", "openai_responses/nemo-gym_openenv_example_rollouts.jsonl", (0, "response", "output", 1,
+     "name"), {"zz": 1}, "1: response.output[1].name: expected a string, found a mapping"),
+    ("openai-responses", "openai_responses/nemo-gym_openenv_example_rollouts.jsonl", (0, "_ng_rollout_index"), None,
+     "1: _ng_rollout_index: expected the rollout's number beside _ng_task_index (a string or an integer), found null"),
+])
+def test_what_names_a_tool_or_a_trajectory_is_never_written_as_a_python_repr(
+        cli, agent_logs: Path, tmp_path: Path, fmt: str, source: str, where: tuple, value: Any, said: str) -> None:
+    """Each of these was written as its Python repr (`['zz']`, `True`, `rollout-None`) in a run that succeeded."""
+    document = _set(_real(agent_logs, source), where, value)
+    log = (write_jsonl if source.endswith(".jsonl") else write_json)(tmp_path / Path(source).name, document)
+    out = tmp_path / "out.jsonl"
+    separator = ":" if source.endswith(".jsonl") else ": "
+    assert cli("convert", log, "--from", fmt, "--out", out, code=2).stderr == f"error: {log}{separator}{said}\n"
+    assert not out.exists()
+
+
+def test_names_of_the_wrong_type_in_hand_made_logs(cli, tmp_path: Path) -> None:
+    """ScienceWorld's taskName and variationIdx name the instance, ADaPT's WebShop history items are the actions:
+    a mapping, a list or null there was written as its Python repr ('scienceworld/None/3', "{'zz': 1}")."""
+    history = {"3": {"episodeIdx": 3, "history": {"taskName": None, "variationIdx": 3, "history": [
+        {"action": "look around", "observation": "ok", "freelook": "This room is called the kitchen."}]}}}
+    webshop = {"fixed_0": {"problem": "buy a clip", "action_history": ["search[clip]", {"zz": 1}]}}
+    for fmt, name, document, said in (
+            ("scienceworld", "task1.json", history, "record 3: history.taskName: expected a string or an integer, "
+                                                    "found null"),
+            ("adapt", "ADaPT_maxd3_webshop_test.json", webshop, "record fixed_0: action_history[1]: expected an "
+                                                                "action string, found a mapping")):
+        log = write_json(tmp_path / name, document)
+        result = cli("convert", log, "--from", fmt, "--out", tmp_path / "out.jsonl", code=2)
+        assert result.stderr == f"error: {log}: {said}\n"
+
+
+def test_a_null_trial_is_no_trial(tmp_path: Path) -> None:
+    log = write_jsonl(tmp_path / "log.jsonl", [chat_episode("t0", ["up"]) | {"trial": None}])
+    [trajectory] = convert(log, tmp_path / "out.jsonl", fmt="openai-chat")
+    assert trajectory["id"] == "log/0"   # it was log/task-t0/trial-None

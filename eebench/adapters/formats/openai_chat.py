@@ -119,7 +119,7 @@ class OpenAIChatAdapter(Adapter):
                                   line=item.line, record=item.index, field=name)
         task = as_label(fields.get("task_id", fields.get("task")))
         record_id: str | int = item.index
-        if "trial" in fields and task is not None:
+        if fields.get("trial") is not None and task is not None:   # (a null trial is none, not trial-None)
             record_id = f"task-{task}/trial-{fields['trial']}"
         elif isinstance(fields.get("id"), (str, int)):
             record_id = str(fields["id"])
