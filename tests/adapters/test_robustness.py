@@ -281,3 +281,41 @@ def test_a_null_trial_is_no_trial(tmp_path: Path) -> None:
     log = write_jsonl(tmp_path / "log.jsonl", [chat_episode("t0", ["up"]) | {"trial": None}])
     [trajectory] = convert(log, tmp_path / "out.jsonl", fmt="openai-chat")
     assert trajectory["id"] == "log/0"   # it was log/task-t0/trial-None
+
+
+@pytest.mark.parametrize("fmt, source, where, value, said", [
+    ("mini-swe-agent", "mini_swe_agent/mini-swe-agent-trajectory.json", ("messages", 2, "content"), 5,
+     "record 0: messages[2].content: expected a string, a list of parts or null, found an integer"),
+    ("openai-responses", "openai_responses/nemo-gym_grl_sokoban_example_rollouts.jsonl", (0, "response", "output", 0,
+     "content"), {"zz": 1}, "1: response.output[0].content: expected a string, a list of parts or null, found a mapping"),
+    ("openai-responses", "openai_responses/nemo-gym_grl_sokoban_example_rollouts.jsonl", (0, "response", "output", 0,
+     "role"), 1, "1: response.output[0].role: expected a string, found an integer"),
+    ("atif", "atif/terminus-2__hello-world-invalid-json.trajectory.json", ("steps", 2, "message"), 5,
+     "record 0: steps[2]: expected message to be a string or a list of parts, found an integer"),
+    ("atif", "atif/terminus-2__hello-world-invalid-json.trajectory.json", ("steps", 2, "reasoning_content"), ["zz"],
+     "record 0: steps[2]: expected reasoning_content to be a string, found a list"),
+    ("atif", "atif/terminus-2__hello-world-invalid-json.trajectory.json", ("steps", 2, "observation", "results", 0,
+     "content"), 7, "record 0: steps[2]: expected observation.results to be objects with a text content, found an "
+                    "integer"),
+    ("openhands", "openhands_events/openhands_trajectory.json", (4, "source"), 1,
+     "record 4: source: expected the event's source (agent, user or environment), found an integer"),
+])
+def test_step_content_of_the_wrong_type_is_refused_not_dropped(
+        cli, agent_logs: Path, tmp_path: Path, fmt: str, source: str, where: tuple, value: Any, said: str) -> None:
+    """Each of these was dropped unread in a run that succeeded: a step without its text (so without its action),
+    its reasoning or its observation, or no step at all."""
+    document = _set(_real(agent_logs, source), where, value)
+    log = (write_jsonl if source.endswith(".jsonl") else write_json)(tmp_path / Path(source).name, document)
+    out = tmp_path / "out.jsonl"
+    separator = ":" if source.endswith(".jsonl") else ": "
+    assert cli("convert", log, "--from", fmt, "--out", out, code=2).stderr == f"error: {log}{separator}{said}\n"
+    assert not out.exists()
+
+
+def test_a_scienceworld_observation_of_the_wrong_type_is_refused(tmp_path: Path) -> None:
+    history = {"3": {"episodeIdx": 3, "history": {"taskName": "boil", "variationIdx": 3, "history": [
+        {"action": "look around", "observation": {"text": "ok"}, "freelook": "This room is called the kitchen."}]}}}
+    log = write_json(tmp_path / "task1.json", history)
+    with pytest.raises(InputError, match=r"task1\.json: record 3: history\.history: expected each step to be an object "
+                                         r"with an `action` string \(and an `observation` string\)"):
+        convert(log, tmp_path / "out.jsonl", fmt="scienceworld")

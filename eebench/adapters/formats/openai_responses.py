@@ -62,9 +62,12 @@ class OpenAIResponsesAdapter(Adapter):
             return bad(f"expected an output item object, found {json_type(output[wrong])}",
                        f"response.output[{wrong}]")
         for i, o in enumerate(output):   # (what names a call or a kind of item: a repr would name it)
-            for name in ("type", "name"):
+            for name in ("type", "name", "role"):
                 if o.get(name) is not None and not isinstance(o[name], str):
                     return bad(f"expected a string, found {json_type(o[name])}", f"response.output[{i}].{name}")
+            if o.get("type", "message") == "message" and not isinstance(o.get("content"), (str, list, type(None))):
+                return bad(f"expected a string, a list of parts or null, found {json_type(o['content'])}",
+                           f"response.output[{i}].content")   # (a message of another content was no step)
         task = record.get("_ng_task_index")
         task = str(task) if isinstance(task, int) and not isinstance(task, bool) else None
         if task is not None:   # NeMo Gym numbers tasks and rollouts within the file

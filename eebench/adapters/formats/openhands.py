@@ -92,6 +92,9 @@ class _Stream:
 
     def _action(self, index: int, event: Mapping[str, Any]) -> None:
         kind, source, args = event.get("action"), event.get("source"), event.get("args") or {}
+        if source is not None and not isinstance(source, str):   # (the step was dropped unread)
+            raise bad_record(self.path, f"expected the event's source (agent, user or environment), found "
+                                        f"{json_type(source)}", record=index, field="source")
         if not isinstance(kind, str) or not isinstance(args, Mapping):
             found = json_type(kind) if not isinstance(kind, str) else f"args {json_type(args)}"
             raise bad_record(self.path, f"expected an action name and an args object, found {found}", record=index)

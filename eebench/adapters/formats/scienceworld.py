@@ -47,8 +47,9 @@ class ScienceWorldAdapter(Adapter):
                                  field="history")
                 continue
             rows = run["history"]
-            if not all(isinstance(row, dict) and isinstance(row.get("action"), str) for row in rows):
-                yield bad_record(path, "expected each step to be an object with an `action` string", record=key,
+            if not all(isinstance(row, dict) and isinstance(row.get("action"), str)
+                       and isinstance(row.get("observation"), (str, type(None))) for row in rows):
+                yield bad_record(path, "expected each step to be an object with an `action` string (and an `observation` string)", record=key,
                                  field="history.history")
                 continue
             named = {name: run.get(name, default) for name, default in (("taskName", "task"), ("variationIdx", key))}
