@@ -20,6 +20,7 @@ import msgspec
 
 from eebench.adapters.actions import ActionReader, render_call
 from eebench.adapters.base import LoggedStep, as_int, text_of
+from eebench.documents import json_type
 
 
 def reasoning_of(message: Mapping[str, Any]) -> str | None:
@@ -55,6 +56,34 @@ def usage_of(message: Mapping[str, Any]) -> tuple[int | None, int | None]:
     tokens_in = as_int(usage.get("prompt_tokens", usage.get("input_tokens")))
     tokens_out = as_int(usage.get("completion_tokens", usage.get("output_tokens")))
     return tokens_in, tokens_out
+
+
+# What a message's fields must be for its step to be read (a number as `content` would be a step with no action)
+_SHAPES = (("role", (str,), "a string"), ("content", (str, list, type(None)), "a string, a list of parts or null"),
+           ("tool_calls", (list, type(None)), "a list or null"))
+
+
+def message_problem(message: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(field, what was expected and found) for the first field of a chat message of the wrong type, or None: the
+    one check of a message's shape, for every format that embeds chat messages."""
+    for name, kinds, expected in _SHAPES:
+        if name in message and not isinstance(message[name], kinds):
+            return name, f"expected {expected}, found {json_type(message[name])}"
+    for k, call in enumerate(message.get("tool_calls") or ()):   # chat-completions' shape, or a flat one
+        function = call.get("function", call.get("name")) if isinstance(call, dict) else None
+        if not (isinstance(function, str) or isinstance(function, dict) and isinstance(function.get("name"), str)):
+            return f"tool_calls[{k}]", "expected a call naming its function (`function.name`)"
+    return None
+
+
+def messages_problem(messages: list[Any], key: str = "messages") -> tuple[str, str] | None:
+    """(field, what was expected and found) for the first message of a list (`key`) with a field of the wrong
+    type (see message_problem), or None."""
+    for i, message in enumerate(messages):
+        problem = message_problem(message) if isinstance(message, Mapping) else None
+        if problem is not None:
+            return f"{key}[{i}].{problem[0]}", problem[1]
+    return None
 
 
 def call_parts(call: Mapping[str, Any]) -> tuple[str, Any, str | None]:

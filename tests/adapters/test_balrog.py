@@ -206,3 +206,25 @@ def test_formats_says_what_balrog_never_carries(cli: Any) -> None:
     [row] = [r for r in json.loads(cli("formats", "--format", "json").stdout)["formats"] if r["name"] == "balrog"]
     assert row["never_carries"] == ["tokens_in", "tokens_out", "latency_ms", "timestamp"]
     assert row["suffixes"] == [".csv", ".json"]
+
+
+@pytest.mark.parametrize("name, value, said", [
+    ("task", {"name": "goto"}, "expected a string, found a mapping"),   # (it crashed: a dict is not hashable)
+    ("task", ["goto"], "expected a string, found a list"),
+    ("task", 7, "expected a string, found an integer"),               # (the instance was silently the file's)
+    ("seed", True, "expected an integer, found a boolean"),           # (the id was .../seed-True)
+    ("seed", "7", "expected an integer, found a string"),
+])
+def test_a_summary_field_naming_the_episode_of_the_wrong_type_is_refused(cli: Any, tmp_path: Path, name: str,
+                                                                         value: Any, said: str) -> None:
+    table = write_episode(tmp_path, [["0", "go forward", "", "ok", "0", "True"]],
+                          {"task": "BabyAI-MixedTrainLocal-v0/goto", "seed": 3, "num_steps": 1} | {name: value})
+    out = tmp_path / "out.jsonl"
+    result = cli("convert", table, "--from", "balrog", "--out", out, code=2)
+    assert result.stderr == f"error: {tmp_path / 'goto_run_00.json'}: {name}: {said}\n"
+    assert not out.exists()
+
+
+def test_a_done_cell_is_true_or_false(tmp_path: Path) -> None:
+    table = write_episode(tmp_path, [["0", "go forward", "", "ok", "0", "yes"]])
+    assert_refused(table, tmp_path / "out.jsonl", r":2: Done: expected True or False, found 'yes'", fmt="balrog")

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from eebench.adapters import ActionReader, Adapter, ConvertOptions, convert_files, detect
+from eebench.adapters.base import dig
 from eebench.adapters.registry import Registered, _claims, _missing_declarations
 from eebench.documents import json_type
 from eebench.errors import InputError
@@ -186,3 +188,134 @@ def test_a_chat_message_field_of_the_wrong_type_is_refused_not_dropped(cli, tmp_
     log = write_jsonl(tmp_path / "log.jsonl", [damaged])
     assert "messages[4].tool_calls[0]: expected a call naming its function" in cli(
         "convert", log, "--from", "openai-chat", "--out", tmp_path / "o.jsonl", code=2).stderr
+
+
+def _first(items: list, test) -> int:
+    return next(i for i, item in enumerate(items) if test(item))
+
+
+def test_embedded_chat_messages_are_held_to_the_one_shape_rule(cli, agent_logs: Path, tmp_path: Path) -> None:
+    """inspect, harbor-traces and openhands embed chat messages: a field of the wrong type is one located line, as in
+    openai-chat (OpenHands' tool_calls of another type crashed; a call named by a list was written as its repr)."""
+    events = json.loads((agent_logs / "openhands_events" / "openhands_trajectory.json").read_text("utf-8"))
+    k = _first(events, lambda e: dig(e, "tool_call_metadata.model_response.choices.0.message.tool_calls"))
+    events[k]["tool_call_metadata"]["model_response"]["choices"][0]["message"]["tool_calls"] = 5
+    sample = json.loads((agent_logs / "inspect_ai" / "2025-05-12T20-27-36-04-00_browser.trimmed.json").read_text())
+    messages = sample["samples"][0]["messages"]
+    m = _first(messages, lambda message: message.get("tool_calls"))
+    messages[m]["tool_calls"][0]["function"] = ["zz"]
+    traces = json.loads((agent_logs / "atif" / "terminus-2__hello-world-invalid-json.traces.json").read_text("utf-8"))
+    last = len(traces) - 1
+    traces[last]["conversations"][1]["content"] = 5
+    for fmt, name, document, said in (
+            ("openhands", "events.json", events, f"record {k}: tool_call_metadata.model_response.choices[0].message."
+                                                 "tool_calls: expected a list or null, found an integer"),
+            ("inspect", "eval.json", sample, f"record samples[0]: messages[{m}].tool_calls[0]: expected a call naming "
+                                             "its function (`function.name`)"),
+            ("harbor-traces", "t.traces.json", traces, f"record {last}: conversations[1].content: expected a string, "
+                                                        "a list of parts or null, found an integer")):
+        log = write_json(tmp_path / name, document)
+        out = tmp_path / "out.jsonl"
+        result = cli("convert", log, "--from", fmt, "--out", out, code=2)
+        assert result.stderr == f"error: {log}: {said}\n"
+        assert not out.exists()
+
+
+def _real(agent_logs: Path, name: str) -> Any:
+    path = agent_logs / name
+    if path.suffix == ".jsonl":
+        return [json.loads(line) for line in path.read_text("utf-8").splitlines()][:1]
+    return json.loads(path.read_text("utf-8"))
+
+
+def _set(document: Any, path: tuple, value: Any) -> Any:
+    target = document
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return document
+
+
+@pytest.mark.parametrize("fmt, source, where, value, said", [
+    ("atif", "atif/terminus-2__hello-world-invalid-json.trajectory.json", ("steps", 2, "tool_calls", 0,
+     "function_name"), ["zz"], "record 0: steps[2]: expected each tool call's function_name to be a string, found a list"),
+    ("otel", "otel_genai/any-agent_OPENAI_trace.json", ("spans", 1, "attributes", "gen_ai.tool.name"), True,
+     "record 0: spans[1].attributes.gen_ai.tool.name: expected the tool's name as a string, found a boolean"),
+    ("otel", "otel_genai/any-agent_OPENAI_trace.json", ("spans", 1, "name"), {"zz": 1},
+     "record 0: spans[1].name: expected the span's name as a string, found a mapping"),
+    ("langsmith", "langsmith/langsmith_py_wrap_openai_reasoning.json", ("patch", 0, "trace_id"), ["zz"],
+     "record 0: patch[0].trace_id: expected a string, found a list"),
+    ("openai-responses", "openai_responses/nemo-gym_openenv_example_rollouts.jsonl", (0, "response", "output", 1,
+     "name"), {"zz": 1}, "1: response.output[1].name: expected a string, found a mapping"),
+    ("openai-responses", "openai_responses/nemo-gym_openenv_example_rollouts.jsonl", (0, "_ng_rollout_index"), None,
+     "1: _ng_rollout_index: expected the rollout's number beside _ng_task_index (a string or an integer), found null"),
+])
+def test_what_names_a_tool_or_a_trajectory_is_never_written_as_a_python_repr(
+        cli, agent_logs: Path, tmp_path: Path, fmt: str, source: str, where: tuple, value: Any, said: str) -> None:
+    """Each of these was written as its Python repr (`['zz']`, `True`, `rollout-None`) in a run that succeeded."""
+    document = _set(_real(agent_logs, source), where, value)
+    log = (write_jsonl if source.endswith(".jsonl") else write_json)(tmp_path / Path(source).name, document)
+    out = tmp_path / "out.jsonl"
+    separator = ":" if source.endswith(".jsonl") else ": "
+    assert cli("convert", log, "--from", fmt, "--out", out, code=2).stderr == f"error: {log}{separator}{said}\n"
+    assert not out.exists()
+
+
+def test_names_of_the_wrong_type_in_hand_made_logs(cli, tmp_path: Path) -> None:
+    """ScienceWorld's taskName and variationIdx name the instance, ADaPT's WebShop history items are the actions:
+    a mapping, a list or null there was written as its Python repr ('scienceworld/None/3', "{'zz': 1}")."""
+    history = {"3": {"episodeIdx": 3, "history": {"taskName": None, "variationIdx": 3, "history": [
+        {"action": "look around", "observation": "ok", "freelook": "This room is called the kitchen."}]}}}
+    webshop = {"fixed_0": {"problem": "buy a clip", "action_history": ["search[clip]", {"zz": 1}]}}
+    for fmt, name, document, said in (
+            ("scienceworld", "task1.json", history, "record 3: history.taskName: expected a string or an integer, "
+                                                    "found null"),
+            ("adapt", "ADaPT_maxd3_webshop_test.json", webshop, "record fixed_0: action_history[1]: expected an "
+                                                                "action string, found a mapping")):
+        log = write_json(tmp_path / name, document)
+        result = cli("convert", log, "--from", fmt, "--out", tmp_path / "out.jsonl", code=2)
+        assert result.stderr == f"error: {log}: {said}\n"
+
+
+def test_a_null_trial_is_no_trial(tmp_path: Path) -> None:
+    log = write_jsonl(tmp_path / "log.jsonl", [chat_episode("t0", ["up"]) | {"trial": None}])
+    [trajectory] = convert(log, tmp_path / "out.jsonl", fmt="openai-chat")
+    assert trajectory["id"] == "log/0"   # it was log/task-t0/trial-None
+
+
+@pytest.mark.parametrize("fmt, source, where, value, said", [
+    ("mini-swe-agent", "mini_swe_agent/mini-swe-agent-trajectory.json", ("messages", 2, "content"), 5,
+     "record 0: messages[2].content: expected a string, a list of parts or null, found an integer"),
+    ("openai-responses", "openai_responses/nemo-gym_grl_sokoban_example_rollouts.jsonl", (0, "response", "output", 0,
+     "content"), {"zz": 1}, "1: response.output[0].content: expected a string, a list of parts or null, found a mapping"),
+    ("openai-responses", "openai_responses/nemo-gym_grl_sokoban_example_rollouts.jsonl", (0, "response", "output", 0,
+     "role"), 1, "1: response.output[0].role: expected a string, found an integer"),
+    ("atif", "atif/terminus-2__hello-world-invalid-json.trajectory.json", ("steps", 2, "message"), 5,
+     "record 0: steps[2]: expected message to be a string or a list of parts, found an integer"),
+    ("atif", "atif/terminus-2__hello-world-invalid-json.trajectory.json", ("steps", 2, "reasoning_content"), ["zz"],
+     "record 0: steps[2]: expected reasoning_content to be a string, found a list"),
+    ("atif", "atif/terminus-2__hello-world-invalid-json.trajectory.json", ("steps", 2, "observation", "results", 0,
+     "content"), 7, "record 0: steps[2]: expected observation.results to be objects with a text content, found an "
+                    "integer"),
+    ("openhands", "openhands_events/openhands_trajectory.json", (4, "source"), 1,
+     "record 4: source: expected the event's source (agent, user or environment), found an integer"),
+])
+def test_step_content_of_the_wrong_type_is_refused_not_dropped(
+        cli, agent_logs: Path, tmp_path: Path, fmt: str, source: str, where: tuple, value: Any, said: str) -> None:
+    """Each of these was dropped unread in a run that succeeded: a step without its text (so without its action),
+    its reasoning or its observation, or no step at all."""
+    document = _set(_real(agent_logs, source), where, value)
+    log = (write_jsonl if source.endswith(".jsonl") else write_json)(tmp_path / Path(source).name, document)
+    out = tmp_path / "out.jsonl"
+    separator = ":" if source.endswith(".jsonl") else ": "
+    assert cli("convert", log, "--from", fmt, "--out", out, code=2).stderr == f"error: {log}{separator}{said}\n"
+    assert not out.exists()
+
+
+def test_a_scienceworld_observation_of_the_wrong_type_is_refused(tmp_path: Path) -> None:
+    history = {"3": {"episodeIdx": 3, "history": {"taskName": "boil", "variationIdx": 3, "history": [
+        {"action": "look around", "observation": {"text": "ok"}, "freelook": "This room is called the kitchen."}]}}}
+    log = write_json(tmp_path / "task1.json", history)
+    with pytest.raises(InputError, match=r"task1\.json: record 3: history\.history: expected each step to be an object "
+                                         r"with an `action` string \(and an `observation` string\)"):
+        convert(log, tmp_path / "out.jsonl", fmt="scienceworld")

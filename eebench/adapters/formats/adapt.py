@@ -85,6 +85,10 @@ def _episode(path: Path, world: str, record: str, game: str, entry: Any,
     if isinstance(entry.get("trace"), str):
         steps, after = _trace_steps(entry["trace"], locations=world == "alfworld")
     elif isinstance(entry.get("action_history"), list):
+        wrong = next((i for i, a in enumerate(entry["action_history"]) if not isinstance(a, str)), None)
+        if wrong is not None:   # (it was written as its Python repr)
+            return bad_record(path, f"expected an action string, found {json_type(entry['action_history'][wrong])}",
+                              record=record, field=f"action_history[{wrong}]")
         steps, after = _history_steps(entry["action_history"])
     else:
         return bad_record(path, "expected a `trace` string or an `action_history` list", record=record,
@@ -133,11 +137,10 @@ def _trace_steps(trace: str, *, locations: bool) -> tuple[list[LoggedStep], list
     return steps, thoughts
 
 
-def _history_steps(history: list[Any]) -> tuple[list[LoggedStep], list[str]]:
+def _history_steps(history: list[str]) -> tuple[list[LoggedStep], list[str]]:
     steps: list[LoggedStep] = []
     thoughts: list[str] = []
-    for action in history:
-        text = action if isinstance(action, str) else str(action)
+    for text in history:
         think = _WEB_THINK.fullmatch(text.strip())
         if think:
             thoughts.append(think.group(1))

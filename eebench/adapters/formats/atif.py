@@ -78,11 +78,24 @@ def _agent_steps(step: Mapping[str, Any]) -> list[LoggedStep] | str:
     calls = step.get("tool_calls") or []
     if not isinstance(calls, list) or not all(isinstance(c, Mapping) for c in calls):
         return f"expected tool_calls to be a list of objects, found {json_type(calls)}"
+    wrong = next((c for c in calls if not isinstance(c.get("function_name"), str)), None)
+    if wrong is not None:   # (a list or a boolean there was written as its Python repr)
+        return f"expected each tool call's function_name to be a string, found {json_type(wrong.get('function_name'))}"
+    # (each was dropped unread when of another type: the step lost its text, reasoning or observation)
+    for name, kinds, expected in (("message", (str, list), "a string or a list of parts"),
+                                  ("reasoning_content", (str,), "a string"), ("observation", (Mapping,), "an object"),
+                                  ("metrics", (Mapping,), "an object"), ("timestamp", (str,), "a string")):
+        if step.get(name) is not None and not isinstance(step[name], kinds):
+            return f"expected {name} to be {expected}, found {json_type(step[name])}"
     observation = step.get("observation") or {}
-    results = observation.get("results") if isinstance(observation, Mapping) else None
+    results = observation.get("results")
     if results is not None and not isinstance(results, list):
         return f"expected observation.results to be a list, found {json_type(results)}"
-    results = [r for r in results or [] if isinstance(r, Mapping)]
+    for result in results or []:
+        if not isinstance(result, Mapping) or not isinstance(result.get("content"), (str, list, type(None))):
+            found = json_type(result.get("content")) if isinstance(result, Mapping) else json_type(result)
+            return f"expected observation.results to be objects with a text content, found {found}"
+    results = results or []
     message = text_of(step.get("message"))
     reasoning = step.get("reasoning_content") if isinstance(step.get("reasoning_content"), str) else None
     metrics = step.get("metrics") if isinstance(step.get("metrics"), Mapping) else {}
@@ -99,7 +112,7 @@ def _agent_steps(step: Mapping[str, Any]) -> list[LoggedStep] | str:
             answers = [r for r in results if r.get("source_call_id") == call.get("tool_call_id")]
             if not answers and len(calls) == 1:   # results without source_call_id answer the only call
                 answers = [r for r in results if r.get("source_call_id") is None]
-            made.append(LoggedStep(call=(str(call.get("function_name") or ""), call.get("arguments")),
+            made.append(LoggedStep(call=(call["function_name"], call.get("arguments")),
                                    reasoning=thought if i == 0 else None, observation=_joined(answers)))
     made[0].tokens_in = as_int(metrics.get("prompt_tokens"))
     made[0].tokens_out = as_int(metrics.get("completion_tokens"))

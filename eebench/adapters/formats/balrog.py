@@ -37,6 +37,9 @@ SUMMARY_MARKERS = (b'"action_frequency"', b'"episode_return"', b'"num_steps"')
 _ANSWER = re.compile(r"<\|ACTION\|>.*?<\|END\|>", re.S)
 TEXTWORLD_TASKS = frozenset({"coin_collector", "the_cooking_game", "treasure_hunter"})   # BALROG's TextWorld tasks
 _RUN = re.compile(r"_run_\d+$")   # BALROG names an episode's files <task>_run_NN
+# the summary's fields that name the episode: (name, test, what was expected); null is as good as absent
+_SUMMARY_FIELDS = (("task", lambda v: isinstance(v, str), "a string"),
+                   ("seed", lambda v: type(v) is int, "an integer"))
 
 
 class BalrogAdapter(Adapter):
@@ -77,6 +80,11 @@ class BalrogAdapter(Adapter):
                                                f"{json_type(value)}")
                 return
             summary = value
+            for name, wanted, expected in _SUMMARY_FIELDS:   # they name the instance and the trajectory's id
+                found = summary.get(name)
+                if found is not None and not wanted(found):
+                    yield bad_record(summary_path, f"expected {expected}, found {json_type(found)}", field=name)
+                    return
         try:
             steps, outcome = _read_table(path)
         except InputError as exc:
@@ -108,6 +116,8 @@ def _read_table(path: Path) -> tuple[list[LoggedStep], dict[str, Any]]:
                                  field="Reward")
             rewards.append(reward)
         if "Done" in cells:
+            if cells["Done"] not in ("True", "False"):   # (anything else read as False would end no episode)
+                raise bad_record(path, f"expected True or False, found {cells['Done']!r}", line=start, field="Done")
             done = cells["Done"] == "True"
         steps.append(_step(cells))
     outcome: dict[str, Any] = {"rewards": rewards} if "Reward" in header else {}

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from eebench.adapters.base import Adapter, Episode, as_label, scalars
-from eebench.adapters.chat import chat_steps, split_think
+from eebench.adapters.chat import chat_steps, messages_problem, split_think
 from eebench.adapters.records import JsonRecord, bad_item, grouped_records, head_value
 from eebench.documents import json_type
 from eebench.errors import InputError
@@ -52,6 +52,9 @@ class HarborTracesAdapter(Adapter):
         bad = next((i for i, m in enumerate(messages) if not isinstance(m, Mapping) or "role" not in m), None)
         if bad is not None:
             return bad_item(path, item, "expected a message with a `role`", f"conversations[{bad}]")
+        shape = messages_problem(messages, "conversations")
+        if shape is not None:
+            return bad_item(path, item, shape[1], shape[0])
         steps = chat_steps(messages)
         for step in steps:
             reasoning, answer = split_think(step.text)

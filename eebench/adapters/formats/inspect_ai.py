@@ -20,7 +20,7 @@ from typing import Any
 import ijson
 
 from eebench.adapters.base import Adapter, Episode, as_int, as_label, bad_record, dig, listed, scalars, text_of
-from eebench.adapters.chat import chat_turns
+from eebench.adapters.chat import chat_turns, messages_problem
 from eebench.adapters.records import MAX_DOCUMENT_BYTES, DepthBoundedReader, head_value, json_array_items
 from eebench.documents import JsonLimitError, json_problem, json_type, loads_json, open_input
 from eebench.errors import InputError
@@ -106,6 +106,9 @@ class InspectAdapter(Adapter):
         odd = next((i for i, m in enumerate(messages) if not isinstance(m, Mapping)), None)
         if odd is not None:   # (it would be dropped unread, and with it the step)
             return bad(f"expected a message object, found {json_type(messages[odd])}", f"messages[{odd}]")
+        shape = messages_problem(messages)
+        if shape is not None:   # (a tool call named by a list would be named by its Python repr)
+            return bad(shape[1], shape[0])
         messages = [_with_error(resolve(m)) for m in messages]
         turns = chat_turns(messages)
         _add_model_calls(turns, model_events)

@@ -81,6 +81,9 @@ def _runs(path: Path, group: list[JsonRecord]) -> list[Mapping[str, Any]] | Inpu
                 for member, at in _flattened(run, where or "run"):
                     if not isinstance(member.get("id"), str):
                         return bad(f"expected a run `id` string, found {json_type(member.get('id'))}", at)
+                    for name in ("trace_id", "name"):   # (they name the trajectory and the tool: a repr would)
+                        if member.get(name) is not None and not isinstance(member[name], str):
+                            return bad(f"expected a string, found {json_type(member[name])}", f"{at}.{name}")
                     merged = runs.setdefault(member["id"], {})
                     # a patch completes its post: later non-null fields win (end_time, outputs, error)
                     merged.update({k: v for k, v in member.items() if v is not None and k != "child_runs"})

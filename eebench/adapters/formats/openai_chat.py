@@ -15,7 +15,7 @@ import msgspec
 import orjson
 
 from eebench.adapters.base import Adapter, Episode, as_label, bad_record
-from eebench.adapters.chat import ChatMessage, chat_steps, typed_chat_documents
+from eebench.adapters.chat import ChatMessage, chat_steps, messages_problem, typed_chat_documents
 from eebench.adapters.records import FastReader, JsonRecord, json_lines, json_records
 from eebench.documents import json_type, orjson_reads_exactly, too_deep
 from eebench.errors import InputError
@@ -110,7 +110,7 @@ class OpenAIChatAdapter(Adapter):
         if bad is not None:
             return bad_record(path, "expected a chat message with a `role`", line=item.line, record=item.index,
                               field=f"messages[{bad}]")
-        shape = None if typed is not None else _shape_problem(messages)
+        shape = None if typed is not None else messages_problem(messages)
         if shape is not None:
             return bad_record(path, shape[1], line=item.line, record=item.index, field=shape[0])
         for name in ("task_id", "task", "trial"):   # what names the episode in its id: text or an integer
@@ -119,7 +119,7 @@ class OpenAIChatAdapter(Adapter):
                                   line=item.line, record=item.index, field=name)
         task = as_label(fields.get("task_id", fields.get("task")))
         record_id: str | int = item.index
-        if "trial" in fields and task is not None:
+        if fields.get("trial") is not None and task is not None:   # (a null trial is none, not trial-None)
             record_id = f"task-{task}/trial-{fields['trial']}"
         elif isinstance(fields.get("id"), (str, int)):
             record_id = str(fields["id"])
@@ -132,24 +132,6 @@ class OpenAIChatAdapter(Adapter):
         return Episode(id=f"{path.stem}/{record_id}", record=record_id,
                        line=item.line, steps=steps, step_documents=documents, task=task, fields=fields,
                        agent={"model": model if isinstance(model, str) else None}, meta=meta)
-
-
-# What a message's fields must be for its step to be read (a number as `content` would be a step with no action)
-_SHAPES = (("role", (str,), "a string"), ("content", (str, list, type(None)), "a string, a list of parts or null"),
-           ("tool_calls", (list, type(None)), "a list or null"))
-
-
-def _shape_problem(messages: list[dict[str, Any]]) -> tuple[str, str] | None:
-    """(field, what was expected and found) for the first message field of the wrong type, or None."""
-    for i, message in enumerate(messages):
-        for name, kinds, expected in _SHAPES:
-            if name in message and not isinstance(message[name], kinds):
-                return f"messages[{i}].{name}", f"expected {expected}, found {json_type(message[name])}"
-        for k, call in enumerate(message.get("tool_calls") or ()):   # chat-completions' shape, or a flat one
-            function = call.get("function", call.get("name")) if isinstance(call, dict) else None
-            if not (isinstance(function, str) or isinstance(function, dict) and isinstance(function.get("name"), str)):
-                return f"messages[{i}].tool_calls[{k}]", "expected a call naming its function (`function.name`)"
-    return None
 
 
 def _raise(item: JsonRecord | InputError) -> bool:

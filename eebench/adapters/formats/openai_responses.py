@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from eebench.adapters.base import Adapter, Episode, as_int, dig, iso_utc, listed, scalars, text_of
+from eebench.adapters.base import Adapter, Episode, as_int, as_label, dig, iso_utc, listed, scalars, text_of
 from eebench.adapters.chat import chat_steps
 from eebench.adapters.records import JsonRecord, bad_item, json_records
 from eebench.documents import json_type
@@ -61,10 +61,21 @@ class OpenAIResponsesAdapter(Adapter):
         if wrong is not None:
             return bad(f"expected an output item object, found {json_type(output[wrong])}",
                        f"response.output[{wrong}]")
+        for i, o in enumerate(output):   # (what names a call or a kind of item: a repr would name it)
+            for name in ("type", "name", "role"):
+                if o.get(name) is not None and not isinstance(o[name], str):
+                    return bad(f"expected a string, found {json_type(o[name])}", f"response.output[{i}].{name}")
+            if o.get("type", "message") == "message" and not isinstance(o.get("content"), (str, list, type(None))):
+                return bad(f"expected a string, a list of parts or null, found {json_type(o['content'])}",
+                           f"response.output[{i}].content")   # (a message of another content was no step)
         task = record.get("_ng_task_index")
         task = str(task) if isinstance(task, int) and not isinstance(task, bool) else None
         if task is not None:   # NeMo Gym numbers tasks and rollouts within the file
-            record_id: str | int = f"task-{task}/rollout-{record.get('_ng_rollout_index')}"
+            rollout = as_label(record.get("_ng_rollout_index"))
+            if rollout is None:
+                return bad(f"expected the rollout's number beside _ng_task_index (a string or an integer), found "
+                           f"{json_type(record.get('_ng_rollout_index'))}", "_ng_rollout_index")
+            record_id: str | int = f"task-{task}/rollout-{rollout}"
             episode_id = f"{path.stem}/{record_id}"
         elif isinstance(response.get("id"), str):
             record_id = episode_id = response["id"]   # the API's response ids are globally unique

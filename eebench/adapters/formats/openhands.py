@@ -18,7 +18,7 @@ from typing import Any
 
 from eebench.adapters.actions import render_call
 from eebench.adapters.base import Adapter, Episode, LoggedStep, as_int, bad_record, dig, number, text_of
-from eebench.adapters.chat import call_parts, reasoning_of, usage_of
+from eebench.adapters.chat import call_parts, message_problem, reasoning_of, usage_of
 from eebench.adapters.records import head_value, json_records
 from eebench.documents import json_type
 from eebench.errors import InputError
@@ -92,6 +92,9 @@ class _Stream:
 
     def _action(self, index: int, event: Mapping[str, Any]) -> None:
         kind, source, args = event.get("action"), event.get("source"), event.get("args") or {}
+        if source is not None and not isinstance(source, str):   # (the step was dropped unread)
+            raise bad_record(self.path, f"expected the event's source (agent, user or environment), found "
+                                        f"{json_type(source)}", record=index, field="source")
         if not isinstance(kind, str) or not isinstance(args, Mapping):
             found = json_type(kind) if not isinstance(kind, str) else f"args {json_type(args)}"
             raise bad_record(self.path, f"expected an action name and an args object, found {found}", record=index)
@@ -111,7 +114,7 @@ class _Stream:
             return
         if source != "agent" or kind in NOT_STEPS:
             return
-        step = self._step(kind, args, event)
+        step = self._step(index, kind, args, event)
         self.steps.append(step)
         if _is_key(event.get("id")):
             self.by_id[event["id"]] = step
@@ -119,7 +122,7 @@ class _Stream:
         if kind == "finish":
             self.meta["finished"] = True
 
-    def _step(self, kind: str, args: Mapping[str, Any], event: Mapping[str, Any]) -> LoggedStep:
+    def _step(self, index: int, kind: str, args: Mapping[str, Any], event: Mapping[str, Any]) -> LoggedStep:
         keys = DEFINING.get(kind) or tuple(k for k in args if k != "thought")
         defining = {k: args[k] for k in keys if not _empty(args.get(k))}
         thought = args.get("thought") if isinstance(args.get("thought"), str) and args.get("thought") else None
@@ -131,6 +134,10 @@ class _Stream:
             return step
         message = dig(response, "choices.0.message")
         message = message if isinstance(message, Mapping) else {}
+        shape = message_problem(message)
+        if shape is not None:   # (tool_calls of another type crashed; a call named by a list was named by its repr)
+            raise bad_record(self.path, shape[1], record=index,
+                             field=f"tool_call_metadata.model_response.choices[0].message.{shape[0]}")
         response_id = response.get("id") if isinstance(response.get("id"), str) else None
         first = response_id is None or response_id not in self.responses
         calls = [call_parts(c) for c in message.get("tool_calls") or [] if isinstance(c, Mapping)]

@@ -38,6 +38,7 @@ class Span:
     attributes: dict[str, Any]
     status: str | None = None
     resource: dict[str, Any] = field(default_factory=dict)
+    where: str = ""    # the span's place in its record (`spans[3]`), for errors
 
     @property
     def operation(self) -> str:
@@ -86,10 +87,32 @@ class OtelAdapter(Adapter):
                 if span.parent_id is None and span.trace_id not in rooted:
                     rooted.append(span.trace_id)
             for trace in rooted:
-                yield _episode(path, item, trace, open_traces.pop(trace), item.value.get("final_output"))
+                yield _located(path, item, trace, open_traces.pop(trace), item.value.get("final_output"))
         for trace, spans in open_traces.items():   # traces whose root span was never exported
             if last is not None:
-                yield _episode(path, last, trace, spans, None)
+                yield _located(path, last, trace, spans, None)
+
+
+def _located(path: Path, item: JsonRecord, trace: str, spans: list[Span], final: Any) -> Episode | InputError:
+    """The episode of a trace, or the located InputError of a span that names a tool by something not a string
+    (written as its Python repr before)."""
+    try:
+        return _episode(path, item, trace, spans, final)
+    except _NotAName as exc:
+        span, name, value = exc.args
+        return bad_item(path, item, f"expected the tool's name as a string, found {json_type(value)}",
+                        f"{span.where}.attributes.{name}")
+
+
+class _NotAName(Exception):
+    """(span, the field, its value): a tool named by a value that is not a string."""
+
+
+def _name(span: Span, field: str, value: Any) -> str:
+    """A tool's name as the span's attribute `field` gives it ('' when it gives none)."""
+    if value is not None and not isinstance(value, str):
+        raise _NotAName(span, field, value)
+    return value or ""
 
 
 def _record_spans(path: Path, item: JsonRecord) -> list[Span] | InputError:
@@ -115,12 +138,14 @@ def _record_spans(path: Path, item: JsonRecord) -> list[Span] | InputError:
         attributes = span.get("attributes") if isinstance(span.get("attributes"), Mapping) else {}
         status = span.get("status")
         resource = dig(span, "resource.attributes")
+        if span.get("name") is not None and not isinstance(span["name"], str):
+            return bad(f"expected the span's name as a string, found {json_type(span['name'])}", f"spans[{i}].name")
         spans.append(Span(
-            name=str(span.get("name") or ""), trace_id=trace_id, span_id=_hex(context.get("span_id"), 16),
+            name=span.get("name") or "", trace_id=trace_id, span_id=_hex(context.get("span_id"), 16),
             parent_id=_hex(parent.get("span_id"), 16), start_ns=as_int(span.get("start_time")),
             end_ns=as_int(span.get("end_time")), attributes=dict(attributes),
             status=status.get("status_code") if isinstance(status, Mapping) else None,
-            resource=dict(resource) if isinstance(resource, Mapping) else {}))
+            resource=dict(resource) if isinstance(resource, Mapping) else {}, where=f"spans[{i}]"))
     return spans
 
 
@@ -150,13 +175,15 @@ def _otlp_spans(resource_spans: Any, bad: Any) -> list[Span] | InputError:
                 if not isinstance(trace_id, str) or not trace_id:
                     return bad(f"expected a traceId string, found {json_type(trace_id)}", at)
                 status = span.get("status")
+                if span.get("name") is not None and not isinstance(span["name"], str):
+                    return bad(f"expected the span's name as a string, found {json_type(span['name'])}", f"{at}.name")
                 spans.append(Span(
-                    name=str(span.get("name") or ""), trace_id=trace_id.lower(),
+                    name=span.get("name") or "", trace_id=trace_id.lower(),
                     span_id=_hex(span.get("spanId"), 16), parent_id=_hex(span.get("parentSpanId"), 16),
                     start_ns=_nanos(span.get("startTimeUnixNano")), end_ns=_nanos(span.get("endTimeUnixNano")),
                     attributes=_otlp_attributes(span.get("attributes")),
                     status=_otlp_status(status.get("code")) if isinstance(status, Mapping) else None,
-                    resource=resource))
+                    resource=resource, where=at))
     return spans
 
 
@@ -218,7 +245,8 @@ def _model_turn(span: Span) -> ModelTurn:
                 if not isinstance(part, Mapping):
                     continue
                 if part.get("type") == "tool_call":
-                    turn.calls.append((str(part.get("name") or ""), part.get("arguments")))
+                    turn.calls.append((_name(span, "gen_ai.output.messages", part.get("name")),
+                                       part.get("arguments")))
                 elif part.get("type") == "reasoning":
                     thoughts.append(text_of(part.get("content")))
                 elif part.get("type") == "text":
@@ -228,7 +256,7 @@ def _model_turn(span: Span) -> ModelTurn:
     output = attributes.get("gen_ai.output")
     decoded = _json(output) if attributes.get("gen_ai.output.type") == "json" else None
     if isinstance(decoded, list) and decoded and all(isinstance(c, Mapping) and "tool.name" in c for c in decoded):
-        turn.calls = [(str(c["tool.name"]), c.get("tool.args")) for c in decoded]
+        turn.calls = [(_name(span, "gen_ai.output", c["tool.name"]), c.get("tool.args")) for c in decoded]
     else:
         turn.text = output if isinstance(output, str) else None
     return turn
@@ -237,7 +265,8 @@ def _model_turn(span: Span) -> ModelTurn:
 def _tool_run(span: Span) -> ToolRun:
     attributes = span.attributes
     output = attributes.get("gen_ai.output", attributes.get("gen_ai.tool.output"))
-    return ToolRun(str(attributes.get("gen_ai.tool.name") or span.name.removeprefix("execute_tool ")),
+    return ToolRun(_name(span, "gen_ai.tool.name", attributes.get("gen_ai.tool.name"))
+                   or span.name.removeprefix("execute_tool "),
                    attributes.get("gen_ai.tool.args", attributes.get("gen_ai.tool.call.arguments")),
                    output if isinstance(output, str) or output is None else json.dumps(output, ensure_ascii=False),
                    span.started)

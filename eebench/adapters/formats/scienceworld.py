@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from eebench.adapters.base import Adapter, Episode, LoggedStep, bad_record
+from eebench.adapters.base import Adapter, Episode, LoggedStep, as_label, bad_record
 from eebench.adapters.records import head_value, json_document
 from eebench.documents import json_type
 from eebench.errors import InputError
@@ -47,11 +47,18 @@ class ScienceWorldAdapter(Adapter):
                                  field="history")
                 continue
             rows = run["history"]
-            if not all(isinstance(row, dict) and isinstance(row.get("action"), str) for row in rows):
-                yield bad_record(path, "expected each step to be an object with an `action` string", record=key,
+            if not all(isinstance(row, dict) and isinstance(row.get("action"), str)
+                       and isinstance(row.get("observation"), (str, type(None))) for row in rows):
+                yield bad_record(path, "expected each step to be an object with an `action` string (and an `observation` string)", record=key,
                                  field="history.history")
                 continue
-            task = f"scienceworld/{run.get('taskName', 'task')}/{run.get('variationIdx', key)}"
+            named = {name: run.get(name, default) for name, default in (("taskName", "task"), ("variationIdx", key))}
+            wrong = next((name for name, value in named.items() if as_label(value) is None), None)
+            if wrong is not None:   # (they name the instance: a mapping or null would be named by its repr)
+                yield bad_record(path, f"expected a string or an integer, found {json_type(named[wrong])}",
+                                 record=key, field=f"history.{wrong}")
+                continue
+            task = f"scienceworld/{named['taskName']}/{named['variationIdx']}"
             meta: dict[str, Any] = {k: run[k] for k in ("taskName", "taskDescription", "variationIdx", "fold")
                                     if isinstance(run.get(k), (str, int))}
             if rows:
