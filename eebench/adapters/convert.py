@@ -509,7 +509,7 @@ def _plan(inputs: Sequence[Path], fmt: str, report: ConvertReport,
                 report.ignored.append(str(path))
                 continue
         else:
-            require_content(path, shown.get(path, str(path)), f"a {chosen.name} log" if chosen else "an agent log")
+            require_content(path, shown.get(path, str(path)), f"{_a(chosen.name)} log" if chosen else "an agent log")
             adapter = chosen or _renamed_detect(path, shown)
         plan.append((path, adapter))
     if not plan:
@@ -735,3 +735,8 @@ def _relabel(document: dict[str, Any], episode: Episode, path: Path, name: str,
     if labels:
         document["agent"] = {**(document.get("agent") or {}), **labels}
     return document
+
+
+def _a(name: str) -> str:
+    """A format's name after its article: `a balrog`, `an atif`."""
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"

@@ -65,7 +65,8 @@ def test_an_empty_log_is_an_error_not_an_empty_success(tmp_path: Path, fmt: str)
     for content in ("", "  \n\n"):
         empty = tmp_path / "empty.json"
         empty.write_text(content)
-        with pytest.raises(InputError, match=rf"empty\.json: is empty; expected a {fmt} log"):
+        article = "an" if fmt in ("openai-chat", "openhands", "actions", "eebench", "atif") else "a"
+        with pytest.raises(InputError, match=rf"empty\.json: is empty; expected {article} {fmt} log"):
             convert(empty, tmp_path / "out.jsonl", fmt=fmt)
     listless = write_json(tmp_path / "none.json", [])
     with pytest.raises(InputError, match=r"none\.json: holds no openai-chat episode"):
