@@ -24,7 +24,28 @@ from eebench.prompts import VARIANTS as PROMPT_VARIANTS
 
 
 class _Group(click.Group):
-    """Turns eebench's errors into one line each and exit code 2; suggests close command names."""
+    """Turns eebench's errors, and click's usage errors, into one line each and exit code 2; suggests close command
+    names."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:   # (click's own standalone mode prints a usage error as four lines: usage, hint, blank, message)
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except click.UsageError as exc:
+            message = one_line(exc.format_message())
+            where = exc.ctx.command_path if exc.ctx is not None else "eebench"
+            if "--help" not in message:
+                message = f"{message.removesuffix('.')}; see `{where} --help`"
+            click.echo(f"error: {message}", err=True)
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -69,8 +90,8 @@ def option_envvar(command: str, option: click.Option) -> str:
     return f"EEBENCH_{command}_{long}".upper().replace("-", "_")
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"],
-                                           "max_content_width": 100})
+@click.group("eebench", cls=_Group, context_settings={"help_option_names": ["-h", "--help"],
+                                                      "max_content_width": 100})
 @click.version_option(__version__, prog_name="eebench")
 def main() -> None:
     """Measure how LLM agents explore and exploit, offline, from their trajectories.

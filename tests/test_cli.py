@@ -91,7 +91,20 @@ def test_schema_of_an_unknown_kind(cli: Any, kind: str, close: str) -> None:
 
 def test_an_unknown_command_suggests_a_close_one(cli: Any) -> None:
     result = cli("generat", code=2)
-    assert "Error: no command 'generat' (did you mean 'generate'?); see `eebench --help`" in result.stderr
+    assert result.stderr == "error: no command 'generat' (did you mean 'generate'?); see `eebench --help`\n"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["convert", "x.json", "--format", "atif"],
+     "No such option '--format'. (Did you mean one of: '--from', '--out', '--prompt'?); see `eebench convert --help`"),
+    (["query"], "Missing argument 'SQL'; see `eebench query --help`"),
+    (["list", "--bogus"], "No such option '--bogus'; see `eebench list --help`"),
+    (["grade", "x.jsonl", "--workers", "two"], "Invalid value for '--workers': 'two' is not a count of processes "
+                                               "(0 or auto: one per core); see `eebench grade --help`"),
+])
+def test_a_usage_error_is_one_line_with_exit_code_2(cli: Any, args: list[str], message: str) -> None:
+    # click alone prints four lines (usage, hint, a blank line, the message)
+    assert cli(*args, code=2).stderr == f"error: {message}\n"
 
 
 # -- generate ----------------------------------------------------------------------------------------

@@ -213,7 +213,7 @@ def test_workers_option(cli, bench: Path, tmp_path: Path, small_pieces) -> None:
     assert not (tmp_path / "bad.duckdb").exists()
     for value in ("-1", "two", "1.5"):
         bad = cli("grade", runs, "--bench", bench, "--workers", value, code=2)
-        assert f"Error: Invalid value for '--workers': '{value}' is not a count of processes" in bad.stderr
+        assert f"error: Invalid value for '--workers': '{value}' is not a count of processes" in bad.stderr
     ray = cli("grade", runs, "--bench", bench, "--engine", "ray", "--out", tmp_path / "o", "--workers", "2", code=2)
     assert "--workers goes with --engine local" in ray.stderr
     assert resolve_workers(0) == len(os.sched_getaffinity(0)) and resolve_workers(3) == 3
