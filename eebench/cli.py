@@ -23,6 +23,9 @@ from eebench.errors import EebenchError, InputError, one_line, quote
 from eebench.prompts import VARIANTS as PROMPT_VARIANTS
 
 
+_HELP_FOR_NO_ARGS = getattr(click.exceptions, "NoArgsIsHelpError", ())   # (click 8.2 on; before, help and exit 0)
+
+
 class _Group(click.Group):
     """Turns eebench's errors, and click's usage errors, into one line each and exit code 2; suggests close command
     names."""
@@ -32,6 +35,9 @@ class _Group(click.Group):
             return super().main(*args, standalone_mode=False, **kwargs)
         try:   # (click's own standalone mode prints a usage error as four lines: usage, hint, blank, message)
             code = super().main(*args, standalone_mode=False, **kwargs)
+        except _HELP_FOR_NO_ARGS as exc:   # `eebench` alone: the help, as click prints it
+            exc.show()
+            sys.exit(exc.exit_code)
         except click.UsageError as exc:
             message = one_line(exc.format_message())
             where = exc.ctx.command_path if exc.ctx is not None else "eebench"

@@ -107,6 +107,13 @@ def test_a_usage_error_is_one_line_with_exit_code_2(cli: Any, args: list[str], m
     assert cli(*args, code=2).stderr == f"error: {message}\n"
 
 
+def test_eebench_alone_prints_its_help(cli: Any) -> None:
+    shown = cli(code=None)
+    assert shown.exit_code in (0, 2)   # (click 8.2 exits 2)
+    assert (shown.stdout + shown.stderr).startswith("Usage: eebench [OPTIONS] COMMAND [ARGS]...\n")
+    assert "Start here:" in shown.stdout + shown.stderr
+
+
 # -- generate ----------------------------------------------------------------------------------------
 
 def test_generate_a_shipped_suite(cli: Any, tmp_path: Path) -> None:
