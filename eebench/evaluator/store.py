@@ -626,8 +626,8 @@ def _ddl(table: str, columns: Iterable[Column]) -> str:
         for c in columns) + ")"
 
 
-# The compression of each number column of the narrow tables, named so that DuckDB does not analyze each column of
-# each row group to choose one (the steps' writing took 10% less CPU; the methods are those it chose for main-suite
+# The compression of each number column of storage.steps, named so that DuckDB does not analyze each column of each
+# row group to choose one (the steps' writing took 10% less CPU; the methods are those it chose for main-suite
 # steps, and the file is as large). Texts are left to DuckDB, and so is every column of the other tables.
 _RUNS = ("trajectory_key", "case_id", "episode", "ecc")   # long runs of one value: run-length encoded
 COMPRESSION = {f"{STORAGE}.steps": {c.name: "rle" if c.name in _RUNS else "bitpacking"
