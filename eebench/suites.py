@@ -129,6 +129,8 @@ class Suite:
     members: tuple[PresetMember | InstanceMember, ...]
     presets: dict[str, Preset] = field(default_factory=dict)
     document: dict[str, Any] | None = None  # the suite/1 document it was read from, if any
+    file: str | None = None  # the suite/1 or generator/1 file it was read from, if any
+    defined: frozenset[str] = frozenset()  # the presets that file defines (under `presets`)
 
     def _prefix(self) -> str:
         return f"{self.name}/" if self.name else ""
@@ -148,15 +150,25 @@ class Suite:
 
     def instances(self) -> Iterator[Any]:
         """Materialize every instance, in the order the suite lists them (each by its world kind's generator)."""
-        for member in self.members:
+        for i, member in enumerate(self.members):
             if isinstance(member, PresetMember):
-                for name in member.presets:
+                for j, name in enumerate(member.presets):
                     preset = self.presets[name]
                     generate = kind_of(preset).generate_instance
                     for seed in member.seeds:
-                        yield generate(preset, seed, f"{self._prefix()}{name}/seed-{seed}")
+                        try:
+                            instance = generate(preset, seed, f"{self._prefix()}{name}/seed-{seed}")
+                        except InputError as exc:   # a preset that cannot be made: located in the spec's file
+                            raise self._located(exc, f"presets.{name}" if name in self.defined
+                                                else f"members[{i}].presets[{j}]") from None
+                        yield instance
             else:
                 yield from self._hand_made(member)
+
+    def _located(self, exc: InputError, where: str) -> InputError:
+        if self.file is None:   # presets named on the command line: the message names the preset
+            return exc
+        return InputError(Problem(self.file, None, where, p) if isinstance(p, str) else p for p in exc.problems)
 
     def _hand_made(self, member: InstanceMember) -> Iterator[Any]:
         loaded = load_instance(member.path)
@@ -208,7 +220,7 @@ def load_suite(path: Path | str, *, shipped: bool = False) -> Suite:
             if "symbolic" in raw.get("variants", ()) and not shipped:   # (the shipped suites are tested whole)
                 problems += _no_twin(path, file, f"members[{i}].variants")
             members.append(InstanceMember(name, path, tuple(raw["variants"]) if "variants" in raw else None))
-    suite = Suite(doc["name"], tuple(members), used, doc)
+    suite = Suite(doc["name"], tuple(members), used, doc, file, frozenset(inline))
     if not problems:
         ids = suite.instance_ids()
         dupes = sorted(i for i, n in collections.Counter(ids).items() if n > 1)  # linear: a suite may list 10^5 seeds
@@ -240,9 +252,10 @@ def _no_twin(path: Path, file: str, where: str) -> list[Problem]:
                                        f"{', '.join(sorted(with_names))} instances do)")]
 
 
-def presets_suite(presets: dict[str, Preset], seeds: list[int]) -> Suite:
-    """Presets x seeds without a suite: ids are '<preset>/seed-<n>'."""
-    return Suite(None, (PresetMember(tuple(presets), tuple(seeds)),), dict(presets))
+def presets_suite(presets: dict[str, Preset], seeds: list[int], file: str | None = None) -> Suite:
+    """Presets x seeds without a suite: ids are '<preset>/seed-<n>'; `file`: the generator/1 file defining them."""
+    return Suite(None, (PresetMember(tuple(presets), tuple(seeds)),), dict(presets), file=file,
+                 defined=frozenset(presets) if file is not None else frozenset())
 
 
 def resolve_spec(spec: str, seeds: list[int] | None = None) -> Suite:
@@ -254,7 +267,7 @@ def resolve_spec(spec: str, seeds: list[int] | None = None) -> Suite:
             _no_seeds(seeds, spec)
             return load_suite(path)
         if kind == "generator":
-            return presets_suite(load_presets(path), seeds or [0])
+            return presets_suite(load_presets(path), seeds or [0], spec)
         raise InputError.at(spec, f"expected a suite or generator spec, found {kind}/{version}", field="eebench")
     if spec in shipped_suites():
         _no_seeds(seeds, spec)

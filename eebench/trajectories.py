@@ -32,6 +32,9 @@ from eebench.errors import InputError, Problem
 from eebench.long_lines import StepList, loads_long
 
 KIND = "trajectory/1"
+# the fields the grader reads that the schema types without null, and what they expect
+_NOT_NULL = {"instance_sha256": "64 lowercase hex digits", "env": "one of grid_dag, rooms, logged, or no env",
+             "agent": "a mapping"}
 EMPTY_EXPECTED = "trajectory/1 records (`eebench convert` makes them from agents' logs)"
 AGENT_LABELS = ("name", "model", "prompt", "harness")
 _STEP_TYPES = frozenset({dict})
@@ -185,6 +188,9 @@ def check_trajectory(record: Record) -> dict[str, Any]:
             raise fail(name, "missing required field")
         if not isinstance(value, str) or not value:
             raise fail(name, f"expected a non-empty string, found {json_type(value)}")
+    for name, expected in _NOT_NULL.items():   # read by the grader: given, the schema allows no null (validate)
+        if name in doc and doc[name] is None:
+            raise fail(name, f"expected {expected}, found null")
     sha = doc.get("instance_sha256")
     if sha is not None and (not isinstance(sha, str) or len(sha) != 64):
         raise fail("instance_sha256", "expected 64 hex digits")

@@ -423,9 +423,10 @@ def test_a_budget_no_map_can_meet_is_refused_and_nothing_is_left(cli: Any, tmp_p
     spec.write_text("eebench: generator/1\nenv: grid_dag\npresets:\n"
                     "  broke: {dag: {n_nodes: 6}, map: {density: 0.1, corridor_width: [1, 1]}, budget_alpha: 0.05}\n",
                     "utf-8")
+    # located as every other problem of a spec: its file and the preset's field path
     assert_errors(cli("generate", spec, "--out", tmp_path / "new/sub/o", code=None),
-                  "preset 'broke', seed 0: in 200 maps the task never fits the budget; raise budget_alpha or the "
-                  "corridor width")
+                  f"{spec}: presets.broke: preset 'broke', seed 0: in 200 maps the task never fits the budget; raise "
+                  "budget_alpha or the corridor width")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.yaml"]
 
 
@@ -564,8 +565,8 @@ def test_publish_and_verify_bad_input_is_one_line_and_nothing_is_written(cli: An
                     "utf-8")
     for target in (out, tmp_path / "out/b.tar.gz"):  # fails after the first instance: nothing is left of it
         assert_errors(cli("publish", spec, "--version", "1.0.0", "--out", target, code=None),
-                      "preset 'broke', seed 0: in 200 maps the task never fits the budget; raise budget_alpha or the "
-                      "corridor width")
+                      f"{spec}: presets.broke: preset 'broke', seed 0: in 200 maps the task never fits the budget; "
+                      "raise budget_alpha or the corridor width")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]
     cli("generate", "high-small", "--out", tmp_path / "g")
     assert_errors(cli("verify", tmp_path / "g", code=None),

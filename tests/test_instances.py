@@ -102,8 +102,9 @@ def test_prerequisites_must_not_form_a_cycle(nodes: list, cycle: str) -> None:
 
 
 def test_a_long_chain_of_prerequisites_validates_and_its_cycle_is_found() -> None:
-    # 1500 nodes in a chain, named so that the depth-first search starts from the goal at the far end
-    n = 1500
+    # 1000 nodes (the most an instance may have, beyond Python's recursion limit) in a chain, named so that the
+    # depth-first search starts from the goal at the far end
+    n = 1000
     name = [f"N{n - 1 - i:04d}" for i in range(n)]
     nodes = [(name[i], [i % 100, 1 + i // 100], [[name[i - 1]]] if i else []) for i in range(n)]
     doc = instance_doc(["." * 100] * 16, [0, 0], nodes, name[-1])

@@ -272,6 +272,27 @@ def test_a_budget_of_2_31_or_more_is_refused_by_validate_and_grade(cli, tmp_path
     assert not db.exists()
 
 
+def _many_nodes(n: int) -> dict:
+    """A 100 x 100 open map with n - 1 primitive nodes, all required by the goal."""
+    cells = [[x, y] for y in range(100) for x in range(100)][1:]
+    nodes = [{"id": f"n{i}", "pos": cells[i], "requires": []} for i in range(n - 1)]
+    nodes.append({"id": "G", "pos": cells[n - 1], "requires": [[f"n{i}" for i in range(n - 1)]]})
+    return {"map": ["." * 100] * 100, "start": [0, 0], "nodes": nodes, "goal": "G", "budget": 100_000}
+
+
+def test_an_instance_of_more_than_1000_nodes_is_refused_by_validate_and_grade(cli, tmp_path: Path) -> None:
+    # grading prepares per-node tables of quadratic cost: 9,999 nodes took minutes to grade two steps
+    folder = tmp_path / "bench"
+    path = instance_file(folder / "t", "corridor.json", **_many_nodes(1001))
+    refused(cli("validate", path, code=None), path, "nodes: expected at most 1000 item(s), found 1001")
+    runs = write_jsonl(tmp_path / "runs.jsonl", [trajectory("a", ["right", "down"])])
+    db = tmp_path / "r.duckdb"
+    refused(cli("grade", runs, "--bench", folder, "--db", db, code=None), path, "nodes: expected at most 1000 item")
+    assert not db.exists()
+    instance_file(folder / "t", "corridor.json", **_many_nodes(1000))   # the limit itself is graded
+    cli("grade", runs, "--bench", folder, "--db", db)
+
+
 def test_grade_skip_invalid_when_every_record_of_a_chunk_is_skipped(cli, bench: Path, tmp_path: Path) -> None:
     # trajectories of another bench: more than a chunk of them before the one that grades
     foreign = [trajectory(f"x{i}", ["up"], instance="other/bench") for i in range(300)]

@@ -82,6 +82,10 @@ def change(**changes: Any) -> dict[str, Any]:
     (change(instance_sha256="abc"), "instance_sha256", "expected 64 hex digits"),
     (change(agent="gpt"), "agent", "expected a mapping, found a string"),
     (change(agent={"model": 4}), "agent.model", "expected a string, found an integer"),
+    # given as null, the fields the grader reads are refused as validate refuses them (it graded them as absent)
+    (change(agent=None), "agent", "expected a mapping, found null"),
+    (change(env=None), "env", "expected one of grid_dag, rooms, logged, or no env, found null"),
+    (change(instance_sha256=None), "instance_sha256", "expected 64 lowercase hex digits, found null"),
     (change(steps=KeyError), "steps", "missing required field"),
     (change(steps={"action": "up"}), "steps", "expected a list, found a mapping"),
     (change(steps=[{"action": "up"}, "up"]), "steps[1]", "expected a mapping with an action, found a string"),
