@@ -24,6 +24,7 @@ from eebench import __version__
 from eebench.archives import ARCHIVE_SUFFIXES, archive_suffix, read_archive, write_archive, write_tree
 from eebench.documents import (
     atomic_directory,
+    canonical_json,
     decode_utf8,
     document_kind,
     expect_kind,
@@ -37,7 +38,15 @@ from eebench.documents import (
     sha256_hex,
 )
 from eebench.errors import InputError, Problem, did_you_mean, one_of
-from eebench.instances import INDEX_FILE, Bench, InstanceLibrary, LoadedInstance, instance_files, load_instance
+from eebench.instances import (
+    INDEX_FILE,
+    Bench,
+    InstanceLibrary,
+    LoadedInstance,
+    check_instance_document,
+    instance_files,
+    load_instance,
+)
 from eebench.suites import Suite, load_suite, resolve_spec, shipped_suites, specs_root
 from eebench.world.kinds import WorldKind, kind_of
 
@@ -357,10 +366,32 @@ def file_problems(bundle: BundleFiles, manifest: dict[str, Any]) -> list[Problem
         elif (found := _sha256(bundle.files[member])) != entry["sha256"]:
             problems.append(Problem(where, None, None, f"changed (sha256 {found[:12]}..., {MANIFEST_FILE} lists "
                                                        f"{entry['sha256'][:12]}...)"))
+        elif entry is not manifest["card"]:
+            problems += _instance_problems(bundle.files[member], entry["id"], where)
     known = {MANIFEST_FILE} | {entry["path"] for entry in listed}
     for member in sorted((bundle.files.keys() | bundle.odd.keys()) - known):
         problems.append(Problem(bundle.where(member), None, None, f"extra (not listed in {MANIFEST_FILE})"))
     return problems
+
+
+def _instance_problems(data: bytes, instance_id: str, where: str) -> list[Problem]:
+    """A listed instance file, its sha256 as listed, must also be what publish writes: the canonical JSON of a valid
+    instance of the listed id (a manifest digested again over other bytes is not a bundle of instances)."""
+    try:
+        doc = loads_json(data)
+        if not isinstance(doc, dict):
+            return [Problem(where, None, None, "changed (not an instance document)")]
+        instance = check_instance_document(doc, where)
+    except ValueError as exc:
+        return [Problem(where, None, None, f"changed (not JSON: {exc})")]
+    except InputError as exc:
+        return [p for p in exc.problems if isinstance(p, Problem)]
+    if instance.id != instance_id:
+        return [Problem(where, None, "id", f"expected {instance_id!r} (as {MANIFEST_FILE} lists it), "
+                                           f"found {instance.id!r}")]
+    if canonical_json(doc) != data:
+        return [Problem(where, None, None, "changed (not the instance's canonical JSON, the form eebench writes)")]
+    return []
 
 
 def verify_bundle(path: Path, cited: str | None = None) -> Bundle:

@@ -324,6 +324,39 @@ def test_verify_reports_each_changed_missing_and_extra_file(tmp_path: Path, tiny
         verify_bundle(out)
 
 
+def test_a_listed_instance_must_be_a_valid_instance_as_publish_writes_it_even_when_its_sha256_is_listed(
+        tmp_path: Path, tiny: Path) -> None:
+    # a manifest whose listed sha256 and digest were made again over other bytes: grade --bench would fail on it
+    def forged(name: str, edit: Any) -> tuple[Path, list[Path]]:
+        out = tmp_path / name
+        manifest = publish(str(tiny), "1.0.0", out).bundle.manifest
+        paths = [out / e["path"] for e in manifest["instances"]]
+        edit(paths)
+        for entry, path in zip(manifest["instances"], paths):
+            entry["sha256"] = sha256_hex_bytes(path.read_bytes())
+        manifest["digest"] = bundle_digest(manifest)
+        (out / MANIFEST_FILE).write_bytes(readable_json(manifest))
+        return out, paths
+
+    out, (first, _) = forged("empty", lambda paths: paths[0].write_text('{"eebench": "instance/1"}', "utf-8"))
+    with pytest.raises(InputError, match=rf"{re.escape(str(first))}: env: missing required field"):
+        verify_bundle(out)
+    out, (first, _) = forged("indented", lambda paths: paths[0].write_text(
+        json.dumps(json.loads(paths[0].read_text("utf-8")), indent=1), "utf-8"))
+    with pytest.raises(InputError, match=exactly(
+            f"{first}: changed (not the instance's canonical JSON, the form eebench writes)",
+            f"{out}: verification failed (1 problem)")):
+        verify_bundle(out)
+
+    def swap(paths: list[Path]) -> None:
+        one, two = (p.read_bytes() for p in paths)
+        paths[0].write_bytes(two)
+        paths[1].write_bytes(one)
+    out, _ = forged("swapped", swap)
+    with pytest.raises(InputError, match=r": id: expected '.+' \(as manifest.json lists it\), found '.+'"):
+        verify_bundle(out)
+
+
 def test_a_link_in_place_of_a_listed_file_is_not_followed(tmp_path: Path, tiny: Path) -> None:
     out = tmp_path / "b"
     publish(str(tiny), "1.0.0", out)
