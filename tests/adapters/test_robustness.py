@@ -300,6 +300,14 @@ def test_a_null_trial_is_no_trial(tmp_path: Path) -> None:
                     "integer"),
     ("openhands", "openhands_events/openhands_trajectory.json", (4, "source"), 1,
      "record 4: source: expected the event's source (agent, user or environment), found an integer"),
+    ("openhands", "openhands_events/openhands_trajectory.json", (4, "timestamp"), 1760076638,
+     "record 4: timestamp: expected a string or null, found an integer"),
+    ("langsmith", "langsmith/langsmith_py_wrap_openai_reasoning.json", ("patch", 0, "outputs", "choices", 0, "message",
+     "content"), 5, "record 0: patch[0].outputs.choices[0].message.content: expected a string, a list of parts or "
+                    "null, found an integer"),
+    ("otel", "otel_genai/any-agent_OPENAI_trace.json", ("spans", 4, "attributes", "gen_ai.output"), {"steps": []},
+     "record 0: spans[4].attributes.gen_ai.output: expected the model's output as a string (or a list of tool "
+     "calls), found a mapping"),
 ])
 def test_step_content_of_the_wrong_type_is_refused_not_dropped(
         cli, agent_logs: Path, tmp_path: Path, fmt: str, source: str, where: tuple, value: Any, said: str) -> None:
@@ -313,12 +321,19 @@ def test_step_content_of_the_wrong_type_is_refused_not_dropped(
     assert not out.exists()
 
 
-def test_a_scienceworld_observation_of_the_wrong_type_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("step, said", [
+    ({"action": "look around", "observation": {"text": "ok"}}, r"\[1\]\.observation: expected a string or null, "
+                                                               r"found a mapping"),
+    ({"action": "look around", "observation": "ok", "freelook": ["kitchen"]},   # (it sets the step before's state)
+     r"\[1\]\.freelook: expected a string or null, found a list"),
+    ({"action": 5, "observation": "ok"}, r"\[1\]\.action: expected a string, found an integer"),
+    ("look around", r"\[1\]: expected a step object, found a string"),
+])
+def test_a_scienceworld_step_field_of_the_wrong_type_is_refused(tmp_path: Path, step: Any, said: str) -> None:
     history = {"3": {"episodeIdx": 3, "history": {"taskName": "boil", "variationIdx": 3, "history": [
-        {"action": "look around", "observation": {"text": "ok"}, "freelook": "This room is called the kitchen."}]}}}
+        {"action": "open door", "observation": "ok", "freelook": "This room is called the hallway."}, step]}}}
     log = write_json(tmp_path / "task1.json", history)
-    with pytest.raises(InputError, match=r"task1\.json: record 3: history\.history: expected each step to be an object "
-                                         r"with an `action` string \(and an `observation` string\)"):
+    with pytest.raises(InputError, match=r"task1\.json: record 3: history\.history" + said):
         convert(log, tmp_path / "out.jsonl", fmt="scienceworld")
 
 

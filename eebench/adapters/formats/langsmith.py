@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from eebench.adapters.base import Adapter, Episode, as_int, count_problem, dig, listed, ms_between, text_of
-from eebench.adapters.chat import ModelTurn, ToolRun, call_parts, reasoning_of, traced_steps, visible_text
+from eebench.adapters.chat import (ModelTurn, ToolRun, call_parts, message_problem, reasoning_of, traced_steps,
+                                   visible_text)
 from eebench.adapters.records import JsonRecord, bad_item, grouped_records
 from eebench.documents import json_type
 from eebench.errors import InputError
@@ -93,6 +94,11 @@ def _runs(path: Path, group: list[JsonRecord]) -> list[Mapping[str, Any]] | Inpu
     for run_id, run in runs.items():   # what a model turn reads, checked where the record set it
         if run.get("run_type") != "llm":
             continue
+        at, message = _message(run.get("outputs") if isinstance(run.get("outputs"), Mapping) else {})
+        shape = message_problem(message)
+        if shape is not None:   # (a content of another type was a step with no text; a call named by a list, its repr)
+            item, where = origins[run_id]["outputs"]
+            return bad_item(path, item, shape[1], f"{where}.{at}.{shape[0]}")
         for name, value in _counts(run):
             problem = count_problem(value)
             if problem is not None:   # (a count of another type was no count, silently)

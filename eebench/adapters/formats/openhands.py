@@ -126,8 +126,11 @@ class _Stream:
         keys = DEFINING.get(kind) or tuple(k for k in args if k != "thought")
         defining = {k: args[k] for k in keys if not _empty(args.get(k))}
         thought = args.get("thought") if isinstance(args.get("thought"), str) and args.get("thought") else None
-        step = LoggedStep(call=(kind, defining), reasoning=thought,
-                          timestamp=event["timestamp"] if isinstance(event.get("timestamp"), str) else None)
+        timestamp = event.get("timestamp")
+        if not isinstance(timestamp, (str, type(None))):   # (the step's time was dropped unread)
+            raise bad_record(self.path, f"expected a string or null, found {json_type(timestamp)}", record=index,
+                             field="timestamp")
+        step = LoggedStep(call=(kind, defining), reasoning=thought, timestamp=timestamp)
         metadata = event.get("tool_call_metadata")
         response = dig(metadata, "model_response")
         if not isinstance(response, Mapping):

@@ -265,8 +265,11 @@ def _model_turn(span: Span) -> ModelTurn:
     decoded = _json(output) if attributes.get("gen_ai.output.type") == "json" else None
     if isinstance(decoded, list) and decoded and all(isinstance(c, Mapping) and "tool.name" in c for c in decoded):
         turn.calls = [(_name(span, "gen_ai.output", c["tool.name"]), c.get("tool.args")) for c in decoded]
-    else:
-        turn.text = output if isinstance(output, str) else None
+    elif isinstance(output, (str, type(None))):
+        turn.text = output
+    else:   # (the model's answer was dropped unread: a step with no text, or none)
+        raise _Refused(span, "gen_ai.output", f"expected the model's output as a string (or a list of tool calls), "
+                                              f"found {json_type(output)}")
     return turn
 
 
