@@ -252,6 +252,13 @@ def _usage_bounds() -> dict[str, tuple[tuple[type, ...], float, float]]:
     """Each usage field's rule as the types and bounds a step's value is checked against fast."""
     return {key: ((int,) if "integer" in rule["type"] else (int, float), rule.get("minimum", -math.inf),
                   rule.get("maximum", math.inf)) for key, rule in _usage_rules().items()}
+
+
+def usage_bound(key: str) -> float:
+    """The trajectory schema's maximum of a step's usage field (`tokens_in`, `tokens_out`, `latency_ms`)."""
+    return _usage_bounds()[key][2]
+
+
 _BIGINT_LIMIT = 1 << 63
 
 

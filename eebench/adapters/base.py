@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from eebench.documents import found
 from eebench.errors import InputError, Problem
+from eebench.trajectories import usage_bound
 
 if TYPE_CHECKING:
     from eebench.adapters.actions import ActionReader
@@ -156,8 +158,24 @@ def as_label(value: Any) -> str | None:
     return str(value) if isinstance(value, str) or isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def count_problem(value: Any) -> str | None:
+    """What is wrong with a token count as a log gives it (`expected ..., found ...`), or None when it is one: a
+    non-negative integer (or a number without a fraction, as some writers put it) within the trajectory schema's
+    bound, or null (no count, where the format allows none). The one rule of every format's counts, per step and in
+    totals: a string, a list, a boolean, a negative or fractional number is refused, never read as no count."""
+    if value is None:
+        return None
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0
+            or isinstance(value, float) and not value.is_integer()):
+        return f"expected a token count (an integer >= 0), {found(value)}"
+    if value > usage_bound("tokens_in"):   # the schema's: what `validate` accepts of a step
+        return f"expected a token count <= {usage_bound('tokens_in')} (the trajectory schema's bound), {found(value)}"
+    return None
+
+
 def as_int(value: Any) -> int | None:
-    """A token count when the log has a non-negative integer, else None (never a made-up zero)."""
+    """A token count when the log has a non-negative integer, else None (never a made-up zero). Check it with
+    `count_problem` first: a count of the wrong type is refused, not read as None."""
     if type(value) is int:
         return value if value >= 0 else None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:

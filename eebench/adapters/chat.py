@@ -19,8 +19,9 @@ from typing import Annotated, Any
 import msgspec
 
 from eebench.adapters.actions import ActionReader, render_call
-from eebench.adapters.base import LoggedStep, as_int, text_of
+from eebench.adapters.base import LoggedStep, as_int, count_problem, text_of
 from eebench.documents import json_type
+from eebench.trajectories import usage_bound
 
 
 def reasoning_of(message: Mapping[str, Any]) -> str | None:
@@ -48,14 +49,34 @@ def visible_text(content: Any) -> str | None:
     return text_of(content)
 
 
+_USAGE_KEYS = (("prompt_tokens", "input_tokens"), ("completion_tokens", "output_tokens"))   # (in, out): either name
+
+
 def usage_of(message: Mapping[str, Any]) -> tuple[int | None, int | None]:
-    """(tokens in, tokens out) of a message that carries a `usage` (raw completions), else (None, None)."""
+    """(tokens in, tokens out) of a message that carries a `usage` (raw completions), else (None, None). Check it
+    with `usage_problem` first."""
     usage = message.get("usage")
     if type(usage) is not dict:
         return None, None
     tokens_in = as_int(usage.get("prompt_tokens", usage.get("input_tokens")))
     tokens_out = as_int(usage.get("completion_tokens", usage.get("output_tokens")))
     return tokens_in, tokens_out
+
+
+def usage_problem(message: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(field, what was expected and found) for a `usage` that is not an object or null, or a count in it that
+    `usage_of` reads and `count_problem` refuses; None when its counts are counts or absent."""
+    usage = message.get("usage")
+    if usage is None:
+        return None
+    if type(usage) is not dict:
+        return "usage", f"expected an object or null, found {json_type(usage)}"
+    for names in _USAGE_KEYS:
+        name = names[0] if names[0] in usage else names[1]
+        problem = count_problem(usage.get(name))
+        if problem is not None:
+            return f"usage.{name}", problem
+    return None
 
 
 # What a message's fields must be for its step to be read (a number as `content` would be a step with no action)
@@ -73,7 +94,7 @@ def message_problem(message: Mapping[str, Any]) -> tuple[str, str] | None:
         function = call.get("function", call.get("name")) if isinstance(call, dict) else None
         if not (isinstance(function, str) or isinstance(function, dict) and isinstance(function.get("name"), str)):
             return f"tool_calls[{k}]", "expected a call naming its function (`function.name`)"
-    return None
+    return usage_problem(message) if "usage" in message else None
 
 
 def messages_problem(messages: list[Any], key: str = "messages") -> tuple[str, str] | None:
@@ -176,8 +197,9 @@ class ChatCall(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     type: str | None = None
 
 
-# a count that as_int keeps as it is; a negative one (unknown, for as_int) leaves its record to the exact path
-TokenCount = Annotated[int, msgspec.Meta(ge=0)]
+# a count that count_problem accepts as it is; any other (negative, above the schema's bound) leaves its record to
+# the exact path, which refuses it
+TokenCount = Annotated[int, msgspec.Meta(ge=0, le=int(usage_bound("tokens_in")))]
 
 
 class ChatUsage(msgspec.Struct, forbid_unknown_fields=True, gc=False):

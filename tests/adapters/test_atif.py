@@ -106,8 +106,8 @@ def test_bad_atif_documents_are_located(tmp_path: Path) -> None:
                    r"\(system, user or agent\), found an integer", instance="x", env="logged")
     log = write_json(tmp_path / "tokens.json", atif([{"source": "agent", "message": "ls",
                                                       "metrics": {"prompt_tokens": "100"}}]))
-    assert_refused(log, tmp_path / "out.jsonl", r": record 0: steps\[0\]: expected metrics\.prompt_tokens to be a "
-                   r"count >= 0, found a string", instance="x", env="logged")
+    assert_refused(log, tmp_path / "out.jsonl", r": record 0: steps\[0\]\.metrics\.prompt_tokens: expected a token "
+                   r"count \(an integer >= 0\), found a string", instance="x", env="logged")
     log = write_json(tmp_path / "version.json", {**atif([]), "schema_version": 2})
     assert_refused(log, tmp_path / "out.jsonl",
                    r": record 0: schema_version: expected an ATIF schema_version such as 'ATIF-v1\.5', found 2",

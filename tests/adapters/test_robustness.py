@@ -300,6 +300,14 @@ def test_a_null_trial_is_no_trial(tmp_path: Path) -> None:
                     "integer"),
     ("openhands", "openhands_events/openhands_trajectory.json", (4, "source"), 1,
      "record 4: source: expected the event's source (agent, user or environment), found an integer"),
+    ("openhands", "openhands_events/openhands_trajectory.json", (4, "timestamp"), 1760076638,
+     "record 4: timestamp: expected a string or null, found an integer"),
+    ("langsmith", "langsmith/langsmith_py_wrap_openai_reasoning.json", ("patch", 0, "outputs", "choices", 0, "message",
+     "content"), 5, "record 0: patch[0].outputs.choices[0].message.content: expected a string, a list of parts or "
+                    "null, found an integer"),
+    ("otel", "otel_genai/any-agent_OPENAI_trace.json", ("spans", 4, "attributes", "gen_ai.output"), {"steps": []},
+     "record 0: spans[4].attributes.gen_ai.output: expected the model's output as a string (or a list of tool "
+     "calls), found a mapping"),
 ])
 def test_step_content_of_the_wrong_type_is_refused_not_dropped(
         cli, agent_logs: Path, tmp_path: Path, fmt: str, source: str, where: tuple, value: Any, said: str) -> None:
@@ -313,10 +321,100 @@ def test_step_content_of_the_wrong_type_is_refused_not_dropped(
     assert not out.exists()
 
 
-def test_a_scienceworld_observation_of_the_wrong_type_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("step, said", [
+    ({"action": "look around", "observation": {"text": "ok"}}, r"\[1\]\.observation: expected a string or null, "
+                                                               r"found a mapping"),
+    ({"action": "look around", "observation": "ok", "freelook": ["kitchen"]},   # (it sets the step before's state)
+     r"\[1\]\.freelook: expected a string or null, found a list"),
+    ({"action": 5, "observation": "ok"}, r"\[1\]\.action: expected a string, found an integer"),
+    ("look around", r"\[1\]: expected a step object, found a string"),
+])
+def test_a_scienceworld_step_field_of_the_wrong_type_is_refused(tmp_path: Path, step: Any, said: str) -> None:
     history = {"3": {"episodeIdx": 3, "history": {"taskName": "boil", "variationIdx": 3, "history": [
-        {"action": "look around", "observation": {"text": "ok"}, "freelook": "This room is called the kitchen."}]}}}
+        {"action": "open door", "observation": "ok", "freelook": "This room is called the hallway."}, step]}}}
     log = write_json(tmp_path / "task1.json", history)
-    with pytest.raises(InputError, match=r"task1\.json: record 3: history\.history: expected each step to be an object "
-                                         r"with an `action` string \(and an `observation` string\)"):
+    with pytest.raises(InputError, match=r"task1\.json: record 3: history\.history" + said):
         convert(log, tmp_path / "out.jsonl", fmt="scienceworld")
+
+
+COUNT = "expected a token count (an integer >= 0), found"
+MINI = "mini_swe_agent/mini-swe-agent-trajectory.json"
+OTEL = "otel_genai/any-agent_OPENAI_trace.json"
+LANGSMITH = "langsmith/langsmith_py_wrap_openai_reasoning.json"
+OPENHANDS = "openhands_events/openhands_trajectory.json"
+RESPONSES = "openai_responses/nemo-gym_openenv_example_rollouts.jsonl"
+INSPECT = "inspect_ai/2025-05-12T20-27-36-04-00_browser.trimmed.json"
+SWE = "swe_agent/6e44b9__sweagenttestrepo-1c2844.traj"
+TERMINUS = "atif/terminus-2__hello-world-invalid-json.trajectory.json"
+
+
+@pytest.mark.parametrize("fmt, source, where, value, said", [
+    ("mini-swe-agent", MINI, ("messages", 2, "extra", "response", "usage", "prompt_tokens"), "752",
+     f'record 0: messages[2].extra.response.usage.prompt_tokens: {COUNT} a string "752"'),
+    ("mini-swe-agent", MINI, ("messages", 2, "extra", "response", "usage"), [752],
+     "record 0: messages[2].extra.response.usage: expected an object or null, found a list"),
+    ("otel", OTEL, ("spans", 0, "attributes", "gen_ai.usage.input_tokens"), -3,
+     f"record 0: spans[0].attributes.gen_ai.usage.input_tokens: {COUNT} an integer -3"),
+    ("otel", OTEL, ("spans", 0, "attributes", "gen_ai.usage.output_tokens"), 16.5,
+     f"record 0: spans[0].attributes.gen_ai.usage.output_tokens: {COUNT} a number 16.5"),
+    ("langsmith", LANGSMITH, ("patch", 0, "outputs", "usage_metadata", "output_tokens"), True,
+     f"record 0: patch[0].outputs.usage_metadata.output_tokens: {COUNT} a boolean true"),
+    ("langsmith", LANGSMITH, ("patch", 0, "outputs", "usage_metadata", "output_token_details", "reasoning"), "2048",
+     f'record 0: patch[0].outputs.usage_metadata.output_token_details.reasoning: {COUNT} a string "2048"'),
+    ("openhands", OPENHANDS, (4, "tool_call_metadata", "model_response", "usage", "completion_tokens"), [1042],
+     f"record 4: tool_call_metadata.model_response.usage.completion_tokens: {COUNT} a list [1042]"),
+    ("openhands", OPENHANDS, (6, "llm_metrics", "accumulated_token_usage", "prompt_tokens"), "5863",
+     f'record 6: llm_metrics.accumulated_token_usage.prompt_tokens: {COUNT} a string "5863"'),
+    ("openai-responses", RESPONSES, (0, "response", "usage", "input_tokens"), "1084",
+     f'1: response.usage.input_tokens: {COUNT} a string "1084"'),
+    ("openai-responses", RESPONSES, (0, "response", "usage", "output_tokens_details", "reasoning_tokens"), -1,
+     f"1: response.usage.output_tokens_details.reasoning_tokens: {COUNT} an integer -1"),
+    ("inspect", INSPECT, ("samples", 0, "events", 7, "output", "usage", "input_tokens"), "1124",
+     f'record samples[0]: events[7].output.usage.input_tokens: {COUNT} a string "1124"'),
+    ("inspect", INSPECT, ("samples", 0, "model_usage", "openai/gpt-4o-mini", "output_tokens"), 2.5,
+     f"record samples[0]: model_usage.openai/gpt-4o-mini.output_tokens: {COUNT} a number 2.5"),
+    ("swe-agent", SWE, ("info", "model_stats", "tokens_sent"), "7141",
+     f'record 0: info.model_stats.tokens_sent: {COUNT} a string "7141"'),
+    ("atif", TERMINUS, ("steps", 1, "metrics", "completion_tokens"), 2 ** 60,
+     "record 0: steps[1].metrics.completion_tokens: expected a token count <= 9007199254740991 (the trajectory "
+     "schema's bound), found an integer 1152921504606846976"),
+])
+def test_a_token_count_of_the_wrong_type_is_refused_not_dropped(
+        cli, agent_logs: Path, tmp_path: Path, fmt: str, source: str, where: tuple, value: Any, said: str) -> None:
+    """Each of these became no count in a run that succeeded (the count above the schema's bound was written, and
+    the trajectory then failed `validate`): one rule for every format, the one ATIF's metrics were held to."""
+    document = _set(_real(agent_logs, source), where, value)
+    log = (write_jsonl if source.endswith(".jsonl") else write_json)(tmp_path / Path(source).name, document)
+    out = tmp_path / "out.jsonl"
+    separator = ":" if source.endswith(".jsonl") else ": "
+    assert cli("convert", log, "--from", fmt, "--out", out, code=2).stderr == f"error: {log}{separator}{said}\n"
+    assert not out.exists()
+
+
+def test_token_counts_in_hand_made_logs(cli, tmp_path: Path) -> None:
+    """openai-chat's usage (its fast path sends such a message to the exact one, which dropped the count) and a
+    BALROG summary's totals."""
+    for value, said in (("100", 'a string "100"'), (-5, "an integer -5"), (1.5, "a number 1.5")):
+        episode = chat_episode("t0", ["up"]) | {"trial": 0}
+        episode["messages"][2]["usage"]["prompt_tokens"] = value
+        log = write_jsonl(tmp_path / "log.jsonl", [episode])
+        refused = cli("convert", log, "--from", "openai-chat", "--out", tmp_path / "o.jsonl", code=2).stderr
+        assert refused == f"error: {log}:1: messages[2].usage.prompt_tokens: {COUNT} {said}\n"
+    folder = tmp_path / "balrog"
+    folder.mkdir()
+    table = folder / "goto_run_00.csv"
+    table.write_text("Step,Action,Reasoning,Observation,Reward,Done\n0,go forward,,ok,0,True\n", "utf-8")
+    (folder / "goto_run_00.json").write_text(json.dumps({"task": "goto", "num_steps": 1, "input_tokens": "508"}))
+    refused = cli("convert", table, "--from", "balrog", "--out", tmp_path / "o.jsonl", code=2).stderr
+    assert refused == f'error: {folder / "goto_run_00.json"}: input_tokens: {COUNT} a string "508"\n'
+
+
+def test_a_null_count_is_no_count_and_a_whole_number_is_a_count(agent_logs: Path, tmp_path: Path) -> None:
+    """Where a format allows no count (null, or the field left out) the step has none, as before; a count written
+    as a number without a fraction (752.0) is that count."""
+    document = _real(agent_logs, MINI)
+    usage = document["messages"][2]["extra"]["response"]["usage"]
+    usage["prompt_tokens"], usage["completion_tokens"] = None, 69.0
+    log = write_json(tmp_path / "mini.json", document)
+    [run] = convert(log, tmp_path / "out.jsonl", fmt="mini-swe-agent")
+    assert "tokens_in" not in run["steps"][0] and run["steps"][0]["tokens_out"] == 69

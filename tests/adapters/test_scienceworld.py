@@ -45,8 +45,8 @@ def test_the_state_is_the_next_freelook_room_and_the_last_move_target(tmp_path: 
 def test_a_step_without_an_action_is_located(tmp_path: Path) -> None:
     path = tmp_path / "task1.json"
     path.write_text(json.dumps(history([{"observation": "x", "freelook": look("kitchen")}])), "utf-8")
-    with pytest.raises(InputError, match=r"task1\.json: record 3: history\.history: expected each step to be an "
-                                         r"object with an `action` string"):
+    with pytest.raises(InputError, match=r"task1\.json: record 3: history\.history\[0\]\.action: expected a string, "
+                                         r"found null"):
         convert(path, tmp_path / "out.jsonl", fmt="scienceworld")
 
 

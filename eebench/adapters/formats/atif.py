@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from eebench.adapters.base import Adapter, Episode, LoggedStep, as_int, scalars, text_of
+from eebench.adapters.base import Adapter, Episode, LoggedStep, as_int, count_problem, scalars, text_of
 from eebench.adapters.records import JsonRecord, bad_item, json_records
 from eebench.documents import json_type
 from eebench.errors import InputError
@@ -60,6 +60,8 @@ class AtifAdapter(Adapter):
             made = _agent_steps(step)
             if isinstance(made, str):
                 return bad(made, f"steps[{i}]")
+            if isinstance(made, tuple):   # (a field of the step, what was expected and found)
+                return bad(made[1], f"steps[{i}].{made[0]}")
             steps.extend(made)
         agent = doc.get("agent") if isinstance(doc.get("agent"), Mapping) else {}
         model = agent.get("model_name") or next((s.get("model_name") for s in raw_steps
@@ -73,8 +75,8 @@ class AtifAdapter(Adapter):
                        meta=_meta(doc, agent))
 
 
-def _agent_steps(step: Mapping[str, Any]) -> list[LoggedStep] | str:
-    """The steps of one ATIF agent step, or what is wrong with it."""
+def _agent_steps(step: Mapping[str, Any]) -> list[LoggedStep] | str | tuple[str, str]:
+    """The steps of one ATIF agent step, or what is wrong with it (with the field, when one is named apart)."""
     calls = step.get("tool_calls") or []
     if not isinstance(calls, list) or not all(isinstance(c, Mapping) for c in calls):
         return f"expected tool_calls to be a list of objects, found {json_type(calls)}"
@@ -100,8 +102,9 @@ def _agent_steps(step: Mapping[str, Any]) -> list[LoggedStep] | str:
     reasoning = step.get("reasoning_content") if isinstance(step.get("reasoning_content"), str) else None
     metrics = step.get("metrics") if isinstance(step.get("metrics"), Mapping) else {}
     for key in ("prompt_tokens", "completion_tokens"):   # (a count given as text would be dropped unread)
-        if metrics.get(key) is not None and as_int(metrics[key]) is None:
-            return f"expected metrics.{key} to be a count >= 0, found {json_type(metrics[key])}"
+        problem = count_problem(metrics.get(key))
+        if problem is not None:
+            return f"metrics.{key}", problem
     timestamp = step.get("timestamp") if isinstance(step.get("timestamp"), str) else None
     if not calls:
         made = [LoggedStep(text=message, reasoning=reasoning, observation=_joined(results))]

@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from eebench.adapters.base import Adapter, Episode, LoggedStep, as_int, bad_record
+from eebench.adapters.base import Adapter, Episode, LoggedStep, as_int, bad_record, count_problem
 from eebench.adapters.chat import split_think
 from eebench.adapters.records import csv_table, head_value, json_document
 from eebench.documents import json_type
@@ -84,6 +84,11 @@ class BalrogAdapter(Adapter):
                 found = summary.get(name)
                 if found is not None and not wanted(found):
                     yield bad_record(summary_path, f"expected {expected}, found {json_type(found)}", field=name)
+                    return
+            for name in ("input_tokens", "output_tokens"):   # (a total of another type was none, silently)
+                problem = count_problem(summary.get(name))
+                if problem is not None:
+                    yield bad_record(summary_path, problem, field=name)
                     return
         try:
             steps, outcome = _read_table(path)

@@ -19,8 +19,9 @@ from typing import Any
 
 import ijson
 
-from eebench.adapters.base import Adapter, Episode, as_int, as_label, bad_record, dig, listed, scalars, text_of
-from eebench.adapters.chat import chat_turns, messages_problem
+from eebench.adapters.base import (Adapter, Episode, as_int, as_label, bad_record, count_problem, dig, listed,
+                                   scalars, text_of)
+from eebench.adapters.chat import chat_turns, messages_problem, usage_problem
 from eebench.adapters.records import MAX_DOCUMENT_BYTES, DepthBoundedReader, head_value, json_array_items
 from eebench.documents import JsonLimitError, json_problem, json_type, loads_json, open_input
 from eebench.errors import InputError
@@ -109,6 +110,9 @@ class InspectAdapter(Adapter):
         shape = messages_problem(messages)
         if shape is not None:   # (a tool call named by a list would be named by its Python repr)
             return bad(shape[1], shape[0])
+        counts = _counts_problem(events, sample.get("model_usage"))
+        if counts is not None:   # (a count of another type was no count, silently)
+            return bad(counts[1], counts[0])
         messages = [_with_error(resolve(m)) for m in messages]
         turns = chat_turns(messages)
         _add_model_calls(turns, model_events)
@@ -193,6 +197,22 @@ def _choices(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     output = event.get("output")
     choices = output.get("choices") if isinstance(output, Mapping) else None
     return [c for c in listed(choices) if isinstance(c, Mapping) and isinstance(c.get("message"), Mapping)]
+
+
+def _counts_problem(events: list[Any], model_usage: Any) -> tuple[str, str] | None:
+    """(field, what was expected and found) for the first token count of the wrong type that the steps (a model
+    event's `output.usage`) or the totals (`model_usage`) would read, or None."""
+    for i, event in enumerate(events):
+        output = event.get("output") if isinstance(event, Mapping) and event.get("event") == "model" else None
+        problem = usage_problem(output) if isinstance(output, Mapping) else None
+        if problem is not None:
+            return f"events[{i}].output.{problem[0]}", problem[1]
+    for model, usage in model_usage.items() if isinstance(model_usage, Mapping) else ():
+        for key in ("input_tokens", "output_tokens") if isinstance(usage, Mapping) else ():
+            problem = count_problem(usage.get(key))
+            if problem is not None:
+                return f"model_usage.{model}.{key}", problem
+    return None
 
 
 def _add_model_calls(turns: list[tuple[Mapping[str, Any], list[Any]]], model_events: list[Mapping[str, Any]]) -> None:

@@ -14,8 +14,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from eebench.adapters.base import Adapter, Episode, as_int, dig, listed, ms_between, text_of
-from eebench.adapters.chat import ModelTurn, ToolRun, call_parts, reasoning_of, traced_steps, visible_text
+from eebench.adapters.base import Adapter, Episode, as_int, count_problem, dig, listed, ms_between, text_of
+from eebench.adapters.chat import (ModelTurn, ToolRun, call_parts, message_problem, reasoning_of, traced_steps,
+                                   visible_text)
 from eebench.adapters.records import JsonRecord, bad_item, grouped_records
 from eebench.documents import json_type
 from eebench.errors import InputError
@@ -62,6 +63,7 @@ def _trace_of_record(value: Any) -> str | None:
 def _runs(path: Path, group: list[JsonRecord]) -> list[Mapping[str, Any]] | InputError:
     """The runs of some records, payload updates merged into the runs they complete, trees flattened."""
     runs: dict[str, dict[str, Any]] = {}
+    origins: dict[str, dict[str, tuple[JsonRecord, str]]] = {}   # run id -> field -> the record and run that set it
     for item in group:
         bad = functools.partial(bad_item, path, item)
         value = item.value
@@ -87,6 +89,21 @@ def _runs(path: Path, group: list[JsonRecord]) -> list[Mapping[str, Any]] | Inpu
                     merged = runs.setdefault(member["id"], {})
                     # a patch completes its post: later non-null fields win (end_time, outputs, error)
                     merged.update({k: v for k, v in member.items() if v is not None and k != "child_runs"})
+                    origins.setdefault(member["id"], {}).update(
+                        {k: (item, at) for k, v in member.items() if v is not None})
+    for run_id, run in runs.items():   # what a model turn reads, checked where the record set it
+        if run.get("run_type") != "llm":
+            continue
+        at, message = _message(run.get("outputs") if isinstance(run.get("outputs"), Mapping) else {})
+        shape = message_problem(message)
+        if shape is not None:   # (a content of another type was a step with no text; a call named by a list, its repr)
+            item, where = origins[run_id]["outputs"]
+            return bad_item(path, item, shape[1], f"{where}.{at}.{shape[0]}")
+        for name, value in _counts(run):
+            problem = count_problem(value)
+            if problem is not None:   # (a count of another type was no count, silently)
+                item, at = origins[run_id][name.split(".", 1)[0]]
+                return bad_item(path, item, problem, f"{at}.{name}")
     return sorted(runs.values(), key=lambda r: str(r.get("dotted_order") or r.get("start_time") or ""))
 
 
@@ -99,12 +116,39 @@ def _flattened(run: Mapping[str, Any], where: str) -> Iterator[tuple[Mapping[str
                                   f"{where}.child_runs[{i}]")
 
 
+# where an llm run's outputs hold its message: OpenAI wrappers log the completion, LangChain generations of
+# serialized messages ('' is the outputs themselves)
+_MESSAGE_AT = ("choices[0].message", "generations[0][0].message.kwargs", "generations[0][0].message", "output", "")
+
+
+def _message(outputs: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+    """The message an llm run answered with, and where in its outputs (`outputs.choices[0].message`)."""
+    for at in _MESSAGE_AT:
+        message = dig(outputs, at)
+        if isinstance(message, Mapping) and ("content" in message or "tool_calls" in message):
+            return f"outputs.{at}".rstrip("."), message
+    return "outputs", {}
+
+
+def _counts(run: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """(field, value) of the token counts of an llm run: tokens in, tokens out, reasoning tokens."""
+    outputs = run.get("outputs") if isinstance(run.get("outputs"), Mapping) else {}
+    at, message = _message(outputs)
+    places = (("outputs.usage_metadata", outputs.get("usage_metadata")),
+              (f"{at}.usage_metadata", message.get("usage_metadata")), ("outputs.usage", outputs.get("usage")),
+              ("outputs.llm_output.token_usage", dig(outputs, "llm_output.token_usage")))
+    at, usage = next(((where, u) for where, u in places if isinstance(u, Mapping)), ("", {}))
+    counts = []
+    for names in (("input_tokens", "prompt_tokens"), ("output_tokens", "completion_tokens")):
+        name = next((n for n in names if n in usage), None)
+        counts.append((f"{at}.{name}", usage[name]) if name is not None else (names[1], run.get(names[1])))
+    reasoning = "outputs.usage_metadata.output_token_details.reasoning"
+    return [*counts, (reasoning, dig(run, reasoning))]
+
+
 def _model_turn(run: Mapping[str, Any]) -> ModelTurn:
     outputs = run.get("outputs") if isinstance(run.get("outputs"), Mapping) else {}
-    # OpenAI wrappers log the completion; LangChain logs generations of serialized messages
-    message = next((m for m in (dig(outputs, "choices.0.message"), dig(outputs, "generations.0.0.message.kwargs"),
-                                dig(outputs, "generations.0.0.message"), dig(outputs, "output"), outputs)
-                    if isinstance(m, Mapping) and ("content" in m or "tool_calls" in m)), {})
+    _, message = _message(outputs)
     text = visible_text(message.get("content"))
     if text is None and isinstance(dig(outputs, "generations.0.0.text"), str):
         text = dig(outputs, "generations.0.0.text")
@@ -113,10 +157,7 @@ def _model_turn(run: Mapping[str, Any]) -> ModelTurn:
         if isinstance(call, Mapping):
             name, arguments, _ = call_parts(call)
             calls.append((name, arguments if arguments is not None else call.get("args")))
-    usage = next((u for u in (outputs.get("usage_metadata"), message.get("usage_metadata"), outputs.get("usage"),
-                              dig(outputs, "llm_output.token_usage")) if isinstance(u, Mapping)), {})
-    tokens_in = usage.get("input_tokens", usage.get("prompt_tokens", run.get("prompt_tokens")))
-    tokens_out = usage.get("output_tokens", usage.get("completion_tokens", run.get("completion_tokens")))
+    (_, tokens_in), (_, tokens_out), _ = _counts(run)   # (checked by count_problem as the runs were read)
     extra = message.get("additional_kwargs")   # LangChain keeps providers' reasoning_content there
     reasoning = reasoning_of(message) or (reasoning_of(extra) if isinstance(extra, Mapping) else None)
     return ModelTurn(text, calls, reasoning,

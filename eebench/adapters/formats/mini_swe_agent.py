@@ -16,7 +16,7 @@ from typing import Any
 
 from eebench.adapters.base import (HEAD_BYTES, Adapter, Episode, LoggedStep, bad_record, dig, iso_utc, number,
                                   text_of)
-from eebench.adapters.chat import message_problem, usage_of
+from eebench.adapters.chat import message_problem, usage_of, usage_problem
 from eebench.adapters.records import document_episode, head_value, object_with_list
 from eebench.documents import json_type
 from eebench.errors import InputError
@@ -59,6 +59,10 @@ def _episode(path: Path, value: Any) -> Episode:
         shape = message_problem(message)
         if shape is not None:   # (a content of another type was a step with no action and no output, silently)
             raise bad_record(path, shape[1], record=0, field=f"messages[{index}].{shape[0]}")
+        response = dig(message, "extra.response")
+        counts = usage_problem(response) if isinstance(response, Mapping) else None
+        if counts is not None:   # (a count of another type was no count, silently)
+            raise bad_record(path, counts[1], record=0, field=f"messages[{index}].extra.response.{counts[0]}")
         role = message["role"]
         if role == "assistant":
             steps.append(_step(message))

@@ -16,7 +16,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from eebench.adapters.base import Adapter, Episode, as_int, as_label, dig, iso_utc, listed, scalars, text_of
+from eebench.adapters.base import (Adapter, Episode, as_int, as_label, count_problem, dig, iso_utc, listed,
+                                   scalars, text_of)
 from eebench.adapters.chat import chat_steps
 from eebench.adapters.records import JsonRecord, bad_item, json_records
 from eebench.documents import json_type
@@ -68,6 +69,11 @@ class OpenAIResponsesAdapter(Adapter):
             if o.get("type", "message") == "message" and not isinstance(o.get("content"), (str, list, type(None))):
                 return bad(f"expected a string, a list of parts or null, found {json_type(o['content'])}",
                            f"response.output[{i}].content")   # (a message of another content was no step)
+        usage = response.get("usage")
+        for key in _USAGE_TOTALS.values() if isinstance(usage, Mapping) else ():
+            problem = count_problem(dig(usage, key))
+            if problem is not None:   # (a count of another type was no total, silently)
+                return bad(problem, ("response." if "response" in record else "") + f"usage.{key}")
         task = record.get("_ng_task_index")
         task = str(task) if isinstance(task, int) and not isinstance(task, bool) else None
         if task is not None:   # NeMo Gym numbers tasks and rollouts within the file
@@ -157,9 +163,12 @@ def _meta(record: Mapping[str, Any], response: Mapping[str, Any]) -> dict[str, A
         if (moment := iso_utc(response.get(key))) is not None:
             meta[key] = moment
     usage = response.get("usage")
-    if isinstance(usage, Mapping):
-        totals = {"tokens_in_total": usage.get("input_tokens"), "tokens_out_total": usage.get("output_tokens"),
-                  "reasoning_tokens_total": dig(usage, "output_tokens_details.reasoning_tokens"),
-                  "cached_tokens_total": dig(usage, "input_tokens_details.cached_tokens")}
-        meta.update({k: n for k, v in totals.items() if (n := as_int(v)) is not None})
+    if isinstance(usage, Mapping):   # (its counts were checked by count_problem)
+        meta.update({k: n for k, key in _USAGE_TOTALS.items() if (n := as_int(dig(usage, key))) is not None})
     return meta
+
+
+# the response's token totals: meta field, and where in `usage`
+_USAGE_TOTALS = {"tokens_in_total": "input_tokens", "tokens_out_total": "output_tokens",
+                 "reasoning_tokens_total": "output_tokens_details.reasoning_tokens",
+                 "cached_tokens_total": "input_tokens_details.cached_tokens"}

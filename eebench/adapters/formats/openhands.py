@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from eebench.adapters.actions import render_call
-from eebench.adapters.base import Adapter, Episode, LoggedStep, as_int, bad_record, dig, number, text_of
-from eebench.adapters.chat import call_parts, message_problem, reasoning_of, usage_of
+from eebench.adapters.base import Adapter, Episode, LoggedStep, as_int, bad_record, count_problem, dig, number, text_of
+from eebench.adapters.chat import call_parts, message_problem, reasoning_of, usage_of, usage_problem
 from eebench.adapters.records import head_value, json_records
 from eebench.documents import json_type
 from eebench.errors import InputError
@@ -88,7 +88,7 @@ class _Stream:
             raise bad_record(self.path, f"expected an OpenHands event (with `action` or `observation`), found an "
                                         f"object with {', '.join(sorted(map(str, event))[:5]) or 'no keys'}",
                              record=index)
-        self._metrics(event)
+        self._metrics(index, event)
 
     def _action(self, index: int, event: Mapping[str, Any]) -> None:
         kind, source, args = event.get("action"), event.get("source"), event.get("args") or {}
@@ -126,8 +126,11 @@ class _Stream:
         keys = DEFINING.get(kind) or tuple(k for k in args if k != "thought")
         defining = {k: args[k] for k in keys if not _empty(args.get(k))}
         thought = args.get("thought") if isinstance(args.get("thought"), str) and args.get("thought") else None
-        step = LoggedStep(call=(kind, defining), reasoning=thought,
-                          timestamp=event["timestamp"] if isinstance(event.get("timestamp"), str) else None)
+        timestamp = event.get("timestamp")
+        if not isinstance(timestamp, (str, type(None))):   # (the step's time was dropped unread)
+            raise bad_record(self.path, f"expected a string or null, found {json_type(timestamp)}", record=index,
+                             field="timestamp")
+        step = LoggedStep(call=(kind, defining), reasoning=thought, timestamp=timestamp)
         metadata = event.get("tool_call_metadata")
         response = dig(metadata, "model_response")
         if not isinstance(response, Mapping):
@@ -138,6 +141,9 @@ class _Stream:
         if shape is not None:   # (tool_calls of another type crashed; a call named by a list was named by its repr)
             raise bad_record(self.path, shape[1], record=index,
                              field=f"tool_call_metadata.model_response.choices[0].message.{shape[0]}")
+        counts = usage_problem(response)
+        if counts is not None:   # (a count of another type was no count, silently)
+            raise bad_record(self.path, counts[1], record=index, field=f"tool_call_metadata.model_response.{counts[0]}")
         response_id = response.get("id") if isinstance(response.get("id"), str) else None
         first = response_id is None or response_id not in self.responses
         calls = [call_parts(c) for c in message.get("tool_calls") or [] if isinstance(c, Mapping)]
@@ -176,7 +182,7 @@ class _Stream:
         if step is not None and content is not None:
             step.observation = content if step.observation is None else f"{step.observation}\n{content}"
 
-    def _metrics(self, event: Mapping[str, Any]) -> None:
+    def _metrics(self, index: int, event: Mapping[str, Any]) -> None:
         """Cumulative cost and tokens: the last event that has them holds the episode's totals."""
         metrics = event.get("llm_metrics")
         if not isinstance(metrics, Mapping):
@@ -184,9 +190,12 @@ class _Stream:
         if number(metrics.get("accumulated_cost")) is not None:
             self.meta["accumulated_cost"] = metrics["accumulated_cost"]
         for key, name in (("prompt_tokens", "tokens_in_total"), ("completion_tokens", "tokens_out_total")):
-            value = as_int(dig(metrics, f"accumulated_token_usage.{key}"))
+            value = dig(metrics, f"accumulated_token_usage.{key}")
+            problem = count_problem(value)
+            if problem is not None:
+                raise bad_record(self.path, problem, record=index, field=f"llm_metrics.accumulated_token_usage.{key}")
             if value is not None:
-                self.meta[name] = value
+                self.meta[name] = as_int(value)
 
     def episode(self) -> Episode:
         return Episode(id=self.path.stem, record=0, steps=self.steps, task=self.path.stem, fields=self.meta,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eebench.adapters.base import Adapter, Episode, LoggedStep, as_int, dig, iso_utc, listed, text_of
+from eebench.adapters.base import Adapter, Episode, LoggedStep, as_int, count_problem, dig, iso_utc, listed, text_of
 from eebench.adapters.chat import ModelTurn, ToolRun, traced_steps
 from eebench.adapters.records import JsonRecord, bad_item, json_records
 from eebench.documents import json_type, loads_json
@@ -98,21 +98,29 @@ def _located(path: Path, item: JsonRecord, trace: str, spans: list[Span], final:
     (written as its Python repr before)."""
     try:
         return _episode(path, item, trace, spans, final)
-    except _NotAName as exc:
-        span, name, value = exc.args
-        return bad_item(path, item, f"expected the tool's name as a string, found {json_type(value)}",
-                        f"{span.where}.attributes.{name}")
+    except _Refused as exc:
+        span, name, message = exc.args
+        return bad_item(path, item, message, f"{span.where}.attributes.{name}")
 
 
-class _NotAName(Exception):
-    """(span, the field, its value): a tool named by a value that is not a string."""
+class _Refused(Exception):
+    """(span, the attribute, what was expected and found): an attribute of the wrong type, which would have been
+    written as its Python repr (a tool's name) or dropped unread (a count)."""
 
 
 def _name(span: Span, field: str, value: Any) -> str:
     """A tool's name as the span's attribute `field` gives it ('' when it gives none)."""
     if value is not None and not isinstance(value, str):
-        raise _NotAName(span, field, value)
+        raise _Refused(span, field, f"expected the tool's name as a string, found {json_type(value)}")
     return value or ""
+
+
+def _count(span: Span, field: str) -> int | None:
+    """A token count as the span's attribute `field` gives it (None when it gives none)."""
+    problem = count_problem(span.attributes.get(field))
+    if problem is not None:
+        raise _Refused(span, field, problem)
+    return as_int(span.attributes.get(field))
 
 
 def _record_spans(path: Path, item: JsonRecord) -> list[Span] | InputError:
@@ -234,8 +242,8 @@ def _model_turn(span: Span) -> ModelTurn:
     """What a model call answered: the semantic conventions' `gen_ai.output.messages` (parts), or any-agent's
     `gen_ai.output` (a JSON list of `tool.name`/`tool.args` calls, or text)."""
     attributes = span.attributes
-    turn = ModelTurn(None, tokens_in=as_int(attributes.get("gen_ai.usage.input_tokens")),
-                     tokens_out=as_int(attributes.get("gen_ai.usage.output_tokens")), latency_ms=span.latency_ms,
+    turn = ModelTurn(None, tokens_in=_count(span, "gen_ai.usage.input_tokens"),
+                     tokens_out=_count(span, "gen_ai.usage.output_tokens"), latency_ms=span.latency_ms,
                      timestamp=span.started)
     messages = _json(attributes.get("gen_ai.output.messages"))
     if isinstance(messages, list):
@@ -257,8 +265,11 @@ def _model_turn(span: Span) -> ModelTurn:
     decoded = _json(output) if attributes.get("gen_ai.output.type") == "json" else None
     if isinstance(decoded, list) and decoded and all(isinstance(c, Mapping) and "tool.name" in c for c in decoded):
         turn.calls = [(_name(span, "gen_ai.output", c["tool.name"]), c.get("tool.args")) for c in decoded]
-    else:
-        turn.text = output if isinstance(output, str) else None
+    elif isinstance(output, (str, type(None))):
+        turn.text = output
+    else:   # (the model's answer was dropped unread: a step with no text, or none)
+        raise _Refused(span, "gen_ai.output", f"expected the model's output as a string (or a list of tool calls), "
+                                              f"found {json_type(output)}")
     return turn
 
 

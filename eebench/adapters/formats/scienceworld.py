@@ -47,10 +47,9 @@ class ScienceWorldAdapter(Adapter):
                                  field="history")
                 continue
             rows = run["history"]
-            if not all(isinstance(row, dict) and isinstance(row.get("action"), str)
-                       and isinstance(row.get("observation"), (str, type(None))) for row in rows):
-                yield bad_record(path, "expected each step to be an object with an `action` string (and an `observation` string)", record=key,
-                                 field="history.history")
+            problem = _row_problem(rows)
+            if problem is not None:   # (an observation or a freelook of another type was dropped: no text, no state)
+                yield bad_record(path, problem[1], record=key, field=f"history.history{problem[0]}")
                 continue
             named = {name: run.get(name, default) for name, default in (("taskName", "task"), ("variationIdx", key))}
             wrong = next((name for name, value in named.items() if as_label(value) is None), None)
@@ -66,6 +65,22 @@ class ScienceWorldAdapter(Adapter):
                 meta["completed"] = rows[-1].get("isCompleted") in (True, "true")
             yield Episode(id=task, record=key, steps=_steps(rows), task=task, fields=entry,
                           agent={"harness": "scienceworld"}, meta=meta)
+
+
+# what each step of a history must be: the action, the text after it, and the look around that gives the rooms
+_ROW_FIELDS = (("action", (str,), "a string"), ("observation", (str, type(None)), "a string or null"),
+               ("freelook", (str, type(None)), "a string or null"))
+
+
+def _row_problem(rows: list[Any]) -> tuple[str, str] | None:
+    """(where in the history, what was expected and found) for the first step of the wrong shape, or None."""
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            return f"[{i}]", f"expected a step object, found {json_type(row)}"
+        for name, kinds, expected in _ROW_FIELDS:
+            if not isinstance(row.get(name), kinds):
+                return f"[{i}].{name}", f"expected {expected}, found {json_type(row.get(name))}"
+    return None
 
 
 def _room(text: Any, pattern: re.Pattern[str]) -> str | None:

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from eebench.adapters.base import Adapter, Episode, LoggedStep, as_int, bad_record, dig, number
+from eebench.adapters.base import Adapter, Episode, LoggedStep, as_int, bad_record, count_problem, dig, number
 from eebench.adapters.records import document_episode, head_value, object_with_list
 from eebench.documents import json_type, loads_json
 from eebench.errors import InputError
@@ -59,6 +59,8 @@ def _episode(path: Path, value: Any) -> Episode:
                             if isinstance(value, str)}
     for key, name in (("tokens_sent", "tokens_in_total"), ("tokens_received", "tokens_out_total"),
                       ("api_calls", "api_calls")):
+        if name != "api_calls" and (problem := count_problem(stats.get(key))) is not None:
+            raise bad_record(path, problem, record=0, field=f"info.model_stats.{key}")   # (it was no total, silently)
         if as_int(stats.get(key)) is not None:
             meta[name] = as_int(stats[key])
     for key in ("instance_cost", "total_cost"):
