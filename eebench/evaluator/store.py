@@ -128,7 +128,7 @@ TRAJECTORY_COLUMNS = (
     Column("exploration_degree", "DOUBLE", "States visited two or more times / distinct_states (EAPO, Appendix "
                                            "D.7.5); NULL when distinct_states is."),
     Column("coverage_version", "VARCHAR", "Version of the coverage family that filled the five columns above, "
-                                          f"`steps.visit_depth`, `steps.ecc` and `checkpoints` (now `coverage/1`)."),
+                                          "`steps.visit_depth`, `steps.ecc` and `checkpoints` (now `coverage/1`)."),
 )
 V1_TRAJECTORY_COLUMNS = 36   # the first columns were schema 1's, in this order
 

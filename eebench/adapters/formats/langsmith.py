@@ -73,10 +73,10 @@ def _runs(path: Path, group: list[JsonRecord]) -> list[Mapping[str, Any]] | Inpu
             parts = [(key, value.get(key) or []) for key in ("post", "patch")]
         else:
             parts = [("", [value])]
-        for key, listed in parts:
-            if not isinstance(listed, list):
-                return bad(f"expected a list of runs, found {json_type(listed)}", key)
-            for i, run in enumerate(listed):
+        for key, given in parts:
+            if not isinstance(given, list):
+                return bad(f"expected a list of runs, found {json_type(given)}", key)
+            for i, run in enumerate(given):
                 where = f"{key}[{i}]" if key else None
                 if not isinstance(run, Mapping):
                     return bad(f"expected a run object, found {json_type(run)}", where)
