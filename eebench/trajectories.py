@@ -33,7 +33,7 @@ from eebench.long_lines import StepList, loads_long
 
 KIND = "trajectory/1"
 # the fields the grader reads that the schema types without null, and what they expect
-_NOT_NULL = {"instance_sha256": "64 lowercase hex digits", "env": "one of grid_dag, rooms, logged, or no env",
+_NOT_NULL = {"instance_sha256": "64 lowercase hex digits", "env": "a world kind (`eebench list`), or no env",
              "agent": "a mapping"}
 EMPTY_EXPECTED = "trajectory/1 records (`eebench convert` makes them from agents' logs)"
 AGENT_LABELS = ("name", "model", "prompt", "harness")

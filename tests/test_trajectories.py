@@ -84,7 +84,7 @@ def change(**changes: Any) -> dict[str, Any]:
     (change(agent={"model": 4}), "agent.model", "expected a string, found an integer"),
     # given as null, the fields the grader reads are refused as validate refuses them (it graded them as absent)
     (change(agent=None), "agent", "expected a mapping, found null"),
-    (change(env=None), "env", "expected one of grid_dag, rooms, logged, or no env, found null"),
+    (change(env=None), "env", "expected a world kind (`eebench list`), or no env, found null"),
     (change(instance_sha256=None), "instance_sha256", "expected 64 lowercase hex digits, found null"),
     (change(steps=KeyError), "steps", "missing required field"),
     (change(steps={"action": "up"}), "steps", "expected a list, found a mapping"),
