@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import socket
 import warnings
 import tempfile
 from collections.abc import Sequence
@@ -40,6 +41,36 @@ def _ray() -> Any:
     except ImportError:
         raise EebenchError(INSTALL_HINT) from None
     return ray
+
+
+REACH_SECONDS = 10   # how long a cluster's address may take to answer before the grade gives up
+
+
+def _start(ray: Any, address: str | None, num_cpus: int | None) -> None:
+    """Connect to the cluster at `address`, or start a local Ray of `num_cpus`; one line when that fails."""
+    if address:
+        _check_reachable(address)
+    try:
+        ray.init(address=address, num_cpus=None if address else num_cpus, include_dashboard=False,
+                 log_to_driver=False, logging_level=logging.WARNING)
+    except (ConnectionError, RuntimeError) as exc:
+        where = f"a Ray cluster at --address {quote(address)}" if address else "a local Ray"
+        raise EebenchError(f"cannot start or reach {where}: {quote(str(exc).strip().splitlines()[-1])}") from None
+
+
+def _check_reachable(address: str) -> None:
+    """A cluster named by `host:port` (or `ray://host:port`) must answer: Ray itself waits for an address that
+    never answers without end. Other forms (`auto`, `local`) are left to Ray."""
+    host, colon, port = address.removeprefix("ray://").rpartition(":")
+    if not colon or not port.isdigit() or not host:
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_SECONDS).close()
+    except (OSError, OverflowError) as exc:
+        reason = "no answer" if isinstance(exc, TimeoutError) else (getattr(exc, "strerror", None) or str(exc))
+        raise EebenchError(f"--address {quote(address)}: no Ray cluster answers there ({reason} within "
+                           f"{REACH_SECONDS} s); start one (`ray start --head`) or leave --address out to grade on a "
+                           "local Ray") from None
 
 
 def _filesystem(uri: str) -> tuple[Any, str]:
@@ -144,8 +175,7 @@ def grade_ray(files: Sequence[str], bench: Any, out: str, *, address: str | None
     payload = None if bench is None else _bench_payload(bench)
     started_here = not ray.is_initialized()
     if started_here:
-        ray.init(address=address, num_cpus=None if address else num_cpus, include_dashboard=False,
-                 log_to_driver=False, logging_level=logging.WARNING)
+        _start(ray, address, num_cpus)
     logging.getLogger("ray.data").setLevel(logging.WARNING)  # its per-dataset INFO lines would drown ours
     try:
         import ray.data

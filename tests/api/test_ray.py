@@ -71,6 +71,24 @@ def test_ray_refuses_bad_shards_and_a_used_folder(main_bundle: Path, tmp_path: P
     assert "is not empty" in used.stderr
 
 
+@needs_ray
+def test_an_address_where_no_cluster_answers_is_one_line_not_a_wait(main_bundle: Path, tmp_path: Path,
+                                                                     cli) -> None:
+    # Ray itself retries an address that never answers without end
+    import socket
+
+    with socket.socket() as closed:   # a port of this machine that nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    shard = tmp_path / "x.jsonl"
+    shard.write_text('{"eebench": "trajectory/1", "id": "x", "instance": "nope", "steps": []}\n')
+    failed = cli("grade", shard, "--bench", main_bundle, "--engine", "ray", "--address", f"127.0.0.1:{port}",
+                 "--out", tmp_path / "o", code=2)
+    assert failed.stderr == (f"error: --address 127.0.0.1:{port}: no Ray cluster answers there (Connection refused "
+                             "within 10 s); start one (`ray start --head`) or leave --address out to grade on a "
+                             "local Ray\n")
+
+
 def test_ingest_needs_partitions(tmp_path: Path, cli) -> None:
     done = cli("ingest", tmp_path, "--db", tmp_path / "r.duckdb", code=2)
     assert "holds no trajectories/ partitions" in done.stderr
