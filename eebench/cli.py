@@ -434,6 +434,23 @@ class _Workers(click.ParamType):
 
 _WORKERS = _Workers()
 
+
+class _ResultsFile(click.Path):
+    """--db: a DuckDB file's path, refused when it names a pipe, a device or a socket (DuckDB opening a pipe
+    waits for a writer forever)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from eebench.documents import special_file
+
+        path = super().convert(value, param, ctx)
+        special = special_file(Path(path))
+        if special:
+            self.fail(f"{quote(str(path), 200)} is {special}, expected a DuckDB file", param, ctx)
+        return path
+
+
+_RESULTS_FILE = _ResultsFile(dir_okay=False, path_type=Path)
+
 @main.command()
 @click.argument("files", metavar="TRAJ_FILE...", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option("--bench", type=click.Path(exists=True, path_type=Path),
@@ -443,7 +460,7 @@ _WORKERS = _Workers()
 @click.option("--checkpoints", "checkpoint_files", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
               help="A checkpoints/1 file for coverage (ECC); repeat for several. A trajectory takes every set of "
                    "these files that matches its instance, or else the shipped sets that match.")
-@click.option("--db", default="eebench.duckdb", show_default=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--db", default="eebench.duckdb", show_default=True, type=_RESULTS_FILE,
               help="DuckDB file to write results into (created if missing).")
 @click.option("--skip-invalid", is_flag=True,
               help="Grade the valid trajectories and list the invalid ones with the reason, instead of stopping.")
@@ -518,7 +535,7 @@ def _grade_ray(files: tuple[str, ...], bench: Path | None, checkpoints: Any, ski
 
 @main.command()
 @click.argument("parquet_dir", metavar="PARQUET_DIR")
-@click.option("--db", default="eebench.duckdb", show_default=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--db", default="eebench.duckdb", show_default=True, type=_RESULTS_FILE,
               help="DuckDB results file to load into (created if missing).")
 def ingest(parquet_dir: str, db: Path) -> None:
     """Load the Parquet partitions of `eebench grade --engine ray` into a results file, in one transaction.
@@ -599,7 +616,7 @@ def bundles(folder: Path | None) -> None:
 
 @main.command()
 @click.argument("sql")
-@click.option("--db", default="eebench.duckdb", show_default=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--db", default="eebench.duckdb", show_default=True, type=_RESULTS_FILE,
               help="DuckDB file of results.")
 @click.option("--format", "fmt", default="table", show_default=True, type=click.Choice(["table", "csv", "json"]),
               help="Output format.")
@@ -629,7 +646,7 @@ def query(sql: str, db: Path, fmt: str, timeout: float | None) -> None:
 
 
 @main.command()
-@click.option("--db", default="eebench.duckdb", show_default=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--db", default="eebench.duckdb", show_default=True, type=_RESULTS_FILE,
               help="DuckDB file of results (opened read-only).")
 @click.option("--out", "-o", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Folder to write <table>.<format> files and export.json into: new, empty, or an earlier export "
@@ -659,7 +676,7 @@ _WHERE_HELP = ("Only the trajectories matching this SQL condition on the table t
 
 
 @main.command()
-@click.option("--db", default="eebench.duckdb", show_default=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--db", default="eebench.duckdb", show_default=True, type=_RESULTS_FILE,
               help="DuckDB file of results (from `eebench grade`).")
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="HTML file to write (replaced only when the whole report is made).")
@@ -692,7 +709,7 @@ def _plot_epilog() -> str:
 
 @main.command(epilog=_plot_epilog())
 @click.argument("kind")
-@click.option("--db", default="eebench.duckdb", show_default=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--db", default="eebench.duckdb", show_default=True, type=_RESULTS_FILE,
               help="DuckDB file of results (from `eebench grade`).")
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Figure file to write: .png, .svg or .pdf.")
