@@ -176,6 +176,7 @@ def _count_lines(path: Path) -> int:
 MAX_SEED = 2 ** 63 - 1     # as a suite's seeds (README, "Limits on input")
 MAX_TIMEOUT_SECONDS = 365 * 24 * 3600   # query --timeout: past it a timer overflows (and nan is no number)
 MAX_SEEDS = 1_000_000     # seeds one option may name: a range is made whole in memory
+_SEED = click.IntRange(min=0, max=MAX_SEED)   # one --seed: a seed like those of --seeds and suites
 
 
 def _parse_seeds(text: str | None, option: str = "--seeds") -> list[int] | None:
@@ -302,7 +303,7 @@ def show(target: str, bench: Path | None, seeds: str | None) -> None:
               help="A baseline agent of the instances' world kind; `eebench list` shows each kind's agents.")
 @click.option("--seeds", help="Seeds of the agent's choices, e.g. '0-9' or '0,3' (default 0); each instance is "
                               "played once per seed.")
-@click.option("--seed", type=click.IntRange(min=0), help="One seed of the agent's choices (the same as --seeds N).")
+@click.option("--seed", type=_SEED, help="One seed of the agent's choices (the same as --seeds N).")
 @click.option("--instance-seeds", help="When INSTANCE_OR_DIR is a preset: the seeds it is generated at (default 0).")
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="JSONL file of trajectories (trajectory/1) to write.")
@@ -684,7 +685,7 @@ _WHERE_HELP = ("Only the trajectories matching this SQL condition on the table t
 @click.option("--bench", type=click.Path(exists=True, path_type=Path), multiple=True,
               help="The instances that were graded (folder or bundle; repeat it for several), to draw their maps "
                    "in the replays; without it the replays show only the cells the agents visited.")
-@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0),
+@click.option("--seed", default=0, show_default=True, type=_SEED,
               help="Seed of the bootstrap resamples behind the 95% intervals.")
 def report(db: Path, out: Path, where: str | None, bench: tuple[Path, ...], seed: int) -> None:
     """Write one self-contained HTML report: the per agent/model/prompt table with bootstrap intervals, the papers'
@@ -719,7 +720,7 @@ def _plot_epilog() -> str:
 @click.option("--step", type=click.IntRange(min=0), help="replay: draw the path up to this step (default: all).")
 @click.option("--bench", type=click.Path(exists=True, path_type=Path),
               help="replay: the instances that were graded, to draw the map.")
-@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0),
+@click.option("--seed", default=0, show_default=True, type=_SEED,
               help="Seed of the bootstrap resamples behind the intervals.")
 def plot(kind: str, db: Path, out: Path, where: str | None, trajectory: str | None, model: str | None,
          step: int | None, bench: Path | None, seed: int) -> None:
