@@ -12,7 +12,7 @@ import zlib
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from eebench.documents import atomic_file
+from eebench.documents import atomic_file, special_file
 from eebench.errors import InputError, one_of
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip")
@@ -88,6 +88,9 @@ def read_archive(path: Path) -> dict[str, bytes]:
     suffix = archive_suffix(path)
     if suffix is None:
         raise InputError.at(str(path), f"expected a name ending in {one_of(ARCHIVE_SUFFIXES)}")
+    special = special_file(path)
+    if special:   # never opened: opening a pipe waits for a writer, and a device may never end
+        raise InputError.at(str(path), f"is {special}, expected an archive file")
     try:
         return _read_zip(path) if suffix == ".zip" else _read_tar(path)
     except FileNotFoundError:

@@ -176,6 +176,7 @@ def _count_lines(path: Path) -> int:
 MAX_SEED = 2 ** 63 - 1     # as a suite's seeds (README, "Limits on input")
 MAX_TIMEOUT_SECONDS = 365 * 24 * 3600   # query --timeout: past it a timer overflows (and nan is no number)
 MAX_SEEDS = 1_000_000     # seeds one option may name: a range is made whole in memory
+_SEED = click.IntRange(min=0, max=MAX_SEED)   # one --seed: a seed like those of --seeds and suites
 
 
 def _parse_seeds(text: str | None, option: str = "--seeds") -> list[int] | None:
@@ -302,7 +303,7 @@ def show(target: str, bench: Path | None, seeds: str | None) -> None:
               help="A baseline agent of the instances' world kind; `eebench list` shows each kind's agents.")
 @click.option("--seeds", help="Seeds of the agent's choices, e.g. '0-9' or '0,3' (default 0); each instance is "
                               "played once per seed.")
-@click.option("--seed", type=click.IntRange(min=0), help="One seed of the agent's choices (the same as --seeds N).")
+@click.option("--seed", type=_SEED, help="One seed of the agent's choices (the same as --seeds N).")
 @click.option("--instance-seeds", help="When INSTANCE_OR_DIR is a preset: the seeds it is generated at (default 0).")
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="JSONL file of trajectories (trajectory/1) to write.")
@@ -434,6 +435,23 @@ class _Workers(click.ParamType):
 
 _WORKERS = _Workers()
 
+
+class _ResultsFile(click.Path):
+    """--db: a DuckDB file's path, refused when it names a pipe, a device or a socket (DuckDB opening a pipe
+    waits for a writer forever)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from eebench.documents import special_file
+
+        path = super().convert(value, param, ctx)
+        special = special_file(Path(path))
+        if special:
+            self.fail(f"{quote(str(path), 200)} is {special}, expected a DuckDB file", param, ctx)
+        return path
+
+
+_RESULTS_FILE = _ResultsFile(dir_okay=False, path_type=Path)
+
 @main.command()
 @click.argument("files", metavar="TRAJ_FILE...", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option("--bench", type=click.Path(exists=True, path_type=Path),
@@ -443,7 +461,7 @@ _WORKERS = _Workers()
 @click.option("--checkpoints", "checkpoint_files", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
               help="A checkpoints/1 file for coverage (ECC); repeat for several. A trajectory takes every set of "
                    "these files that matches its instance, or else the shipped sets that match.")
-@click.option("--db", default="eebench.duckdb", show_default=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--db", default="eebench.duckdb", show_default=True, type=_RESULTS_FILE,
               help="DuckDB file to write results into (created if missing).")
 @click.option("--skip-invalid", is_flag=True,
               help="Grade the valid trajectories and list the invalid ones with the reason, instead of stopping.")
@@ -518,7 +536,7 @@ def _grade_ray(files: tuple[str, ...], bench: Path | None, checkpoints: Any, ski
 
 @main.command()
 @click.argument("parquet_dir", metavar="PARQUET_DIR")
-@click.option("--db", default="eebench.duckdb", show_default=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--db", default="eebench.duckdb", show_default=True, type=_RESULTS_FILE,
               help="DuckDB results file to load into (created if missing).")
 def ingest(parquet_dir: str, db: Path) -> None:
     """Load the Parquet partitions of `eebench grade --engine ray` into a results file, in one transaction.
@@ -599,7 +617,7 @@ def bundles(folder: Path | None) -> None:
 
 @main.command()
 @click.argument("sql")
-@click.option("--db", default="eebench.duckdb", show_default=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--db", default="eebench.duckdb", show_default=True, type=_RESULTS_FILE,
               help="DuckDB file of results.")
 @click.option("--format", "fmt", default="table", show_default=True, type=click.Choice(["table", "csv", "json"]),
               help="Output format.")
@@ -629,7 +647,7 @@ def query(sql: str, db: Path, fmt: str, timeout: float | None) -> None:
 
 
 @main.command()
-@click.option("--db", default="eebench.duckdb", show_default=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--db", default="eebench.duckdb", show_default=True, type=_RESULTS_FILE,
               help="DuckDB file of results (opened read-only).")
 @click.option("--out", "-o", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Folder to write <table>.<format> files and export.json into: new, empty, or an earlier export "
@@ -659,7 +677,7 @@ _WHERE_HELP = ("Only the trajectories matching this SQL condition on the table t
 
 
 @main.command()
-@click.option("--db", default="eebench.duckdb", show_default=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--db", default="eebench.duckdb", show_default=True, type=_RESULTS_FILE,
               help="DuckDB file of results (from `eebench grade`).")
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="HTML file to write (replaced only when the whole report is made).")
@@ -667,7 +685,7 @@ _WHERE_HELP = ("Only the trajectories matching this SQL condition on the table t
 @click.option("--bench", type=click.Path(exists=True, path_type=Path), multiple=True,
               help="The instances that were graded (folder or bundle; repeat it for several), to draw their maps "
                    "in the replays; without it the replays show only the cells the agents visited.")
-@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0),
+@click.option("--seed", default=0, show_default=True, type=_SEED,
               help="Seed of the bootstrap resamples behind the 95% intervals.")
 def report(db: Path, out: Path, where: str | None, bench: tuple[Path, ...], seed: int) -> None:
     """Write one self-contained HTML report: the per agent/model/prompt table with bootstrap intervals, the papers'
@@ -692,7 +710,7 @@ def _plot_epilog() -> str:
 
 @main.command(epilog=_plot_epilog())
 @click.argument("kind")
-@click.option("--db", default="eebench.duckdb", show_default=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--db", default="eebench.duckdb", show_default=True, type=_RESULTS_FILE,
               help="DuckDB file of results (from `eebench grade`).")
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Figure file to write: .png, .svg or .pdf.")
@@ -702,7 +720,7 @@ def _plot_epilog() -> str:
 @click.option("--step", type=click.IntRange(min=0), help="replay: draw the path up to this step (default: all).")
 @click.option("--bench", type=click.Path(exists=True, path_type=Path),
               help="replay: the instances that were graded, to draw the map.")
-@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0),
+@click.option("--seed", default=0, show_default=True, type=_SEED,
               help="Seed of the bootstrap resamples behind the intervals.")
 def plot(kind: str, db: Path, out: Path, where: str | None, trajectory: str | None, model: str | None,
          step: int | None, bench: Path | None, seed: int) -> None:

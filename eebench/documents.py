@@ -469,6 +469,18 @@ def open_input(path: Path) -> IO[bytes]:
     return handle
 
 
+def special_file(path: Path) -> str | None:
+    """What `path` is when it is there but neither a file nor a folder ('a device', 'a pipe', 'a socket'), else None:
+    such a node is never replaced by an output nor opened as a results file (opening a pipe waits for a writer)."""
+    try:
+        mode = path.stat().st_mode
+    except (OSError, ValueError):   # missing, a dangling link, a name the system refuses: said where it is used
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return "a pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+
+
 def read_bytes(path: Path, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
     """The whole of a file the user named, refused (never read on) beyond `limit` bytes."""
     too_large = InputError.at(str(path), f"larger than {_size(limit)}, the most one document may be")
@@ -806,6 +818,10 @@ def atomic_file(path: Path | str, mode: str = "w", buffering: int = -1) -> Itera
     Folders created for it are removed again when the block fails, so a failed run leaves nothing behind.
     """
     path = Path(path)
+    special = special_file(path)
+    if special:   # the rename into place would replace the node itself (as root, /dev/null became a file)
+        raise InputError.at(str(path), f"is {special}, expected a file to write (written whole beside it, then "
+                                       "moved into place)")
     created = _make_folders(path.parent, path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

@@ -242,6 +242,18 @@ def test_play_a_single_file_with_observations(cli: Any, tmp_path: Path) -> None:
     assert all(step["observation"].startswith("You moved ") for step in record["steps"])
 
 
+def test_play_seed_has_the_limit_of_seeds(cli: Any, tmp_path: Path) -> None:
+    """--seed N is --seeds N: both at most 2^63-1 (--seed took any integer, --seeds refused it)."""
+    file = write_json(tmp_path / "t.json", tiny_doc())
+    out = tmp_path / "r.jsonl"
+    assert_errors(cli("play", file, "--agent", "random", "--seed", str(2 ** 63), "--out", out, code=None),
+                  f"Invalid value for '--seed': {2 ** 63} is not in the range 0<=x<={2 ** 63 - 1}; "
+                  "see `eebench play --help`")
+    assert_errors(cli("play", file, "--agent", "random", "--seeds", str(2 ** 63), "--out", out, code=None),
+                  f"--seeds: seeds are at most 2^63-1, found '{2 ** 63}'")
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("agent", ["random", "frontier", "oracle"])
 def test_play_is_deterministic_per_seed(cli: Any, tmp_path: Path, agent: str) -> None:
     cli("generate", "park2026-8x8", "--out", tmp_path / "g")

@@ -351,6 +351,67 @@ def test_a_device_is_refused_not_read(cli, bench: Path, tmp_path: Path, command:
     refused(cli(command, *args, code=None), zero, says)
 
 
+def test_an_output_that_is_a_pipe_is_refused_not_replaced(cli, bench: Path, tmp_path: Path) -> None:
+    """An output is written beside itself and renamed into place: over a pipe or a device that rename replaced the
+    node with a regular file (as root, `play --out /dev/null` made /dev/null a file). Such an output is refused."""
+    import os
+    import stat
+
+    fifo = tmp_path / "out.jsonl"
+    os.mkfifo(fifo)
+    refused(cli("play", bench, "--agent", "random", "--out", fifo, code=None), fifo,
+            "is a pipe, expected a file to write")
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    archive = tmp_path / "b.tar.gz"
+    os.mkfifo(archive)
+    suite = tmp_path / "s.yaml"
+    suite.write_text("eebench: suite/1\nname: s\nmembers:\n  - {presets: [low-small], seeds: [0]}\n", "utf-8")
+    refused(cli("publish", suite, "--version", "1.0.0", "--out", archive, code=None), archive,
+            "is a pipe, expected an archive file")
+    assert stat.S_ISFIFO(archive.stat().st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.tar.gz", "bench", "out.jsonl", "s.yaml"]
+
+
+def test_an_archive_that_is_a_pipe_is_refused_not_read(cli, tmp_path: Path) -> None:
+    """Opening a pipe waits for a writer: `verify` of one named like an archive, and `bundles` of a folder holding
+    one, waited forever."""
+    import os
+
+    archive = tmp_path / "b.zip"
+    os.mkfifo(archive)
+    verified = _eebench("verify", archive)
+    assert (verified.returncode, verified.stderr) == (2, f"error: {archive}: is a pipe, expected an archive file\n")
+    listed = _eebench("bundles", tmp_path)
+    assert (listed.returncode, listed.stdout) == (0, f"no bundles in {tmp_path}\n")
+
+
+def _eebench(*args: str | Path):
+    """`eebench ARGS` in a process of its own, stopped after 60 s (what these tests refuse waited forever)."""
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "eebench", *map(str, args)], capture_output=True, text=True,
+                          timeout=60, cwd=Path(__file__).resolve().parents[1])
+
+
+@pytest.mark.parametrize("command", ["grade", "query", "export", "report", "plot", "ingest"])
+def test_a_results_file_that_is_a_pipe_is_refused_not_opened(bench: Path, tmp_path: Path, command: str) -> None:
+    """DuckDB opening a pipe as --db waits for a writer forever: refused before it is opened."""
+    import os
+
+    fifo = tmp_path / "r.duckdb"
+    os.mkfifo(fifo)
+    runs = write_jsonl(tmp_path / "runs.jsonl", [trajectory("a", ["left"])])
+    args = {"grade": [runs, "--bench", bench], "query": ["SELECT 1"], "export": ["--out", tmp_path / "e"],
+            "report": ["--out", tmp_path / "r.html"], "plot": ["figure1", "--out", tmp_path / "p.png"],
+            "ingest": [tmp_path]}[command]
+    done = _eebench(command, *args, "--db", fifo)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == f"error: Invalid value for '--db': {fifo} is a pipe, expected a DuckDB file; see " \
+                          f"`eebench {command} --help`\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench", "r.duckdb", "runs.jsonl"]
+
+
 def test_a_huge_unknown_key_is_not_echoed_whole(cli, tmp_path: Path) -> None:
     key = "k" * 5_000_000
     path = instance_file(tmp_path, **{key: 1})

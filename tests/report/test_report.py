@@ -212,6 +212,18 @@ def test_report_command(cli, graded: Run, tmp_path: Path) -> None:
     assert not (tmp_path / "x.html").exists()
 
 
+@pytest.mark.parametrize("command", ["report", "plot"])
+def test_a_seed_past_the_seeds_limit_is_a_usage_error(cli, graded: Run, tmp_path: Path, command: str) -> None:
+    """--seed is a seed like a suite's (at most 2^63-1): 2^64 ended `report` in a traceback from the JSON writer."""
+    out = tmp_path / ("r.html" if command == "report" else "r.png")
+    kind = ["figure1"] if command == "plot" else []
+    r = cli(command, *kind, "--db", graded.db, "--out", out, "--seed", str(2 ** 64), code=2)
+    assert r.stderr == (f"error: Invalid value for '--seed': {2 ** 64} is not in the range 0<=x<={2 ** 63 - 1}; "
+                        f"see `eebench {command} --help`\n")
+    assert not list(tmp_path.iterdir())
+    cli(command, *kind, "--db", graded.db, "--out", out, "--seed", str(2 ** 63 - 1))
+
+
 def test_report_is_self_contained(page: str) -> None:
     for needle in ("http://", "https://", "<link", "src=", "@import", "url(http"):
         assert needle not in page.replace('xmlns="http://www.w3.org/2000/svg"', "").replace(
