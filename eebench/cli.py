@@ -441,12 +441,12 @@ class _ResultsFile(click.Path):
     waits for a writer forever)."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from eebench.documents import special_file
+        from eebench.evaluator.store import results_file_problem
 
         path = super().convert(value, param, ctx)
-        special = special_file(Path(path))
-        if special:
-            self.fail(f"{quote(str(path), 200)} is {special}, expected a DuckDB file", param, ctx)
+        problem = results_file_problem(Path(path))
+        if problem:
+            self.fail(f"{quote(str(path), 200)} {problem}", param, ctx)
         return path
 
 

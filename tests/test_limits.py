@@ -412,6 +412,31 @@ def test_a_results_file_that_is_a_pipe_is_refused_not_opened(bench: Path, tmp_pa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bench", "r.duckdb", "runs.jsonl"]
 
 
+def test_a_results_file_that_is_a_pipe_is_refused_from_python_too(bench: Path, tmp_path: Path) -> None:
+    """The library calls under the commands refuse it as well (a notebook's grade_files, query, load_results)."""
+    code = f"""
+import os
+from pathlib import Path
+from eebench.errors import InputError
+from eebench.evaluator import Bench, grade_files, query
+from eebench.report.data import load_results
+fifo = Path({str(tmp_path / "r.duckdb")!r})
+os.mkfifo(fifo)
+for call in (lambda: grade_files([Path({str(write_jsonl(tmp_path / "runs.jsonl", [trajectory("a", ["left"])]))!r})],
+                                 Bench(Path({str(bench)!r})), fifo),
+             lambda: query(fifo, "SELECT 1"), lambda: load_results(fifo)):
+    try:
+        call()
+    except InputError as exc:
+        print(exc)
+"""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout == f"{tmp_path / 'r.duckdb'}: is a pipe, expected a DuckDB file\n" * 3, done.stderr
+
+
 def test_a_huge_unknown_key_is_not_echoed_whole(cli, tmp_path: Path) -> None:
     key = "k" * 5_000_000
     path = instance_file(tmp_path, **{key: 1})

@@ -32,7 +32,7 @@ import duckdb
 import numpy as np
 
 from eebench import __version__
-from eebench.documents import atomic_directory
+from eebench.documents import atomic_directory, special_file
 from eebench.errors import EebenchError, InputError, did_you_mean
 from eebench.evaluator.families import Coded, StepColumns, StepWindows, concatenated, registered, step_rows
 from eebench.evaluator.park import EXPLOIT_CASES, EXPLORE_CASES, METRIC_VERSION
@@ -430,10 +430,20 @@ STORED = {table: STORAGE_COLUMNS.get(table, columns) for table, columns in TABLE
 STAGED = {table: columns if table in WORDS else (*columns, _KEY) for table, columns in STORED.items()}
 
 
+def results_file_problem(path: Path) -> str | None:
+    """Why `path` cannot be opened as a results file, known before DuckDB tries: a pipe (DuckDB's open of it waits
+    for a writer forever), a device or a socket; else None."""
+    special = special_file(path)
+    return f"is {special}, expected a DuckDB file" if special else None
+
+
 def _connect(path: Path, *, read_only: bool = False, spill: Path | None = None,
              config: dict[str, Any] | None = None) -> duckdb.DuckDBPyConnection:
     """A connection with eebench's settings (a memory cap when `spill` names a folder for what exceeds it);
     InputError when the file is not a DuckDB database."""
+    problem = results_file_problem(Path(path))
+    if problem:
+        raise InputError.at(str(path), problem)
     settings = dict(config or {})
     if spill is not None:
         settings.update(memory_limit=f"{MEMORY_LIMIT_MB}MB", temp_directory=str(spill))

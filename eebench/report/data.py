@@ -19,7 +19,7 @@ import numpy as np
 import orjson
 
 from eebench.errors import InputError
-from eebench.evaluator.store import STORAGE, VIEW_SQL
+from eebench.evaluator.store import STORAGE, VIEW_SQL, results_file_problem
 from eebench.report.stats import Estimate, Fit, bootstrap_mean, group_seed, least_squares
 
 GROUP_KEYS = ("agent_name", "model", "prompt", "harness", "metric_version")   # as the view agent_summary groups
@@ -264,6 +264,9 @@ def _null_last(key: tuple[Any, ...]) -> tuple[Any, ...]:
 def _connect(db: Path) -> duckdb.DuckDBPyConnection:
     if not db.exists():
         raise InputError.at(str(db), "no such database (run `eebench grade ... --db` first)")
+    problem = results_file_problem(db)
+    if problem:
+        raise InputError.at(str(db), problem)
     try:
         con = duckdb.connect(str(db), read_only=True)
     except duckdb.Error as exc:
