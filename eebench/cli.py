@@ -306,7 +306,7 @@ def show(target: str, bench: Path | None, seeds: str | None) -> None:
 @click.option("--seed", type=_SEED, help="One seed of the agent's choices (the same as --seeds N).")
 @click.option("--instance-seeds", help="When INSTANCE_OR_DIR is a preset: the seeds it is generated at (default 0).")
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="JSONL file of trajectories (trajectory/1) to write.")
+              help="JSONL file of trajectories (trajectory/1) to write; - for standard output.")
 @click.option("--observations/--no-observations", default=False, show_default=True,
               help="Also record the text observation after each step.")
 def play(target: str, agent: str, seeds: str | None, seed: int | None, instance_seeds: str | None, out: Path,
@@ -325,8 +325,9 @@ def play(target: str, agent: str, seeds: str | None, seed: int | None, instance_
         raise InputError("--seed and --seeds: give one of them (--seed N is --seeds N)")
     agent_seeds = _parse_seeds(seeds) or [seed or 0]
     played = steps = 0
+    to_stdout = str(out) == "-"
     with open_instances(target, _parse_seeds(instance_seeds, "--instance-seeds")) as instances, \
-            atomic_file(out) as handle, \
+            (contextlib.nullcontext(sys.stdout) if to_stdout else atomic_file(out)) as handle, \
             _progress(instances.count, f"playing {agent}") as update:
         for loaded in instances.each:
             for agent_seed in agent_seeds:
@@ -337,7 +338,7 @@ def play(target: str, agent: str, seeds: str | None, seed: int | None, instance_
             played += 1
             update(1)
     runs = f" x {len(agent_seeds)} seeds" if len(agent_seeds) > 1 else ""
-    click.echo(f"played {agent} on {played} instances{runs} ({steps} steps) -> {out}")
+    click.echo(f"played {agent} on {played} instances{runs} ({steps} steps) -> {out}", err=to_stdout)
 
 
 @main.command()

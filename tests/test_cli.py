@@ -233,6 +233,16 @@ def test_play_a_folder(cli: Any, tmp_path: Path) -> None:
     assert cli("validate", out).stdout == f"ok {out}: 8 trajectory/1 records\n"
 
 
+def test_play_to_standard_output(cli: Any, tmp_path: Path) -> None:
+    # `eebench play ... --out - | eebench grade - ...`: the trajectories own stdout, the summary goes to stderr
+    file = write_json(tmp_path / "t.json", tiny_doc())
+    cli("play", file, "--agent", "frontier", "--seeds", "0-2", "--out", tmp_path / "r.jsonl")
+    piped = cli("play", file, "--agent", "frontier", "--seeds", "0-2", "--out", "-")
+    assert piped.stdout == (tmp_path / "r.jsonl").read_text("utf-8")
+    assert piped.stderr.startswith("played frontier on 1 instances x 3 seeds (") and piped.stderr.endswith(" -> -\n")
+    assert not Path("-").exists()   # (no file named - where the command ran)
+
+
 def test_play_a_single_file_with_observations(cli: Any, tmp_path: Path) -> None:
     file = write_json(tmp_path / "t.json", tiny_doc())
     out = tmp_path / "r.jsonl"
