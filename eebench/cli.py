@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import json
 import re
+import signal
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,6 +27,25 @@ from eebench.prompts import VARIANTS as PROMPT_VARIANTS
 _HELP_FOR_NO_ARGS = getattr(click.exceptions, "NoArgsIsHelpError", ())   # (click 8.2 on; before, help and exit 0)
 
 
+@contextlib.contextmanager
+def _terminated_as_exit() -> Iterator[None]:
+    """SIGTERM (`timeout`, `kill`, a scheduler's stop) ends a command as Ctrl-C does, through its cleanup: the
+    temporary file or folder of an output it was writing is removed (left behind, a hidden `.OUT.xxxx.tmp` folder
+    stayed after a killed `generate`). Exit code 143, as a process killed by SIGTERM reports."""
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:   # not the main thread (a caller's thread running the CLI): its own handling stands
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 class _Group(click.Group):
     """Turns eebench's errors, and click's usage errors, into one line each and exit code 2; suggests close command
     names."""
@@ -33,6 +53,10 @@ class _Group(click.Group):
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         if not standalone_mode:
             return super().main(*args, standalone_mode=False, **kwargs)
+        with _terminated_as_exit():
+            return self._main(*args, **kwargs)
+
+    def _main(self, *args: Any, **kwargs: Any) -> Any:
         try:   # (click's own standalone mode prints a usage error as four lines: usage, hint, blank, message)
             code = super().main(*args, standalone_mode=False, **kwargs)
         except _HELP_FOR_NO_ARGS as exc:   # `eebench` alone: the help, as click prints it

@@ -629,3 +629,23 @@ def test_a_path_name_the_system_refuses_is_one_line(cli, tmp_path: Path) -> None
         refused = cli(*args, code=2).stderr
         assert refused.startswith("error: ") and refused.endswith(": File name too long\n") and \
             refused.count("\n") == 1, args
+
+
+def test_a_command_stopped_by_sigterm_removes_what_it_was_writing(tmp_path: Path) -> None:
+    # `timeout`, `kill` or a scheduler's stop: the output's temporary folder is removed, as after Ctrl-C
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    command = [sys.executable, "-m", "eebench", "generate", "low-large", "--seeds", "0-99999", "--out", "out"]
+    with subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as running:
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.glob(".out.*")) and time.monotonic() < deadline and running.poll() is None:
+            time.sleep(0.05)
+        appeared = bool(list(tmp_path.glob(".out.*")))
+        running.send_signal(signal.SIGTERM)
+        _, stderr = running.communicate(timeout=60)
+    assert appeared, "the output's temporary folder never appeared"
+    assert running.returncode == 128 + signal.SIGTERM, stderr
+    assert list(tmp_path.iterdir()) == [] and b"Traceback" not in stderr
