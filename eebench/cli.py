@@ -20,7 +20,7 @@ from typing import Any
 import click
 
 from eebench import __version__
-from eebench.errors import EebenchError, InputError, one_line, quote
+from eebench.errors import EebenchError, InputError, message_line, quote
 from eebench.prompts import VARIANTS as PROMPT_VARIANTS
 
 
@@ -63,7 +63,7 @@ class _Group(click.Group):
             exc.show()
             sys.exit(exc.exit_code)
         except click.UsageError as exc:
-            message = one_line(exc.format_message())
+            message = message_line(exc.format_message())
             where = exc.ctx.command_path if exc.ctx is not None else "eebench"
             if "--help" not in message:
                 message = f"{message.removesuffix('.')}; see `{where} --help`"
@@ -84,7 +84,7 @@ class _Group(click.Group):
             _echo_problems("error", exc.problems)
             ctx.exit(2)
         except EebenchError as exc:
-            click.echo(f"error: {one_line(str(exc))}", err=True)
+            click.echo(f"error: {message_line(str(exc))}", err=True)
             ctx.exit(2)
         except BrokenPipeError:
             ctx.exit(0)
@@ -153,7 +153,7 @@ MAX_PROBLEM_LINES = 50
 def _echo_problems(label: str, problems: list[Any]) -> None:
     """One line per problem on stderr; past MAX_PROBLEM_LINES, a count of the rest."""
     for problem in problems[:MAX_PROBLEM_LINES]:   # (a value a message holds may hold a newline: escaped here)
-        click.echo(f"{label}: {one_line(str(problem))}", err=True)
+        click.echo(f"{label}: {message_line(str(problem))}", err=True)
     if len(problems) > MAX_PROBLEM_LINES:
         click.echo(f"{label}: ... and {len(problems) - MAX_PROBLEM_LINES} more", err=True)
 

@@ -32,6 +32,19 @@ def one_line(text: str) -> str:
     return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
+LINE_CHARS = 1000   # the most one message line holds: a longer one (a huge value quoted whole) keeps its ends
+
+
+def message_line(text: str) -> str:
+    """A message as the one line the CLI prints: control characters escaped (one_line), and past LINE_CHARS its
+    middle cut, so the start (file, line, field) and the end (what was expected, a hint) stay."""
+    text = one_line(text)
+    if len(text) <= LINE_CHARS:
+        return text
+    tail = LINE_CHARS // 4
+    return f"{text[:LINE_CHARS - tail - 5]} ... {text[-tail:]}"
+
+
 def quote(text: str, limit: int = QUOTE_CHARS) -> str:
     """`text` cut to `limit` characters ('...' marks the cut), on one line (one_line): the one way messages quote
     what an input holds."""

@@ -649,3 +649,15 @@ def test_a_command_stopped_by_sigterm_removes_what_it_was_writing(tmp_path: Path
     assert appeared, "the output's temporary folder never appeared"
     assert running.returncode == 128 + signal.SIGTERM, stderr
     assert list(tmp_path.iterdir()) == [] and b"Traceback" not in stderr
+
+
+def test_an_error_line_is_bounded_and_keeps_its_ends(cli: Any) -> None:
+    # a huge value quoted whole made a 3 KB line; the start (what) and the end (what was expected) stay
+    from eebench.errors import LINE_CHARS, message_line
+
+    line = cli("schema", "x" * 3000, code=2).stderr
+    assert line.count("\n") == 1 and len(line) <= len("error: \n") + LINE_CHARS
+    assert line.startswith("error: unknown schema 'xxx") and " ... " in line
+    assert line.endswith("instance.rooms, manifest, registry, suite or trajectory\n")
+    assert message_line("short\nline") == "short\\nline"
+    assert len(message_line("y" * 10 ** 6)) == LINE_CHARS
