@@ -21,6 +21,7 @@ from eebench.documents import (
     readable_json,
     schema_problems,
     sha256_hex,
+    special_file,
 )
 from eebench.errors import InputError, Problem, did_you_mean, quote
 from eebench.world.kinds import WorldKind, check_env
@@ -154,6 +155,10 @@ class InstanceLibrary:
         self.where = f"in {label}" if label else f"under {self.root}"  # a bundle read from an archive: its name
         if not self.root.exists():
             raise InputError.at(str(self.root), "no such file or folder")
+        special = special_file(self.root)
+        if special:   # (a pipe would be waited on; a device holds no instances)
+            raise InputError.at(str(self.root), f"is {special}, expected a folder of instances, a bundle or an "
+                                                "instance file")
         self._cache: OrderedDict[str, LoadedInstance] = OrderedDict()
         self._cache_size = cache_size
         self._paths: dict[str, Path] | None = None

@@ -437,6 +437,22 @@ for call in (lambda: grade_files([Path({str(write_jsonl(tmp_path / "runs.jsonl",
     assert done.stdout == f"{tmp_path / 'r.duckdb'}: is a pipe, expected a DuckDB file\n" * 3, done.stderr
 
 
+def test_a_bench_that_is_a_pipe_or_a_device_is_named_not_the_trajectory(cli, bench: Path, tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    runs = write_jsonl(tmp_path / "runs.jsonl", [trajectory("a", ["left"])])
+    graded = tmp_path / "graded.duckdb"
+    cli("grade", runs, "--bench", bench, "--db", graded)
+    for given, kind in ((fifo, "a pipe"), (Path("/dev/null"), "a device")):
+        for args in (["grade", runs, "--db", tmp_path / "r.duckdb"], ["report", "--db", graded, "--out",
+                                                                      tmp_path / "r.html"]):
+            refused(cli(*args, "--bench", given, code=None), given,
+                    f"is {kind}, expected a folder of instances, a bundle or an instance file")
+    assert not (tmp_path / "r.duckdb").exists() and not (tmp_path / "r.html").exists()
+
+
 def test_a_huge_unknown_key_is_not_echoed_whole(cli, tmp_path: Path) -> None:
     key = "k" * 5_000_000
     path = instance_file(tmp_path, **{key: 1})
