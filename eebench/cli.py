@@ -113,6 +113,19 @@ class _Group(click.Group):
             raise exc
 
 
+class _Argument(click.Argument):
+    """A positional argument that refuses an empty value: Path("") is the current folder, so `show ""` showed every
+    instance below it."""
+
+    def process_value(self, ctx: click.Context, value: Any) -> Any:
+        if any(item == "" for item in (value if isinstance(value, (tuple, list)) else (value,))):
+            raise click.BadParameter("an empty value", ctx=ctx, param=self)
+        return super().process_value(ctx, value)
+
+
+_argument = functools.partial(click.argument, cls=_Argument)
+
+
 def option_envvar(command: str, option: click.Option) -> str:
     """EEBENCH_<COMMAND>_<OPTION>: the command and the option's first long name, upper case, dashes as underscores."""
     names = [n for n in option.opts if n.startswith("--")] or option.opts
@@ -246,7 +259,7 @@ def list_specs() -> None:
 
 
 @main.command()
-@click.argument("spec")
+@_argument("spec")
 @click.option("--out", "-o", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Folder to write <id>.json files and index.json into; replaced atomically if it is an "
                    "earlier eebench output.")
@@ -268,7 +281,7 @@ def generate(spec: str, out: Path, seeds: str | None) -> None:
 
 
 @main.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@_argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 def validate(files: tuple[Path, ...]) -> None:
     """Check eebench documents: schema, version and meaning.
 
@@ -291,7 +304,7 @@ def validate(files: tuple[Path, ...]) -> None:
 
 
 @main.command()
-@click.argument("target", metavar="INSTANCE")
+@_argument("target", metavar="INSTANCE")
 @click.option("--bench", type=click.Path(exists=True, path_type=Path),
               help="Find INSTANCE by id in this folder or bundle (.tar.gz, .zip; verified first) instead of reading "
                    "it as a file.")
@@ -322,7 +335,7 @@ def show(target: str, bench: Path | None, seeds: str | None) -> None:
 
 
 @main.command()
-@click.argument("target", metavar="INSTANCE_OR_DIR")
+@_argument("target", metavar="INSTANCE_OR_DIR")
 @click.option("--agent", required=True,
               help="A baseline agent of the instances' world kind; `eebench list` shows each kind's agents.")
 @click.option("--seeds", help="Seeds of the agent's choices, e.g. '0-9' or '0,3' (default 0); each instance is "
@@ -366,7 +379,7 @@ def play(target: str, agent: str, seeds: str | None, seed: int | None, instance_
 
 
 @main.command()
-@click.argument("instance")
+@_argument("instance")
 @click.option("--bench", type=click.Path(exists=True, path_type=Path),
               help="Find INSTANCE by id in this folder or bundle (.tar.gz, .zip) instead of reading it as a file.")
 @click.option("--step", default=0, show_default=True, type=click.IntRange(min=0),
@@ -478,7 +491,7 @@ class _ResultsFile(click.Path):
 _RESULTS_FILE = _ResultsFile(dir_okay=False, path_type=Path)
 
 @main.command()
-@click.argument("files", metavar="TRAJ_FILE...", nargs=-1, required=True, type=click.Path(path_type=str))
+@_argument("files", metavar="TRAJ_FILE...", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option("--bench", type=click.Path(exists=True, path_type=Path),
               help="Folder of instance files (searched recursively), as written by `eebench generate`; or a "
                    "bundle (folder, .tar.gz or .zip) from `eebench publish`, verified first and recorded in every row. "
@@ -560,7 +573,7 @@ def _grade_ray(files: tuple[str, ...], bench: Path | None, checkpoints: Any, ski
 
 
 @main.command()
-@click.argument("parquet_dir", metavar="PARQUET_DIR")
+@_argument("parquet_dir", metavar="PARQUET_DIR")
 @click.option("--db", default="eebench.duckdb", show_default=True, type=_RESULTS_FILE,
               help="DuckDB results file to load into (created if missing).")
 def ingest(parquet_dir: str, db: Path) -> None:
@@ -577,7 +590,7 @@ def ingest(parquet_dir: str, db: Path) -> None:
 # -- frozen versions ----------------------------------------------------------------------------------
 
 @main.command()
-@click.argument("suite")
+@_argument("suite")
 @click.option("--version", "version", required=True, help="Version of the bundle: X.Y.Z, e.g. 1.0.0.")
 @click.option("--out", "-o", required=True, type=click.Path(path_type=Path),
               help="The bundle to write: a new or empty folder, or a file ending in .tar.gz, .tgz or .zip.")
@@ -602,7 +615,7 @@ def publish(suite: str, version: str, out: Path) -> None:
 
 
 @main.command()
-@click.argument("bundle", type=click.Path(path_type=Path))
+@_argument("bundle", type=click.Path(path_type=Path))
 @click.option("--digest", help="Also require this bundle digest, e.g. the one a paper cites.")
 def verify(bundle: Path, digest: str | None) -> None:
     """Check that a bundle (folder, .tar.gz or .zip) is exactly what was published.
@@ -618,7 +631,7 @@ def verify(bundle: Path, digest: str | None) -> None:
 
 
 @main.command()
-@click.argument("folder", required=False, type=click.Path(path_type=Path))
+@_argument("folder", required=False, type=click.Path(path_type=Path))
 def bundles(folder: Path | None) -> None:
     """List the bundles eebench ships, or those found in FOLDER (folders and archives, searched recursively)."""
     from eebench.bundles import find_bundles, shipped_listing
@@ -641,7 +654,7 @@ def bundles(folder: Path | None) -> None:
 
 
 @main.command()
-@click.argument("sql")
+@_argument("sql")
 @click.option("--db", default="eebench.duckdb", show_default=True, type=_RESULTS_FILE,
               help="DuckDB file of results.")
 @click.option("--format", "fmt", default="table", show_default=True, type=click.Choice(["table", "csv", "json"]),
@@ -734,7 +747,7 @@ def _plot_epilog() -> str:
 
 
 @main.command(epilog=_plot_epilog())
-@click.argument("kind")
+@_argument("kind")
 @click.option("--db", default="eebench.duckdb", show_default=True, type=_RESULTS_FILE,
               help="DuckDB file of results (from `eebench grade`).")
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
@@ -762,7 +775,7 @@ def plot(kind: str, db: Path, out: Path, where: str | None, trajectory: str | No
 # -- adapters ------------------------------------------------------------------------------------------
 
 @main.command()
-@click.argument("inputs", metavar="INPUT...", nargs=-1, required=True, type=click.Path(path_type=Path))
+@_argument("inputs", metavar="INPUT...", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--from", "fmt", default="auto", show_default=True, metavar="FORMAT",
               help="The log format (see `eebench formats`); auto asks every adapter whether it reads the file.")
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
@@ -880,7 +893,7 @@ def formats(fmt: str) -> None:
 
 
 @main.command()
-@click.argument("kind")
+@_argument("kind")
 def schema(kind: str) -> None:
     """Print the JSON Schema of a document kind: instance, trajectory, generator, suite, index, manifest, ...
 

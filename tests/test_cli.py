@@ -661,3 +661,12 @@ def test_an_error_line_is_bounded_and_keeps_its_ends(cli: Any) -> None:
     assert line.endswith("instance.rooms, manifest, registry, suite or trajectory\n")
     assert message_line("short\nline") == "short\\nline"
     assert len(message_line("y" * 10 ** 6)) == LINE_CHARS
+
+
+@pytest.mark.parametrize("args", [["show", ""], ["play", "", "--agent", "random", "--out", "x.jsonl"], ["bundles", ""],
+                                  ["validate", "x.json", ""], ["query", ""]])
+def test_an_empty_argument_is_refused_not_read_as_the_current_folder(cli: Any, args: list[str]) -> None:
+    # Path("") is the current folder: `show ""` showed every instance below it
+    failed = cli(*args, code=2)
+    assert failed.stderr.startswith("error: Invalid value for '") and "': an empty value; see `eebench " in failed.stderr
+    assert not Path("x.jsonl").exists()
