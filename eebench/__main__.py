@@ -1,5 +1,5 @@
 """`python -m eebench`: the command line, as the `eebench` script runs it."""
 
-from eebench.cli import main
+from eebench.cli import run
 
-main(prog_name="eebench")
+run()

@@ -670,3 +670,18 @@ def test_an_empty_argument_is_refused_not_read_as_the_current_folder(cli: Any, a
     failed = cli(*args, code=2)
     assert failed.stderr.startswith("error: Invalid value for '") and "': an empty value; see `eebench " in failed.stderr
     assert not Path("x.jsonl").exists()
+
+
+def test_the_program_flushes_its_output_and_keeps_exit_codes_when_it_skips_pythons_teardown(tmp_path: Path) -> None:
+    # `eebench` and `python -m eebench` end with os._exit after main (cli.run): nothing may be lost on the way
+    import subprocess
+    import sys
+
+    def program(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "eebench", *args], capture_output=True, timeout=60)
+
+    shown = program("schema", "trajectory")
+    assert shown.returncode == 0 and json.loads(shown.stdout)["title"]   # whole: the JSON parses
+    refused = program("schema", "nope")
+    assert refused.returncode == 2 and refused.stderr.startswith(b"error: unknown schema 'nope'")
+    assert program("--version").stdout == b"eebench, version " + __import__("eebench").__version__.encode() + b"\n"
