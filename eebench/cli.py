@@ -491,6 +491,7 @@ class _ResultsFile(click.Path):
 
 _RESULTS_FILE = _ResultsFile(dir_okay=False, path_type=Path)
 
+
 @main.command()
 @_argument("files", metavar="TRAJ_FILE...", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option("--bench", type=click.Path(exists=True, path_type=Path),
