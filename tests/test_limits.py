@@ -453,6 +453,29 @@ def test_a_bench_that_is_a_pipe_or_a_device_is_named_not_the_trajectory(cli, ben
     assert not (tmp_path / "r.duckdb").exists() and not (tmp_path / "r.html").exists()
 
 
+def test_grade_reads_a_pipe_as_it_reads_standard_input(cli, bench: Path, tmp_path: Path) -> None:
+    # `eebench grade <(zcat runs.jsonl.gz)`: a pipe is read once, in order, by one process (refused before as
+    # "is not a file")
+    import os
+    import threading
+
+    runs = [trajectory(f"t{i}", ["left", "right"][: i % 3]) for i in range(5)]
+    fifo = tmp_path / "runs.pipe"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text("".join(json.dumps(r) + "\n" for r in runs)))
+    writer.start()
+    try:
+        piped = cli("grade", fifo, "--bench", bench, "--db", tmp_path / "piped.duckdb", "--workers", "2")
+    finally:
+        writer.join(timeout=60)
+    cli("grade", write_jsonl(tmp_path / "runs.jsonl", runs), "--bench", bench, "--db", tmp_path / "file.duckdb")
+    assert piped.stdout.startswith("graded 5 trajectories (")
+    query = "SELECT * EXCLUDE (graded_at, source_file) FROM trajectories ORDER BY ALL"
+    with duckdb.connect(str(tmp_path / "piped.duckdb"), read_only=True) as a, \
+            duckdb.connect(str(tmp_path / "file.duckdb"), read_only=True) as b:
+        assert a.execute(query).fetchall() == b.execute(query).fetchall()
+
+
 def test_a_huge_unknown_key_is_not_echoed_whole(cli, tmp_path: Path) -> None:
     key = "k" * 5_000_000
     path = instance_file(tmp_path, **{key: 1})

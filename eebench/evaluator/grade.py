@@ -24,6 +24,7 @@ import numpy as np
 
 from eebench import __version__
 from eebench.checkpoints import CheckpointLibrary
+from eebench.documents import special_file
 from eebench.errors import InputError, Problem, quote
 from eebench.evaluator.coverage import LOGGED, LoggedInstance
 from eebench.evaluator.families import (MetricFamily, StepColumns, StepWindows, Trajectory, families_for, joined_steps,
@@ -365,7 +366,7 @@ def grade_files(files: Sequence[Path], bench: Bench | None, db: Path, *, skip_in
     """
     given: dict[Path, Path] = {}
     for path in files:
-        if str(path) == "-":
+        if _streamed(path):
             continue
         if not Path(path).is_file():  # a folder or a device (/dev/zero) is not read
             raise InputError.at(str(path), "is not a file" if Path(path).exists() else "no such file")
@@ -378,8 +379,8 @@ def grade_files(files: Sequence[Path], bench: Bench | None, db: Path, *, skip_in
     grader = Grader(bench, graded_at, checkpoints=checkpoints)  # a bad bench folder fails before the db is touched
     report = GradeReport()
     workers = resolve_workers(workers)
-    if workers > 1 and (any(str(path) == "-" for path in files) or not _worth_workers(files)):
-        workers = 1  # standard input, or too little input to pay for the workers' start: this process
+    if workers > 1 and (any(map(_streamed, files)) or not _worth_workers(files)):
+        workers = 1  # standard input or a pipe, or too little input to pay for the workers' start: this process
     with quick_switches():
         store = ResultStore(db)
         try:
@@ -401,6 +402,12 @@ def grade_files(files: Sequence[Path], bench: Bench | None, db: Path, *, skip_in
             raise
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _streamed(path: Path | str) -> bool:
+    """Standard input (`-`) or a pipe (`<(zcat runs.jsonl.gz)`, a named pipe): read once, in order, by this
+    process."""
+    return str(path) == "-" or special_file(Path(path)) == "a pipe"
 
 
 def _grade_here(grader: Grader, files: Sequence[Path], store: ResultStore, skip_invalid: bool,
