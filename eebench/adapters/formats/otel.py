@@ -123,6 +123,14 @@ def _count(span: Span, field: str) -> int | None:
     return as_int(span.attributes.get(field))
 
 
+def _name_problem(span: Mapping[str, Any]) -> str | None:
+    """What is wrong with a span's `name` as exported (it names a tool: never written as another type's repr)."""
+    name = span.get("name")
+    if name is None or isinstance(name, str):
+        return None
+    return f"expected the span's name as a string, found {json_type(name)}"
+
+
 def _record_spans(path: Path, item: JsonRecord) -> list[Span] | InputError:
     bad = functools.partial(bad_item, path, item)
     value = item.value
@@ -146,8 +154,8 @@ def _record_spans(path: Path, item: JsonRecord) -> list[Span] | InputError:
         attributes = span.get("attributes") if isinstance(span.get("attributes"), Mapping) else {}
         status = span.get("status")
         resource = dig(span, "resource.attributes")
-        if span.get("name") is not None and not isinstance(span["name"], str):
-            return bad(f"expected the span's name as a string, found {json_type(span['name'])}", f"spans[{i}].name")
+        if (problem := _name_problem(span)) is not None:
+            return bad(problem, f"spans[{i}].name")
         spans.append(Span(
             name=span.get("name") or "", trace_id=trace_id, span_id=_hex(context.get("span_id"), 16),
             parent_id=_hex(parent.get("span_id"), 16), start_ns=as_int(span.get("start_time")),
@@ -183,8 +191,8 @@ def _otlp_spans(resource_spans: Any, bad: Any) -> list[Span] | InputError:
                 if not isinstance(trace_id, str) or not trace_id:
                     return bad(f"expected a traceId string, found {json_type(trace_id)}", at)
                 status = span.get("status")
-                if span.get("name") is not None and not isinstance(span["name"], str):
-                    return bad(f"expected the span's name as a string, found {json_type(span['name'])}", f"{at}.name")
+                if (problem := _name_problem(span)) is not None:
+                    return bad(problem, f"{at}.name")
                 spans.append(Span(
                     name=span.get("name") or "", trace_id=trace_id.lower(),
                     span_id=_hex(span.get("spanId"), 16), parent_id=_hex(span.get("parentSpanId"), 16),
