@@ -668,7 +668,8 @@ def test_an_error_line_is_bounded_and_keeps_its_ends(cli: Any) -> None:
 def test_an_empty_argument_is_refused_not_read_as_the_current_folder(cli: Any, args: list[str]) -> None:
     # Path("") is the current folder: `show ""` showed every instance below it
     failed = cli(*args, code=2)
-    assert failed.stderr.startswith("error: Invalid value for '") and "': an empty value; see `eebench " in failed.stderr
+    assert failed.stderr.startswith("error: Invalid value for '")
+    assert "': an empty value; see `eebench " in failed.stderr
     assert not Path("x.jsonl").exists()
 
 
