@@ -229,6 +229,17 @@ def _real(agent_logs: Path, name: str) -> Any:
     return json.loads(path.read_text("utf-8"))
 
 
+def _refused_with_one_value_changed(cli, agent_logs: Path, tmp_path: Path, fmt: str, source: str, where: tuple,
+                                    value: Any, said: str) -> None:
+    """A real log with the value at `where` changed is refused with `said`, one line naming the log, and no output."""
+    document = _set(_real(agent_logs, source), where, value)
+    log = (write_jsonl if source.endswith(".jsonl") else write_json)(tmp_path / Path(source).name, document)
+    out = tmp_path / "out.jsonl"
+    separator = ":" if source.endswith(".jsonl") else ": "
+    assert cli("convert", log, "--from", fmt, "--out", out, code=2).stderr == f"error: {log}{separator}{said}\n"
+    assert not out.exists()
+
+
 def _set(document: Any, path: tuple, value: Any) -> Any:
     target = document
     for key in path[:-1]:
@@ -254,12 +265,7 @@ def _set(document: Any, path: tuple, value: Any) -> Any:
 def test_what_names_a_tool_or_a_trajectory_is_never_written_as_a_python_repr(
         cli, agent_logs: Path, tmp_path: Path, fmt: str, source: str, where: tuple, value: Any, said: str) -> None:
     """Each of these was written as its Python repr (`['zz']`, `True`, `rollout-None`) in a run that succeeded."""
-    document = _set(_real(agent_logs, source), where, value)
-    log = (write_jsonl if source.endswith(".jsonl") else write_json)(tmp_path / Path(source).name, document)
-    out = tmp_path / "out.jsonl"
-    separator = ":" if source.endswith(".jsonl") else ": "
-    assert cli("convert", log, "--from", fmt, "--out", out, code=2).stderr == f"error: {log}{separator}{said}\n"
-    assert not out.exists()
+    _refused_with_one_value_changed(cli, agent_logs, tmp_path, fmt, source, where, value, said)
 
 
 def test_names_of_the_wrong_type_in_hand_made_logs(cli, tmp_path: Path) -> None:
@@ -313,12 +319,7 @@ def test_step_content_of_the_wrong_type_is_refused_not_dropped(
         cli, agent_logs: Path, tmp_path: Path, fmt: str, source: str, where: tuple, value: Any, said: str) -> None:
     """Each of these was dropped unread in a run that succeeded: a step without its text (so without its action),
     its reasoning or its observation, or no step at all."""
-    document = _set(_real(agent_logs, source), where, value)
-    log = (write_jsonl if source.endswith(".jsonl") else write_json)(tmp_path / Path(source).name, document)
-    out = tmp_path / "out.jsonl"
-    separator = ":" if source.endswith(".jsonl") else ": "
-    assert cli("convert", log, "--from", fmt, "--out", out, code=2).stderr == f"error: {log}{separator}{said}\n"
-    assert not out.exists()
+    _refused_with_one_value_changed(cli, agent_logs, tmp_path, fmt, source, where, value, said)
 
 
 @pytest.mark.parametrize("step, said", [
@@ -383,12 +384,7 @@ def test_a_token_count_of_the_wrong_type_is_refused_not_dropped(
         cli, agent_logs: Path, tmp_path: Path, fmt: str, source: str, where: tuple, value: Any, said: str) -> None:
     """Each of these became no count in a run that succeeded (the count above the schema's bound was written, and
     the trajectory then failed `validate`): one rule for every format, the one ATIF's metrics were held to."""
-    document = _set(_real(agent_logs, source), where, value)
-    log = (write_jsonl if source.endswith(".jsonl") else write_json)(tmp_path / Path(source).name, document)
-    out = tmp_path / "out.jsonl"
-    separator = ":" if source.endswith(".jsonl") else ": "
-    assert cli("convert", log, "--from", fmt, "--out", out, code=2).stderr == f"error: {log}{separator}{said}\n"
-    assert not out.exists()
+    _refused_with_one_value_changed(cli, agent_logs, tmp_path, fmt, source, where, value, said)
 
 
 def test_token_counts_in_hand_made_logs(cli, tmp_path: Path) -> None:
