@@ -101,8 +101,16 @@ class CheckpointSet(NamedTuple):
 
 
 def _matches(patterns: Iterable[str], instance_id: str) -> bool:
-    """fnmatch, case-sensitive on every platform (`*` also crosses `/`)."""
-    return any(fnmatchcase(instance_id, pattern) for pattern in patterns)
+    """fnmatch, case-sensitive on every platform (`*` also crosses `/`). A pattern whose literal start the id does
+    not begin with is passed over uncompiled (each compiled pattern cost 0.5 ms of a grade's start)."""
+    return any(instance_id.startswith(_literal_start(pattern)) and fnmatchcase(instance_id, pattern)
+               for pattern in patterns)
+
+
+@functools.cache
+def _literal_start(pattern: str) -> str:
+    """A pattern's text before its first wildcard (`*`, `?`, `[`): every id it matches begins with it."""
+    return re.split(r"[*?\[]", pattern, maxsplit=1)[0]
 
 
 class CheckpointLibrary(NamedTuple):

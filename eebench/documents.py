@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import orjson
-import yaml
 
 from eebench.errors import InputError, Problem, did_you_mean, one_of, quote
 
@@ -322,120 +321,74 @@ def _json_compatible(value: Any) -> Any:
     return str(value)
 
 
-class _BoundedLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing before construction a document whose aliases would expand it beyond
-    MAX_YAML_NODES values, with more than MAX_YAML_ALIASES aliases, or nested deeper than MAX_DEPTH."""
-
-    def compose_document(self) -> yaml.Node:
-        self.aliases = 0
-        node = super().compose_document()
-        _check_yaml_graph(node, self)
-        return node
-
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
-        if self.check_event(yaml.AliasEvent):
-            self.aliases += 1
-            if self.aliases > MAX_YAML_ALIASES:
-                raise _YamlLimit(f"more than {MAX_YAML_ALIASES} aliases (*name); a spec needs few or none")
-        return super().compose_node(parent, index)
-
-
-class _YamlLimit(Exception):
-    """A YAML document over one of the limits above, found while composing it."""
-
-
-def _check_yaml_graph(root: yaml.Node, loader: Any) -> None:
-    """Count the values and depth the node graph will have once expanded (shared nodes counted each time they are
-    used), in time linear in the graph, before anything is constructed."""
-    sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (values when expanded, depth)
-    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
-    on_path: set[int] = set()
-    while stack:
-        node, done = stack.pop()
-        key = id(node)
-        children = _yaml_children(node)
-        if done:
-            on_path.discard(key)
-            size = 1 + sum(sizes[id(c)][0] for c in children)
-            depth = 1 + max((sizes[id(c)][1] for c in children), default=0)
-            if size > MAX_YAML_NODES:
-                raise _YamlLimit(f"expands to more than {MAX_YAML_NODES:,} values (aliases repeat what they name)")
-            if depth > MAX_DEPTH:
-                raise _YamlLimit(_too_deep())
-            sizes[key] = (size, depth)
-            continue
-        if key in sizes:
-            continue
-        if key in on_path:
-            raise _YamlLimit("an alias refers to a value that contains it (a cycle)")
-        _no_duplicate_keys(node, loader)
-        on_path.add(key)
-        stack.append((node, True))
-        stack.extend((c, False) for c in children if id(c) not in sizes)
-
-
-def _no_duplicate_keys(node: yaml.Node, loader: Any) -> None:
-    """A mapping that gives a key twice is refused (PyYAML keeps the last silently: a pasted block or a typo would
-    change a spec without a word). Keys are compared as read: as Python values (`1`, `01`, `1.0` and `true` are
-    one key) and as the text `_json_compatible` makes of them (`1` and `"1"`)."""
-    if not isinstance(node, yaml.MappingNode):
-        return
-    seen: dict[Any, yaml.Node] = {}
-    for key, _ in node.value:
-        if not isinstance(key, yaml.ScalarNode) or key.tag == "tag:yaml.org,2002:merge":
-            continue
-        value = loader.construct_object(key)
-        for form in (value, ("text", str(value))):
-            first = seen.setdefault(form, key)
-            if first is not key:
-                raise yaml.MarkedYAMLError(problem=f"duplicate key {quote(repr(key.value))} (also at line "
-                                                   f"{first.start_mark.line + 1})", problem_mark=key.start_mark)
-
-
-def _yaml_children(node: yaml.Node) -> list[yaml.Node]:
-    if isinstance(node, yaml.SequenceNode):
-        return list(node.value)
-    if isinstance(node, yaml.MappingNode):
-        return [part for pair in node.value for part in pair]
-    return []
-
-
-def _parse_yaml(text: str, file: str) -> Any:
-    if len(text) > MAX_YAML_BYTES:  # characters, a bound on bytes read (read_text already stopped there)
-        raise InputError.at(file, f"larger than {MAX_YAML_BYTES >> 20} MiB; a YAML spec is far smaller")
-    try:
-        value = _json_compatible(yaml.load(text, Loader=_BoundedLoader))  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        line = mark.line + 1 if mark is not None else None
-        raise InputError.at(file, f"malformed YAML: {quote(reason)}", line=line) from None
-    except _YamlLimit as exc:
-        raise InputError.at(file, f"refused YAML: {exc}") from None
-    except RecursionError:  # PyYAML's parser recurses per level of nesting
-        raise InputError.at(file, f"refused YAML: {_too_deep()}") from None
-    except ValueError as exc:  # an integer beyond Python's int-string limit
-        if "digits" not in str(exc):
-            raise
-        raise InputError.at(file, f"refused YAML: an integer of more than {MAX_INT_DIGITS} digits") from None
-    problem = tree_problem(value)
-    if problem:
-        raise InputError.at(file, f"refused YAML: {problem}")
-    return value
-
-
 def load_shipped(path: Path | str) -> Any:
     """A YAML spec eebench ships (a suite, presets, checkpoints), read with libyaml and without the limits and schema
     pass of the door: those files are ours, every run that names instances or grades reads some, and the pure-Python
     reader took 0.1-0.5 s of such runs. The tests read each shipped file through the full door too, and compare."""
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # (libyaml is in PyYAML's wheels; else pure Python)
-    return _json_compatible(yaml.load(Path(path).read_text("utf-8"), Loader=loader))  # noqa: S506 - a safe loader
+    path = Path(path)
+    text = path.read_bytes()
+    cache = _shipped_cache(path, text)
+    if cache is not None:
+        return cache
+    from eebench.yaml_door import load_trusted
+
+    document = load_trusted(text.decode("utf-8"))
+    _cache_shipped(path, text, document)
+    return document
+
+
+# A shipped YAML file's document is kept as JSON in `__pycache__` beside it, under the sha256 of the file's bytes, as
+# Python keeps bytecode: PyYAML builds a document in Python (libyaml only parses), and the text games' 49 KB of
+# checkpoints took 40-50 ms of every grade's start, orjson 1 ms. A cache that is missing, stale, unreadable or not
+# writable (a read-only install) costs only the YAML read. SHIPPED_CACHE names the form: change it with the reader.
+SHIPPED_CACHE = "shipped-cache/1"
+
+
+def _shipped_cache_path(path: Path) -> Path:
+    return path.parent / "__pycache__" / f"{path.name}.json"
+
+
+def _shipped_cache(path: Path, text: bytes) -> Any:
+    """The cached document of a shipped file whose bytes are `text`, or None."""
+    try:
+        cached = orjson.loads(_shipped_cache_path(path).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(cached, dict) or cached.get("cache") != SHIPPED_CACHE \
+            or cached.get("sha256") != hashlib.sha256(text).hexdigest():
+        return None
+    return cached.get("document")
+
+
+def _cache_shipped(path: Path, text: bytes, document: Any) -> None:
+    """Keep a shipped file's document for the next read, when JSON holds it exactly (not a NaN, nor an integer past
+    64 bits); written whole or not at all."""
+    try:
+        blob = orjson.dumps({"cache": SHIPPED_CACHE, "sha256": hashlib.sha256(text).hexdigest(), "document": document})
+    except orjson.JSONEncodeError:
+        return
+    if orjson.loads(blob)["document"] != document:
+        return
+    target = _shipped_cache_path(path)
+    with contextlib.suppress(OSError):
+        target.parent.mkdir(exist_ok=True)
+        fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(blob)
+                os.fchmod(handle.fileno(), 0o644)   # (readable by every user, as bytecode is; mkstemp makes 0600)
+            os.replace(temporary, target)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
 
 
 def parse_text(text: str, file: str, *, yaml_syntax: bool) -> Any:
     """Parse JSON or YAML text within the limits above, turning every refusal into a located one-line problem."""
     if yaml_syntax:
-        return _parse_yaml(text, file)
+        from eebench.yaml_door import parse_yaml   # (PyYAML's import, 15 ms, paid only by runs that read YAML)
+
+        return parse_yaml(text, file)
     try:
         return loads_json(text)
     except JsonLimitError as exc:  # found by a parser hook or a scan, which know no line: none is named

@@ -14,12 +14,11 @@ or its error is then exactly the one every other record gets.
 
 from __future__ import annotations
 
+import functools
 import re
 from array import array
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, overload
-
-import msgspec
 
 from eebench.documents import DepthGauge, JsonLimitError, loads_json, orjson_reads_exactly
 
@@ -30,7 +29,6 @@ _LONE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 _SHARED_ACTIONS = 4096   # distinct short action strings that share one number in the table
 _SHARED_LENGTH = 32      # (longer actions are rarely repeated word for word: each has a number of its own)
 _BLOCK = 1 << 16         # numbers turned into Python ints a block at a time when iterating
-_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
 PIECE_BYTES = 4 << 20    # the checks read the line this much at a time
 _DIGITS_OVERLAP = 18     # a run of 19 digits across two pieces is whole in the first one's overlap
 
@@ -154,15 +152,29 @@ class _Reader:
         return block
 
 
+def top_level(line: bytes | bytearray | memoryview) -> dict[str, Any]:
+    """A JSON object's members as msgspec.Raw (spans of the line, not copied); msgspec's errors if it is not one.
+    (msgspec is imported on first use: 10 ms that a run of short lines never needs.)"""
+    return _top_decoder().decode(line)
+
+
+@functools.cache
+def _top_decoder() -> Any:
+    import msgspec
+
+    return msgspec.json.Decoder(dict[str, msgspec.Raw])
+
+
 def loads_long(data: bytearray) -> dict[str, Any] | None:
     """The trajectory on a long line, its steps a StepList; None when the line must be read whole by the door (see
     the module's note), so that its value or its error is the door's."""
     if not _plain(data):
         return None
     import ijson
+    import msgspec
 
     try:
-        top = _TOP.decode(data)
+        top = top_level(data)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
     doc: dict[str, Any] = {}

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from eebench.checkpoints import Field, Rule, library, load_checkpoints, shipped_sets
 from eebench.errors import InputError
@@ -161,3 +163,17 @@ def test_a_valid_regex_python_warns_about_is_compiled_quietly(cli: Any, tmp_path
     path = write(tmp_path, GOOD.replace("regex: '^take coin$'", "regex: '[[a]'"))
     result = cli("validate", path)
     assert result.stderr == ""   # not Python's FutureWarning ("possible nested set") on a pattern that compiles
+
+
+_PATTERN_CHARS = "ab/-*?[]!^\\."
+
+
+@settings(max_examples=400, deadline=None)
+@given(patterns=st.lists(st.text(_PATTERN_CHARS, max_size=8), max_size=4), instance_id=st.text("ab/-*?[]!.", max_size=8))
+def test_a_pattern_is_passed_over_only_when_fnmatch_would_not_match(patterns: list[str], instance_id: str) -> None:
+    # the literal-start check before fnmatch (checkpoints._matches) never changes what matches
+    from fnmatch import fnmatchcase
+
+    from eebench.checkpoints import _matches
+
+    assert _matches(patterns, instance_id) == any(fnmatchcase(instance_id, p) for p in patterns)

@@ -3,6 +3,7 @@ messages, and atomic output."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -228,3 +229,62 @@ def test_an_output_path_that_cannot_be_made_is_bad_input(tmp_path: Path) -> None
         with atomic_directory(tmp_path / "file/out", marker="index.json"):
             pass
     assert [p.name for p in tmp_path.iterdir()] == ["file"]
+
+
+# -- the JSON cache of shipped YAML specs (load_shipped) ------------------------------------------------------------
+
+def _shipped_copy(tmp_path: Path, text: str = "name: x\nsets: [{instances: ['a/*'], rules: [cell]}]\n") -> Path:
+    path = tmp_path / "specs" / "spec.yaml"
+    path.parent.mkdir()
+    path.write_text(text)
+    return path
+
+
+def test_a_shipped_file_is_read_once_from_yaml_then_from_its_cache(tmp_path: Path) -> None:
+    from eebench.documents import SHIPPED_CACHE, load_shipped
+
+    path = _shipped_copy(tmp_path)
+    first = load_shipped(path)
+    cache = path.parent / "__pycache__" / "spec.yaml.json"
+    stored = json.loads(cache.read_text())
+    assert stored["cache"] == SHIPPED_CACHE and stored["document"] == first == load_document(path)
+    stored["document"] = {"name": "from the cache"}   # the cache answers the next read, as long as its digest holds
+    cache.write_text(json.dumps(stored))
+    assert load_shipped(path) == {"name": "from the cache"}
+
+
+@pytest.mark.parametrize("spoil", ["edit the file", "bad json", "another form", "not an object"])
+def test_a_stale_or_damaged_cache_is_read_past(tmp_path: Path, spoil: str) -> None:
+    from eebench.documents import load_shipped
+
+    path = _shipped_copy(tmp_path)
+    load_shipped(path)
+    cache = path.parent / "__pycache__" / "spec.yaml.json"
+    stored = json.loads(cache.read_text())
+    if spoil == "edit the file":
+        path.write_text("name: y\n")
+    elif spoil == "bad json":
+        cache.write_text('{"cache": ')
+    elif spoil == "another form":
+        cache.write_text(json.dumps({**stored, "cache": "shipped-cache/0", "document": {"name": "old"}}))
+    else:
+        cache.write_text("[1, 2]")
+    assert load_shipped(path) == load_document(path)
+    assert json.loads(cache.read_text())["document"] == load_document(path)   # written again, right
+
+
+def test_a_document_json_cannot_hold_exactly_is_not_cached(tmp_path: Path) -> None:
+    from eebench.documents import load_shipped
+
+    path = _shipped_copy(tmp_path, "value: .nan\nbig: 123456789012345678901234567890\n")
+    document = load_shipped(path)
+    assert document["big"] == 123456789012345678901234567890 and document["value"] != document["value"]
+    assert not (path.parent / "__pycache__" / "spec.yaml.json").exists()
+
+
+def test_a_folder_that_cannot_be_written_still_reads(tmp_path: Path) -> None:
+    from eebench.documents import load_shipped
+
+    path = _shipped_copy(tmp_path)
+    (path.parent / "__pycache__").write_text("a file where the cache folder would be")
+    assert load_shipped(path) == load_shipped(path) == load_document(path)

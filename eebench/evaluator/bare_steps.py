@@ -23,11 +23,10 @@ import numpy as np
 
 from eebench.documents import JsonLimitError, loads_json
 from eebench.evaluator import park_compiled  # noqa: F401  (first: it sets numba's cache folder)
-from eebench.long_lines import Actions, StepList
+from eebench.long_lines import Actions, StepList, top_level
 from eebench.world.grid_dag import ACTIONS
 from numba import njit  # noqa: E402
 
-_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
 WORDS = (None, *ACTIONS)   # numbers 0-4 of every chunk's table (null, the four moves); other words follow
 _OTHER = len(WORDS)   # the scanner's number for a word of another spelling (its bytes are located)
 
@@ -141,7 +140,7 @@ def loads_bare(lines: Sequence[bytes]) -> list[dict[str, Any] | None]:
     for line in lines:
         doc = None
         try:
-            steps = _TOP.decode(line).get("steps")
+            steps = top_level(line).get("steps")
         except (msgspec.DecodeError, msgspec.ValidationError):
             steps = None
         array = b"" if steps is None else bytes(steps)

@@ -1124,6 +1124,8 @@ class ResultStore:
 
     def duplicates(self) -> list[tuple[str, str, int | None, str, int | None]]:
         """Trajectory ids staged more than once: (id, file, line) of the later copy and of the first one."""
+        if self._next_key < 2:   # (one trajectory has no twin: a one-trajectory grade skips the query, 20 ms)
+            return []
         return self._staged("""
             SELECT later.trajectory_id, later.source_file, later.source_line, first.source_file, first.source_line
             FROM stage_first first JOIN trajectories later
@@ -1419,6 +1421,8 @@ def _columns(values: Mapping[str, Sequence[Any]], columns: Iterable[Column]) -> 
 def _column(values: Sequence[Any]) -> np.ndarray | None:
     """A column as NumPy; None when every value is NULL."""
     if values and isinstance(values[0], dt.datetime):
+        if values.count(values[0]) == len(values):   # (graded_at, one value a run: 0.17 s per 67k rows one by one)
+            return np.full(len(values), np.array(values[0], dtype="datetime64[us]"))
         return np.array(values, dtype="datetime64[us]")
     kinds = set(map(type, values))
     if kinds == {type(None)}:

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from eebench.errors import InputError
 from eebench.evaluator import Bench, grade_files, store
 from eebench.instances import write_instances
 from tests.conftest import make_instance, rows, write_jsonl
@@ -502,3 +503,27 @@ def test_a_batch_extended_pads_the_columns_one_side_lacks_with_null() -> None:
     assert first.trajectories["success"] == [True, False]   # the parts' own lists are not changed
     columns = dict(store.batch_tables(pending, np.arange(3, dtype=np.int64)))["trajectories"]
     assert columns["success"].tolist() == [True, False, None] and columns["coverage"].tolist() == [None, None, 0.5]
+
+
+def test_a_datetime_column_of_one_value_is_made_as_the_values_one_by_one() -> None:
+    import datetime as dt
+
+    moment = dt.datetime(2026, 11, 26, 21, 0, 0, 123456)
+    for values in ([moment] * 5, [moment, moment.replace(second=1), moment], [moment, None]):
+        made = store._column(values)
+        expected = np.array(values, dtype="datetime64[us]")
+        assert made.dtype == expected.dtype and np.array_equal(made, expected, equal_nan=True), values
+
+
+def test_one_trajectory_has_no_duplicate_and_two_copies_are_found(tmp_path: Path) -> None:
+    instance = make_instance(**CORRIDOR)
+    write_instances([instance], tmp_path / "bench", {"kind": "t"})
+    line = {"eebench": "trajectory/1", "id": "t", "instance": instance.id, "steps": [{"action": "left"}]}
+    for copies in (1, 2):
+        runs = write_jsonl(tmp_path / f"runs{copies}.jsonl", [line] * copies)
+        results = tmp_path / f"r{copies}.duckdb"
+        if copies == 1:
+            assert grade_files([runs], Bench(tmp_path / "bench"), results).trajectories == 1
+        else:
+            with pytest.raises(InputError, match="trajectory id 't' was already read at"):
+                grade_files([runs], Bench(tmp_path / "bench"), results)

@@ -1,0 +1,29 @@
+"""What a short `eebench grade` imports: a start that pays only for what grading a few steps uses (README, "A short
+start and a short end")."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from eebench.instances import write_instances
+from tests.conftest import make_instance, write_jsonl
+
+
+def test_a_one_trajectory_grade_imports_neither_yaml_msgspec_nor_numba(tmp_path: Path) -> None:
+    instance = make_instance(["..."], [0, 0], [("G", [2, 0], [])], "G")
+    write_instances([instance], tmp_path / "bench", {"kind": "t"})
+    runs = write_jsonl(tmp_path / "runs.jsonl", [{"eebench": "trajectory/1", "id": "t", "instance": instance.id,
+                                                  "steps": [{"action": "right"}, {"action": "up"}]}])
+    # twice: the first run may write the shipped specs' JSON cache (a fresh checkout has none)
+    code = ("import sys; from eebench.cli import main\n"
+            "try:\n"
+            f"    main(['grade', {str(runs)!r}, '--bench', {str(tmp_path / 'bench')!r}, '--db', sys.argv[1]])\n"
+            "except SystemExit as exc:\n"
+            "    assert not exc.code, exc.code\n"
+            "print(sorted(m for m in ('yaml', 'msgspec', 'numba') if m in sys.modules))")
+    for k in range(2):
+        done = subprocess.run([sys.executable, "-c", code, str(tmp_path / f"r{k}.duckdb")], capture_output=True,
+                              text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]"
