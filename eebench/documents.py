@@ -369,18 +369,8 @@ def _cache_shipped(path: Path, text: bytes, document: Any) -> None:
         return
     if orjson.loads(blob)["document"] != document:
         return
-    target = _shipped_cache_path(path)
-    with contextlib.suppress(OSError):
-        target.parent.mkdir(exist_ok=True)
-        fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(blob)
-                os.fchmod(handle.fileno(), 0o644)   # (readable by every user, as bytecode is; mkstemp makes 0600)
-            os.replace(temporary, target)
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
+    with contextlib.suppress(OSError, InputError), atomic_file(_shipped_cache_path(path), "wb") as handle:
+        handle.write(blob)
 
 
 def parse_text(text: str, file: str, *, yaml_syntax: bool) -> Any:
@@ -720,6 +710,60 @@ def schema_problems(document: Any, schema: str, file: str, *, line: int | None =
             continue   # the object's unknown key (a typo) is what no branch accepts: one line for one mistake
         problems.update((Problem(file, line, where or None, why), None) for where, why in _explain(error))
     return list(problems)
+
+
+# Documents that passed a schema, by the sha256 of their canonical JSON, kept in a record beside the schemas (in
+# `__pycache__`, as the shipped specs' JSON copies): a passing check depends on nothing but the document and the
+# shipped schemas, so a document seen before skips jsonschema, whose import alone is 35-50 ms of a grade's start,
+# and its check, about 1 ms an instance (10 s for a grade that loads 10,000). The record's name holds a digest of
+# every shipped schema and of SCHEMA_CHECK (how the door checks: change it with _validator), so a record of other
+# schemas is never read; a line is appended when a document passes, and a record grown past PASSED_RECORD_BYTES
+# starts afresh. A missing, damaged or unwritable record costs only the check.
+SCHEMA_CHECK = "schema-check/1"
+PASSED_RECORD_BYTES = 8 << 20
+
+
+def schema_problems_unless_passed(document: Any, schema: str, file: str, digest: str | None = None) -> list[Problem]:
+    """schema_problems of a document (`digest`: the sha256 of its canonical JSON, if known); none, without checking,
+    when the record says it passed this schema before (and recorded when it passes now)."""
+    if digest is None:
+        try:
+            digest = sha256_hex(document)
+        except (TypeError, ValueError, RecursionError):   # not JSON (a NaN, a set from Python): the check says why
+            return schema_problems(document, schema, file)
+    entry = f"{schema} {digest}"
+    passed = _passed_record()
+    if entry in passed:
+        return []
+    problems = schema_problems(document, schema, file)
+    if not problems:
+        passed.add(entry)
+        with contextlib.suppress(OSError):
+            path = _passed_record_path()
+            path.parent.mkdir(exist_ok=True)
+            with path.open("a", encoding="ascii") as record:   # (one short line a write: appends do not interleave)
+                if record.tell() > PASSED_RECORD_BYTES:
+                    record.truncate(0)
+                os.fchmod(record.fileno(), 0o644)
+                record.write(entry + "\n")
+    return problems
+
+
+@functools.cache
+def _passed_record_path() -> Path:
+    folder = Path(str(resources.files("eebench").joinpath("schemas")))
+    digest = hashlib.sha256(SCHEMA_CHECK.encode())
+    for name in schema_names():
+        digest.update(name.encode() + b"\0" + (folder / f"{name}.json").read_bytes())
+    return folder / "__pycache__" / f"passed.{digest.hexdigest()[:16]}.txt"
+
+
+@functools.cache
+def _passed_record() -> set[str]:
+    try:
+        return set(_passed_record_path().read_text("ascii", errors="replace").splitlines())
+    except OSError:
+        return set()
 
 
 def validate_schema(document: Any, schema: str, file: str, *, line: int | None = None) -> None:

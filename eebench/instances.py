@@ -19,7 +19,7 @@ from eebench.documents import (
     loads_json,
     read_bytes,
     readable_json,
-    schema_problems,
+    schema_problems_unless_passed,
     sha256_hex,
     special_file,
 )
@@ -60,10 +60,12 @@ def instance_kind(doc: dict[str, Any], file: str) -> WorldKind:
     return check_env(doc.get("env"), file)
 
 
-def check_instance_document(doc: dict[str, Any], file: str) -> Any:
-    """Kind, schema and world rules of an instance document; every problem found is reported at once."""
+def check_instance_document(doc: dict[str, Any], file: str, sha256: str | None = None) -> Any:
+    """Kind, schema and world rules of an instance document (`sha256`: of its canonical JSON, if known); every
+    problem found is reported at once. The schema check is skipped for a document that passed it before
+    (documents.schema_problems_unless_passed); the world's rules are checked every time."""
     kind = instance_kind(doc, file)
-    problems = schema_problems(doc, kind.instance_schema, file)
+    problems = schema_problems_unless_passed(doc, kind.instance_schema, file, sha256)
     if not problems:
         problems = [Problem(file, None, where, why) for where, why in kind.semantic_problems(doc)]
     if problems:
@@ -95,8 +97,9 @@ def check_trajectory_env(env: Any, loaded: LoadedInstance | None, file: str, lin
 
 def load_instance(path: Path | str) -> LoadedInstance:
     doc = load_document(path)
-    instance = check_instance_document(doc, str(path))
-    return LoadedInstance(instance, sha256_hex(doc), str(path), instance_kind(doc, str(path)))
+    sha256 = sha256_hex(doc)
+    instance = check_instance_document(doc, str(path), sha256)
+    return LoadedInstance(instance, sha256, str(path), instance_kind(doc, str(path)))
 
 
 def instance_relpath(instance_id: str) -> str:

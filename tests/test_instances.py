@@ -355,3 +355,82 @@ def test_a_library_of_one_file_reports_what_is_wrong_with_it(tmp_path: Path) -> 
         InstanceLibrary(path).ids()
     good = write_json(tmp_path / "g.json", base())
     assert InstanceLibrary(good).ids() == ["test/tiny"]
+
+
+# -- the record of documents that passed their schema (documents.schema_problems_unless_passed) --------------------
+
+@pytest.fixture
+def record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A record of its own for the test (not the package's)."""
+    from eebench import documents
+
+    path = tmp_path / "__pycache__" / "passed.test.txt"
+    monkeypatch.setattr(documents, "_passed_record_path", lambda: path)
+    documents._passed_record.cache_clear()
+    yield path
+    documents._passed_record.cache_clear()
+
+
+def _counting_checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    from eebench import documents
+
+    checked: list[str] = []
+    real = documents.schema_problems
+
+    def counted(document: Any, schema: str, file: str, **kwargs: Any) -> Any:
+        checked.append(file)
+        return real(document, schema, file, **kwargs)
+    monkeypatch.setattr(documents, "schema_problems", counted)
+    return checked
+
+
+def test_a_document_that_passed_its_schema_is_not_checked_again(record: Path, monkeypatch: pytest.MonkeyPatch
+                                                                  ) -> None:
+    from eebench import documents
+
+    checked = _counting_checks(monkeypatch)
+    doc = base()
+    check_instance_document(doc, "a.json")
+    assert record.read_text() == f"instance.grid_dag {sha256_hex(doc)}\n" and checked == ["a.json"]
+    check_instance_document(json.loads(json.dumps(doc)), "b.json")   # the same content: the record answers
+    documents._passed_record.cache_clear()                            # ... read again from the file, too
+    check_instance_document(doc, "c.json")
+    assert checked == ["a.json"]
+    other = {**doc, "budget": doc["budget"] + 1}                       # other content is checked, and recorded
+    check_instance_document(other, "d.json")
+    assert checked == ["a.json", "d.json"] and len(record.read_text().splitlines()) == 2
+    bad = {**doc, "budget": "many"}                                    # a failing one is checked every time
+    for _ in range(2):
+        with pytest.raises(InputError, match="budget"):
+            check_instance_document(bad, "e.json")
+    assert checked == ["a.json", "d.json", "e.json", "e.json"] and len(record.read_text().splitlines()) == 2
+
+
+def test_a_damaged_or_full_record_only_costs_the_check(record: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from eebench import documents
+
+    checked = _counting_checks(monkeypatch)
+    record.parent.mkdir()
+    record.write_bytes(b"\xff\x00garbage\ninstance.grid_dag 12")   # no line of it is a passed document
+    check_instance_document(base(), "a.json")
+    assert checked == ["a.json"] and record.read_bytes().endswith(f"instance.grid_dag {sha256_hex(base())}\n".encode())
+    monkeypatch.setattr(documents, "PASSED_RECORD_BYTES", 10)          # past its size: it starts afresh
+    documents._passed_record.cache_clear()
+    other = {**base(), "budget": 7}
+    check_instance_document(other, "b.json")
+    assert record.read_text() == f"instance.grid_dag {sha256_hex(other)}\n"
+
+
+def test_a_record_that_cannot_be_written_only_costs_the_check(record: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    record.parent.write_text("a file where the record's folder would be")
+    checked = _counting_checks(monkeypatch)
+    for name in ("a.json", "b.json"):
+        check_instance_document(base(), name)
+    assert checked == ["a.json"]   # (remembered by this process all the same)
+
+
+def test_a_document_json_cannot_hold_is_checked_as_ever(record: Path) -> None:
+    # (its digest cannot be taken: canonical JSON refuses a NaN; the schema check names the field, as before)
+    with pytest.raises(InputError, match="budget"):
+        check_instance_document({**base(), "budget": float("nan")}, "a.json")
+    assert not record.exists()

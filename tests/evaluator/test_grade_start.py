@@ -11,18 +11,19 @@ from eebench.instances import write_instances
 from tests.conftest import make_instance, write_jsonl
 
 
-def test_a_one_trajectory_grade_imports_neither_yaml_msgspec_nor_numba(tmp_path: Path) -> None:
+def test_a_repeated_one_trajectory_grade_imports_no_yaml_msgspec_numba_or_jsonschema(tmp_path: Path) -> None:
     instance = make_instance(["..."], [0, 0], [("G", [2, 0], [])], "G")
     write_instances([instance], tmp_path / "bench", {"kind": "t"})
     runs = write_jsonl(tmp_path / "runs.jsonl", [{"eebench": "trajectory/1", "id": "t", "instance": instance.id,
                                                   "steps": [{"action": "right"}, {"action": "up"}]}])
-    # twice: the first run may write the shipped specs' JSON cache (a fresh checkout has none)
+    # twice: the first run may write the shipped specs' JSON copies (a fresh checkout has none) and records that
+    # the instance passed its schema (documents.schema_problems_unless_passed)
     code = ("import sys; from eebench.cli import main\n"
             "try:\n"
             f"    main(['grade', {str(runs)!r}, '--bench', {str(tmp_path / 'bench')!r}, '--db', sys.argv[1]])\n"
             "except SystemExit as exc:\n"
             "    assert not exc.code, exc.code\n"
-            "print(sorted(m for m in ('yaml', 'msgspec', 'numba') if m in sys.modules))")
+            "print(sorted(m for m in ('yaml', 'msgspec', 'numba', 'jsonschema') if m in sys.modules))")
     for k in range(2):
         done = subprocess.run([sys.executable, "-c", code, str(tmp_path / f"r{k}.duckdb")], capture_output=True,
                               text=True, check=True)
