@@ -449,21 +449,25 @@ def step_columns(replays: Sequence[Replay], widths: Sequence[int],
     }
 
 
+_CASE_IDS = np.arange(5)   # case ids 1-4 (0 never occurs: it keeps the tables indexed by the id)
+_EXPLORE, _EXPLOIT = np.isin(_CASE_IDS, EXPLORE_CASES), np.isin(_CASE_IDS, EXPLOIT_CASES)
+
+
 def error_counts(columns: dict[str, np.ndarray], n_trajectories: int) -> dict[str, np.ndarray]:
-    """Per trajectory: explore_steps (cases 1, 4), exploit_steps (cases 2, 3, 4), their errors, invalid moves."""
-    owner, error = columns["trajectory"], columns["error"] == 1
-    explore = np.isin(columns["case_id"], EXPLORE_CASES)
-    exploit = np.isin(columns["case_id"], EXPLOIT_CASES)
+    """Per trajectory: explore_steps (cases 1, 4), exploit_steps (cases 2, 3, 4), their errors, invalid moves.
 
-    def per_trajectory(where: np.ndarray) -> np.ndarray:
-        return np.bincount(owner[where], minlength=n_trajectories).astype(np.int64)
-
+    Each step is counted once, by trajectory, case, error and validity (one bincount), and the counts are summed by
+    what they mean: a bincount of each masked column took five times as long (0.5 s of a 5M-step grade)."""
+    key = ((columns["trajectory"].astype(np.int64) * _CASE_IDS.size + columns["case_id"]) * 2
+           + (columns["error"] == 1)) * 2 + ~columns["valid"]
+    counts = np.bincount(key, minlength=n_trajectories * _CASE_IDS.size * 4).reshape(n_trajectories,
+                                                                                     _CASE_IDS.size, 2, 2)
     return {
-        "explore_steps": per_trajectory(explore),
-        "exploit_steps": per_trajectory(exploit),
-        "explore_errors": per_trajectory(explore & error),
-        "exploit_errors": per_trajectory(exploit & error),
-        "invalid_moves": per_trajectory(~columns["valid"]),
+        "explore_steps": counts[:, _EXPLORE].sum(axis=(1, 2, 3)),
+        "exploit_steps": counts[:, _EXPLOIT].sum(axis=(1, 2, 3)),
+        "explore_errors": counts[:, _EXPLORE, 1].sum(axis=(1, 2)),
+        "exploit_errors": counts[:, _EXPLOIT, 1].sum(axis=(1, 2)),
+        "invalid_moves": counts[..., 1].sum(axis=(1, 2)),
     }
 
 

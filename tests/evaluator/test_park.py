@@ -311,3 +311,29 @@ def test_replay_counts_the_stale_score_as_segment_does(seed, walk) -> None:
             expected = segment.move(cell, target)
         assert columns["stale"][i] == expected
         cell = target
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 6).flatmap(lambda n: st.tuples(st.just(n), st.lists(
+    st.tuples(st.integers(0, max(n - 1, 0)), st.integers(1, 4), st.booleans(), st.booleans()),
+    max_size=0 if n == 0 else 40))))
+def test_error_counts_are_the_counts_by_their_definition(case: tuple[int, list[tuple[int, int, bool, bool]]]) -> None:
+    # one bincount over (trajectory, case, error, validity) gives, per trajectory, what each definition counts
+    import numpy as np
+
+    n, steps = case
+    columns = {"trajectory": np.array([s[0] for s in steps], dtype=np.int32),
+               "case_id": np.array([s[1] for s in steps], dtype=np.int8),
+               "error": np.array([s[2] for s in steps], dtype=np.int8),
+               "valid": np.array([s[3] for s in steps], dtype=bool)}
+    explore, exploit = (1, 4), (2, 3, 4)
+    expected = {
+        "explore_steps": [sum(s[0] == j and s[1] in explore for s in steps) for j in range(n)],
+        "exploit_steps": [sum(s[0] == j and s[1] in exploit for s in steps) for j in range(n)],
+        "explore_errors": [sum(s[0] == j and s[1] in explore and s[2] for s in steps) for j in range(n)],
+        "exploit_errors": [sum(s[0] == j and s[1] in exploit and s[2] for s in steps) for j in range(n)],
+        "invalid_moves": [sum(s[0] == j and not s[3] for s in steps) for j in range(n)],
+    }
+    counted = error_counts(columns, n)
+    assert {name: values.tolist() for name, values in counted.items()} == expected
+    assert all(values.dtype == np.int64 for values in counted.values())
