@@ -41,12 +41,21 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 def peak_rss_of(code: str, children: int = 0) -> float:
     """Peak resident memory (MB) of a fresh Python process that runs `code`: one measurement, no other work in it.
     `children`: the worker processes it starts, each counted as the largest of them (what Linux reports)."""
+    return peak_and_file_rss_of(code, children)[0]
+
+
+def peak_and_file_rss_of(code: str, children: int = 0) -> tuple[float, float]:
+    """peak_rss_of, and the process's file-backed resident memory (MB) when `code` has run: the shared libraries'
+    pages it mapped (LLVM's, DuckDB's), which vary with the system's page cache, not with eebench (README: "Memory
+    bounded by steps"); the rest of the peak is the process's own memory."""
     # VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec, so a child would report its parent's peak
-    report = ("; import resource; print(next(int(line.split()[1]) for line in open('/proc/self/status') "
-              f"if line.startswith('VmHWM')) / 1024 + {children} * resource.getrusage(resource.RUSAGE_CHILDREN)"
-              ".ru_maxrss / 1024)")
+    report = ("; import resource; status = {line.split(':')[0]: int(line.split()[1]) for line in "
+              "open('/proc/self/status') if line.startswith(('VmHWM', 'RssFile'))}; "
+              f"print(status['VmHWM'] / 1024 + {children} * resource.getrusage(resource.RUSAGE_CHILDREN)"
+              ".ru_maxrss / 1024, status['RssFile'] / 1024)")
     done = subprocess.run([sys.executable, "-c", code + report], capture_output=True, text=True, check=True)
-    return float(done.stdout.strip().splitlines()[-1])
+    peak, file_backed = done.stdout.strip().splitlines()[-1].split()
+    return float(peak), float(file_backed)
 
 
 def peak_rss_mb() -> float:
