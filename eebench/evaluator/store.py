@@ -398,13 +398,16 @@ VIEWS = {
 _FIRST_COPIES = "(SELECT trajectory_id, min(trajectory_key) AS trajectory_key, arg_min(source_file, trajectory_key) AS source_file, arg_min(source_line, trajectory_key) AS source_line FROM trajectories GROUP BY trajectory_id)"
 _KEY = Column("trajectory_key", "BIGINT NOT NULL", "Staging only: the row's position in the run.")
 # DuckDB's memory cap while grading, so memory stays flat: pages beyond it go to the run's spill folder. Some
-# work cannot spill (very long strings in a row group); then the cap is raised (x4 each time, up to most of the
-# machine's memory) and the work done again, so a valid run never fails for the cap's sake.
-MEMORY_LIMIT_MB = 24  # (with numba loaded for a large run, a grade stays under 300 MB: see README, Performance)
+# work cannot spill (very long strings in a row group); then the cap is raised (CAP_GROWTH each time, up to most of
+# the machine's memory) and the work done again, so a valid run never fails for the cap's sake. At 24 MB the two
+# writer lanes' commits ran out of it together in a third to a half of 5M-step grades, and the recovery's higher
+# cap took their peak past 300 MB; at 32 MB none did in 8 (peaks 285-290 MB; 278-291 MB at 24 MB otherwise).
+MEMORY_LIMIT_MB = 32  # (with numba loaded for a large run, a grade stays under 300 MB: see README, Performance)
 MEMORY_SHARE = 0.8   # of the machine's memory: the highest cap a run may raise DuckDB's to
+CAP_GROWTH = 4       # the factor a cap is raised by when work does not fit it (see _Memory)
 # An automatic checkpoint of the run's file keeps the metadata of every row group pinned, so the memory it needs
 # grows with the rows staged; it cannot be retried under a higher cap (DuckDB invalidates the file: a 1M-trajectory
-# run failed so at 24 MB). So the cap grows by 1 MB per this many staged rows (110M rows: 134 MB).
+# run failed so at 24 MB). So the cap grows by 1 MB per this many staged rows (110M rows: 142 MB).
 ROWS_PER_CHECKPOINT_MB = 1_000_000
 SPILL_DIR = "spill"  # in a run's staging folder: DuckDB's temp_directory (swept with the folder)
 # DuckDB threads while writing a run (its own file, and the copy into an existing results file): one thread
@@ -509,10 +512,19 @@ class _Memory:
         self.limit_mb = MEMORY_LIMIT_MB
         self.reopen = reopen
         self.retried = False
+        self.reopened = 0   # times the file was opened afresh under a higher cap
 
-    def run(self, work: Callable[[], T], failed: duckdb.Error | None = None) -> T:
+    def run(self, work: Callable[[], T], failed: duckdb.Error | None = None, reopened: int | None = None,
+            same_cap_first: bool = False) -> T:
         """Do `work` (which must leave nothing behind when it fails: one statement or one transaction); `failed`:
-        how a first attempt, made elsewhere, failed."""
+        how a first attempt, made elsewhere, failed, when `reopened` was what `self.reopened` is now.
+
+        `same_cap_first`: that attempt ran beside other work (a writer lane's insert beside the other lane's), so it
+        is done again alone on the file opened afresh under the same cap before the cap is raised. Two lanes
+        committing at once ran out of 27 MB in about one 5M-step grade in three, and the cap raised for it let
+        DuckDB keep up to 108 MB for the rest of the run: its peak went from 280 to 333-370 MB. A first attempt that
+        failed before the file was last opened afresh (the other lane recovered first) is done again as it stands:
+        raising the cap once per lane took it from 27 to 432 MB."""
         self.retried = False
         while True:
             if failed is None:
@@ -524,13 +536,21 @@ class _Memory:
             if not _out_of_memory(failed) or self.limit_mb >= ceiling:
                 raise failed
             failed = None
-            self.limit_mb = min(self.limit_mb * 4, ceiling)
+            if reopened is not None and self.reopened > reopened:   # the file is afresh since that attempt
+                reopened = None
+                self.retried = True   # (its write may have been committed before it failed)
+                continue
+            reopened = None
+            if not same_cap_first:
+                self.limit_mb = min(self.limit_mb * CAP_GROWTH, ceiling)
+            same_cap_first = False
             if self.reopen is None:
                 self.con.execute(f"SET memory_limit = '{self.limit_mb}MB'")
                 continue
             with contextlib.suppress(duckdb.Error):   # (a connection DuckDB may have invalidated)
                 self.con.close()
             self.con = self.reopen(self.limit_mb)
+            self.reopened += 1
             self.retried = True
 
 
@@ -1029,6 +1049,7 @@ class ResultStore:
 
         failed = None
         with self._gate.shared():
+            reopened = self._memory.reopened   # (no reopening while an insert holds the gate shared)
             with self._stage_lock:
                 self._staged_rows += rows
                 self._raise_cap(MEMORY_LIMIT_MB + self._staged_rows // ROWS_PER_CHECKPOINT_MB)
@@ -1038,9 +1059,9 @@ class ResultStore:
                 if not _out_of_memory(exc):
                     raise
                 failed = exc
-        if failed is not None:   # again alone, on the file opened afresh under a higher cap (see _Memory)
+        if failed is not None:   # again alone, on the file opened afresh, then under a higher cap (see _Memory)
             with self._gate.exclusive():
-                self._memory.run(lambda: insert(self._memory.retried), failed)
+                self._memory.run(lambda: insert(self._memory.retried), failed, reopened, same_cap_first=True)
         self._rows[table] = before + rows
 
     @property

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import duckdb
@@ -190,8 +190,8 @@ def test_a_commit_that_ran_out_of_the_cap_is_done_again_afresh(bench: Path, tmp_
     reopened = []
     real = store._Memory.run
 
-    def run(self, work, failed=None):   # (failed: a lane's first attempt, made outside)
-        result = real(self, work, failed)
+    def run(self, work, failed=None, opened_before=None):   # (failed: a lane's first attempt, made outside)
+        result = real(self, work, failed, opened_before)
         reopened.append(self.retried)
         return result
     monkeypatch.setattr(store._Memory, "run", run)
@@ -248,7 +248,7 @@ def test_an_insert_whose_commit_held_is_not_done_again(tmp_path: Path, monkeypat
             insert(3, 4)
         assert failed
         insert(7, 2)
-        assert run._memory.limit_mb == 4 * store.MEMORY_LIMIT_MB   # (one retry, on a connection opened afresh)
+        assert run._memory.limit_mb == store.MEMORY_LIMIT_MB   # (done again alone, on a connection opened afresh)
         assert run.stage.execute("SELECT list(trajectory_key ORDER BY trajectory_key) FROM trajectories"
                                  ).fetchall() == [(list(range(9)),)]
     finally:
@@ -295,6 +295,38 @@ def test_the_memory_cap_grows_only_for_work_that_cannot_spill(tmp_path: Path, mo
     with pytest.raises(duckdb.CatalogException):  # other failures are not retried
         memory.run(lambda: con.execute("SELECT * FROM nowhere"))
     con.close()
+
+
+def test_two_lanes_out_of_the_cap_at_once_do_their_work_again_alone_under_it(tmp_path: Path) -> None:
+    # both lanes' inserts ran out of the cap together: the first to recover reopens the file under the same cap and
+    # does its work again alone; the second does its work again there (its write may have committed: retried). Only
+    # work that fails alone raises the cap (4x), and a failure before that reopening does not raise it again.
+    path = tmp_path / "m.duckdb"
+    opened: list[int] = []
+
+    def reopen(limit_mb: int) -> duckdb.DuckDBPyConnection:
+        opened.append(limit_mb)
+        return duckdb.connect(str(path), config={"memory_limit": f"{limit_mb}MB"})
+    memory = store._Memory(duckdb.connect(str(path)), reopen=reopen)
+    base = memory.limit_mb
+    out = duckdb.OutOfMemoryException("Out of Memory Error: failed to pin block of size 256.0 KiB")
+    seen: list[tuple[str, int, bool]] = []
+
+    def work(lane: str, fails: int = 0) -> Callable[[], str]:
+        def attempt() -> str:
+            seen.append((lane, memory.limit_mb, memory.retried))
+            if sum(s[0] == lane for s in seen) <= fails:
+                raise out
+            return lane
+        return attempt
+    before = memory.reopened   # what both lanes read as they started
+    assert memory.run(work("a"), out, before, same_cap_first=True) == "a"
+    assert memory.run(work("b"), out, before, same_cap_first=True) == "b"
+    assert opened == [base] and seen == [("a", base, True), ("b", base, True)]
+    seen.clear()   # c fails alone too: then the cap is raised
+    assert memory.run(work("c", fails=1), out, memory.reopened, same_cap_first=True) == "c"
+    assert opened == [base, base, 4 * base] and seen == [("c", base, True), ("c", 4 * base, True)]
+    memory.con.close()
 
 
 # -- a damaged results file ------------------------------------------------------------------------------
