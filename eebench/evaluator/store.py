@@ -512,12 +512,12 @@ class _Memory:
         self.limit_mb = MEMORY_LIMIT_MB
         self.reopen = reopen
         self.retried = False
-        self.reopened = 0   # times the file was opened afresh under a higher cap
+        self.reopened = 0   # times the file was opened afresh after work ran out of the cap
 
     def run(self, work: Callable[[], T], failed: duckdb.Error | None = None, reopened: int | None = None,
             same_cap_first: bool = False) -> T:
         """Do `work` (which must leave nothing behind when it fails: one statement or one transaction); `failed`:
-        how a first attempt, made elsewhere, failed, when `reopened` was what `self.reopened` is now.
+        how a first attempt, made elsewhere, failed; `reopened`: what `self.reopened` was when that attempt began.
 
         `same_cap_first`: that attempt ran beside other work (a writer lane's insert beside the other lane's), so it
         is done again alone on the file opened afresh under the same cap before the cap is raised. Two lanes
