@@ -195,7 +195,7 @@ def _shallow(brackets: bytes) -> bool:
     return not brackets
 
 
-def _too_deep() -> str:
+def too_deep_message() -> str:
     return f"nested more than {MAX_DEPTH} levels deep"
 
 
@@ -243,18 +243,18 @@ def loads_json(data: bytes | str) -> Any:
     """
     if isinstance(data, bytes) and orjson_reads_exactly(data):
         if too_deep(data):
-            raise JsonLimitError(_too_deep())
+            raise JsonLimitError(too_deep_message())
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:
             pass  # the standard library below says what is wrong
     text = data.decode("utf-8") if isinstance(data, bytes) else data
     if too_deep(data if isinstance(data, bytes) else text.encode("utf-8", "surrogatepass")):
-        raise JsonLimitError(_too_deep(), text)
+        raise JsonLimitError(too_deep_message(), text)
     try:
         value = _DECODER.decode(text)
     except RecursionError:  # cannot happen below MAX_DEPTH; kept so no depth ever ends in a traceback
-        raise JsonLimitError(_too_deep(), text) from None
+        raise JsonLimitError(too_deep_message(), text) from None
     except json.JSONDecodeError:  # JsonLimitError too, from the hooks
         raise
     except ValueError as exc:  # Python's int-string limit
@@ -278,14 +278,14 @@ def tree_problem(value: Any) -> str | None:
         item, depth = stack.pop()
         if isinstance(item, dict):
             if depth > MAX_DEPTH:
-                return _too_deep()
+                return too_deep_message()
             for key, child in item.items():
                 if isinstance(key, str) and _lone_surrogate(key):
                     return _surrogate_message(key)
                 stack.append((child, depth + 1))
         elif isinstance(item, list):
             if depth > MAX_DEPTH:
-                return _too_deep()
+                return too_deep_message()
             stack.extend((child, depth + 1) for child in item)
         elif isinstance(item, str):
             if _lone_surrogate(item):
@@ -310,12 +310,12 @@ def _surrogate_message(text: str) -> str:
 
 # -- reading ----------------------------------------------------------------------------------------
 
-def _json_compatible(value: Any) -> Any:
+def json_compatible(value: Any) -> Any:
     """YAML allows int keys and dates; JSON Schema and canonical JSON see only JSON types."""
     if isinstance(value, dict):
-        return {str(k): _json_compatible(v) for k, v in value.items()}
+        return {str(k): json_compatible(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_json_compatible(v) for v in value]
+        return [json_compatible(v) for v in value]
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     return str(value)

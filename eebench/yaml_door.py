@@ -12,14 +12,14 @@ from typing import Any
 import yaml
 
 from eebench.documents import (MAX_DEPTH, MAX_INT_DIGITS, MAX_YAML_ALIASES, MAX_YAML_BYTES, MAX_YAML_NODES,
-                               _json_compatible, _too_deep, tree_problem)
+                               json_compatible, too_deep_message, tree_problem)
 from eebench.errors import InputError, quote
 
 
 def load_trusted(text: str) -> Any:
     """A YAML file eebench ships, read with libyaml and without the limits (see documents.load_shipped)."""
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # (libyaml is in PyYAML's wheels; else pure Python)
-    return _json_compatible(yaml.load(text, Loader=loader))  # noqa: S506 - a safe loader
+    return json_compatible(yaml.load(text, Loader=loader))  # noqa: S506 - a safe loader
 
 
 class _BoundedLoader(yaml.SafeLoader):
@@ -61,7 +61,7 @@ def _check_yaml_graph(root: yaml.Node, loader: Any) -> None:
             if size > MAX_YAML_NODES:
                 raise _YamlLimit(f"expands to more than {MAX_YAML_NODES:,} values (aliases repeat what they name)")
             if depth > MAX_DEPTH:
-                raise _YamlLimit(_too_deep())
+                raise _YamlLimit(too_deep_message())
             sizes[key] = (size, depth)
             continue
         if key in sizes:
@@ -77,7 +77,7 @@ def _check_yaml_graph(root: yaml.Node, loader: Any) -> None:
 def _no_duplicate_keys(node: yaml.Node, loader: Any) -> None:
     """A mapping that gives a key twice is refused (PyYAML keeps the last silently: a pasted block or a typo would
     change a spec without a word). Keys are compared as read: as Python values (`1`, `01`, `1.0` and `true` are
-    one key) and as the text `_json_compatible` makes of them (`1` and `"1"`)."""
+    one key) and as the text `json_compatible` makes of them (`1` and `"1"`)."""
     if not isinstance(node, yaml.MappingNode):
         return
     seen: dict[Any, yaml.Node] = {}
@@ -105,7 +105,7 @@ def parse_yaml(text: str, file: str) -> Any:
     if len(text) > MAX_YAML_BYTES:  # characters, a bound on bytes read (read_text already stopped there)
         raise InputError.at(file, f"larger than {MAX_YAML_BYTES >> 20} MiB; a YAML spec is far smaller")
     try:
-        value = _json_compatible(yaml.load(text, Loader=_BoundedLoader))  # noqa: S506 - a SafeLoader subclass
+        value = json_compatible(yaml.load(text, Loader=_BoundedLoader))  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
@@ -114,7 +114,7 @@ def parse_yaml(text: str, file: str) -> Any:
     except _YamlLimit as exc:
         raise InputError.at(file, f"refused YAML: {exc}") from None
     except RecursionError:  # PyYAML's parser recurses per level of nesting
-        raise InputError.at(file, f"refused YAML: {_too_deep()}") from None
+        raise InputError.at(file, f"refused YAML: {too_deep_message()}") from None
     except ValueError as exc:  # an integer beyond Python's int-string limit
         if "digits" not in str(exc):
             raise
