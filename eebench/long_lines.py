@@ -153,9 +153,17 @@ class _Reader:
 
 
 def top_level(line: bytes | bytearray | memoryview) -> dict[str, Any]:
-    """A JSON object's members as msgspec.Raw (spans of the line, not copied); msgspec's errors if it is not one.
-    (msgspec is imported on first use: 10 ms that a run of short lines never needs.)"""
-    return _top_decoder().decode(line)
+    """A JSON object's members as msgspec.Raw (spans of the line, not copied); msgspec's errors if it is not one,
+    its DecodeError too for text nested deeper than it reads (whose RecursionError callers would not expect: the
+    door says what is wrong with such a line). (msgspec is imported on first use: 10 ms that a run of short lines
+    never needs.)"""
+    decoder = _top_decoder()
+    try:
+        return decoder.decode(line)
+    except RecursionError:
+        import msgspec
+
+        raise msgspec.DecodeError("nested too deeply") from None
 
 
 @functools.cache
