@@ -12,6 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from eebench.adapters.actions import ActionReader
+from eebench.adapters.base import Deferred, dig
 from eebench.adapters.chat import chat_steps, typed_chat_documents
 from eebench.adapters.convert import ConvertOptions, Converted, KnownInstances, _items, step_documents
 from eebench.adapters.convert import _converted as _converted_item
@@ -125,24 +126,26 @@ def _chat_lines(draw) -> bytes:
     return b"\n".join(lines) + b"\n"
 
 
-def _converted(adapter: OpenAIChatAdapter, path: Path, env: str | None) -> list[bytes | str]:
+def _converted(adapter: OpenAIChatAdapter, path: Path, env: str | None, field: str) -> list[bytes | str]:
     """What convert makes of each record: the trajectory's bytes, or the one-line error. With `env` logged the
-    actions read as open text, else as grid moves."""
-    options = ConvertOptions(instance_field="task_id", env=env, known=KnownInstances())
+    actions read as open text, else as grid moves; the instance is read from `field`."""
+    options = ConvertOptions(instance_field=field, env=env, known=KnownInstances())
     readers = options.readers()
     made = (_converted_item(item, adapter, path, options, readers, str(path)) for item in _items(path, adapter))
     return [item.data if isinstance(item, Converted) else str(InputError(item.problems)) for item in made]
 
 
 @settings(max_examples=300, deadline=None)
-@given(_chat_lines(), st.sampled_from([None, "logged"]))
-def test_the_fast_and_the_exact_path_convert_chat_logs_alike(data: bytes, env: str | None) -> None:
+@given(_chat_lines(), st.sampled_from([None, "logged"]),
+       st.sampled_from(["task_id", "task_id", "messages[0].content", "messages", "traj.1.role"]))
+def test_the_fast_and_the_exact_path_convert_chat_logs_alike(data: bytes, env: str | None, field: str) -> None:
+    # (an instance read from inside the messages: the fast path leaves them as text until a path goes into them)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "chat.jsonl"
         path.write_bytes(data)
         exact = OpenAIChatAdapter()
         exact.fast_reader = None
-        assert _converted(OpenAIChatAdapter(), path, env) == _converted(exact, path, env)
+        assert _converted(OpenAIChatAdapter(), path, env, field) == _converted(exact, path, env, field)
 
 
 def test_the_fast_path_takes_the_common_shape_and_leaves_the_rest() -> None:
@@ -152,7 +155,9 @@ def test_the_fast_path_takes_the_common_shape_and_leaves_the_rest() -> None:
          "tool_calls": [{"id": "c0", "type": "function", "function": {"name": "move", "arguments": "{\"d\": 1}"}}]},
         {"role": "tool", "tool_call_id": "c0", "content": "moved"}]}
     read = read_fast(json.dumps(plain).encode())
-    assert read is not None and read[0] == plain
+    assert read is not None and _value(read[0]) == plain
+    assert type(read[0]["messages"]) is Deferred   # left as text: typed alone, read by the door where dug into
+    assert dig(read[0], "messages[2].content") == "moved" and dig(read[0], "messages[3]") is None
     reader = ActionReader("text")
     assert typed_chat_documents(read[1], reader) == ([{"action": 'move({"d": 1})', "raw": 'move({"d": 1})',
                                                        "reasoning": "go", "observation": "moved", "tokens_in": 3,
@@ -171,8 +176,15 @@ def test_the_fast_path_takes_the_common_shape_and_leaves_the_rest() -> None:
     assert documents == step_documents(chat_steps(odd["messages"]), reader)[0]
     assert [d.get("observation") for d in documents] == ["seen", None]
     assert read_fast(b'{"messages": [], "big": 123456789012345678901}') is None   # orjson would lose digits
-    assert read_fast(b'{"messages": [], "big": 18446744073709551615}') == ({"messages": [], "big": 2**64 - 1}, [])
+    read = read_fast(b'{"messages": [], "big": 18446744073709551615}')
+    assert read is not None and (_value(read[0]), read[1]) == ({"messages": [], "big": 2**64 - 1}, [])
     assert read_fast(b'{"messages": [], "x": "\\ud800"}') is None                # the door refuses it
+    assert read_fast(b'{"messages": [], "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}") is None   # too deep
+
+
+def _value(record: dict) -> dict:
+    """A record as the door reads it, its Deferred values read."""
+    return {key: dig(record, key) for key in record}
 
 
 @settings(max_examples=300)
