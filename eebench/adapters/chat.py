@@ -222,62 +222,58 @@ class ChatMessage(msgspec.Struct, forbid_unknown_fields=True, gc=False):
 def typed_chat_documents(messages: list[ChatMessage], reader: ActionReader) -> tuple[list[dict[str, Any]], int]:
     """What convert makes of `chat_steps(messages)` (see convert.step_documents), in one pass for messages of the
     common shape: the same step documents and count of unreadable actions, without a LoggedStep per step or the
-    checks the types make unnecessary (a property test holds the two paths to the same output)."""
+    checks the types make unnecessary (a property test holds the two paths to the same output).
+
+    Each step's document is made when its message is read; a `tool` message may still add the observation to any
+    earlier call, so the token counts, which come after the observation in a step document, are added last."""
     from_text, from_call = reader.from_text, reader.from_call
-    # a step is [action, raw, reasoning, observation, tokens_in, tokens_out] until the end: a `tool` message may
-    # still answer any earlier call, and the observation comes before the tokens in a step document
-    made: list[list[Any]] = []
-    by_call: dict[str, list[Any]] = {}
-    waiting: list[list[Any]] = []
+    documents: list[dict[str, Any]] = []
+    counted: list[tuple[dict[str, Any], int | None, int | None]] = []   # steps with token counts, added at the end
+    by_call: dict[str, dict[str, Any]] = {}
+    waiting: list[dict[str, Any]] = []   # the steps of the last assistant message, until a user message answers
+    unreadable = 0
     for message in messages:
         role = message.role
         if role == "assistant":
             text, usage, calls = message.content, message.usage, message.tool_calls
-            tokens_in = tokens_out = None
-            if usage is not None:
-                tokens_in, tokens_out = usage.prompt_tokens, usage.completion_tokens
             if not calls:
-                waiting = [[from_text(text), text, None, None, tokens_in, tokens_out]]
-                made.append(waiting[0])
-                continue
-            waiting = []
-            for call in calls:
-                name, arguments = call.function.name, call.function.arguments
-                step = [from_call(name, arguments), render_call(name, arguments, verbatim=True), None, None, None,
-                        None]
-                if not waiting:   # the first call carries what the assistant wrote beside its calls, and the tokens
-                    step[2], step[4], step[5] = text or None, tokens_in, tokens_out
-                if call.id is not None:
-                    by_call[call.id] = step
-                waiting.append(step)
-            made.extend(waiting)
+                action = from_text(text)
+                document = {"action": action} if text is None else {"action": action, "raw": text}
+                unreadable += action is None
+                documents.append(document)
+                waiting = [document]
+            else:
+                waiting = []
+                for call in calls:
+                    name, arguments = call.function.name, call.function.arguments
+                    action = from_call(name, arguments)
+                    unreadable += action is None
+                    document = {"action": action, "raw": render_call(name, arguments, verbatim=True)}
+                    if not waiting and text:   # the first call carries what the assistant wrote beside the calls
+                        document["reasoning"] = text
+                    if call.id is not None:
+                        by_call[call.id] = document
+                    waiting.append(document)
+                documents.extend(waiting)
+            if usage is not None and (usage.prompt_tokens is not None or usage.completion_tokens is not None):
+                counted.append((waiting[0], usage.prompt_tokens, usage.completion_tokens))
         elif role == "user":
             if waiting:
-                if (waiting[0][3] is None if len(waiting) == 1 else all(s[3] is None for s in waiting)):
-                    waiting[-1][3] = message.content
+                if ("observation" not in waiting[0] if len(waiting) == 1
+                        else all("observation" not in s for s in waiting)) and message.content is not None:
+                    waiting[-1]["observation"] = message.content
                 waiting = []
         elif role == "tool" or role == "function":
             text = message.content
-            step = by_call.get(str(message.tool_call_id)) or (waiting[0] if len(waiting) == 1 else None)
-            if step is not None and text is not None:
-                step[3] = text if step[3] is None else f"{step[3]}\n{text}"
-    documents = []
-    unreadable = 0
-    for action, raw, reasoning, observation, tokens_in, tokens_out in made:
-        document: dict[str, Any] = {"action": action}
-        if action is None:
-            unreadable += 1
-        if raw is not None:
-            document["raw"] = raw
-        if reasoning is not None:
-            document["reasoning"] = reasoning
-        if observation is not None:
-            document["observation"] = observation
+            document = by_call.get(str(message.tool_call_id)) or (waiting[0] if len(waiting) == 1 else None)
+            if document is not None and text is not None:
+                seen = document.get("observation")
+                document["observation"] = text if seen is None else f"{seen}\n{text}"
+    for document, tokens_in, tokens_out in counted:
         if tokens_in is not None:
             document["tokens_in"] = tokens_in
         if tokens_out is not None:
             document["tokens_out"] = tokens_out
-        documents.append(document)
     return documents, unreadable
 
 

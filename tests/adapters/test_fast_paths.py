@@ -182,6 +182,27 @@ def test_the_fast_path_takes_the_common_shape_and_leaves_the_rest() -> None:
     assert read_fast(b'{"messages": [], "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}") is None   # too deep
 
 
+def test_the_fast_path_writes_a_step_s_fields_in_the_exact_path_s_order() -> None:
+    # a step's token counts follow its observation in its document, though the observation is read later: from the
+    # user's answer to a text step, or from tool messages answering a call after the assistant spoke again
+    messages = [{"role": "assistant", "content": "up", "usage": {"prompt_tokens": 3, "completion_tokens": 1}},
+                {"role": "user", "content": "moved"},
+                {"role": "assistant", "content": "two calls", "usage": {"completion_tokens": 2}, "tool_calls": [
+                    {"id": "a", "function": {"name": "move", "arguments": '{"direction": "left"}'}},
+                    {"id": "b", "function": {"name": "move", "arguments": '{"direction": "down"}'}}]},
+                {"role": "assistant", "content": "right"},
+                {"role": "tool", "tool_call_id": "a", "content": "late"},
+                {"role": "tool", "tool_call_id": "a", "content": "later"}]
+    read = read_fast(json.dumps({"messages": messages}).encode())
+    assert read is not None
+    reader = ActionReader()
+    fast, exact = typed_chat_documents(read[1], reader), step_documents(chat_steps(messages), reader)
+    assert orjson.dumps(fast) == orjson.dumps(exact)   # (bytes: dict equality would not see the order)
+    assert list(fast[0][0]) == ["action", "raw", "observation", "tokens_in", "tokens_out"]
+    assert fast[0][1] == {"action": "left", "raw": 'move({"direction": "left"})', "reasoning": "two calls",
+                          "observation": "late\nlater", "tokens_out": 2}
+
+
 def _value(record: dict) -> dict:
     """A record as the door reads it, its Deferred values read."""
     return {key: dig(record, key) for key in record}
