@@ -153,17 +153,17 @@ class _Reader:
 
 
 def top_level(line: bytes | bytearray | memoryview) -> dict[str, Any]:
-    """A JSON object's members as msgspec.Raw (spans of the line, not copied); msgspec's errors if it is not one,
-    its DecodeError too for text nested deeper than it reads (whose RecursionError callers would not expect: the
-    door says what is wrong with such a line). (msgspec is imported on first use: 10 ms that a run of short lines
-    never needs.)"""
+    """A JSON object's members as msgspec.Raw (spans of the line, not copied); msgspec's DecodeError if it is not
+    one, also where msgspec itself raises what its callers would not expect: RecursionError for text nested deeper
+    than it reads, UnicodeDecodeError for a key that is not UTF-8 (the door says what is wrong with such a line).
+    (msgspec is imported on first use: 10 ms that a run of short lines never needs.)"""
     decoder = _top_decoder()
     try:
         return decoder.decode(line)
-    except RecursionError:
+    except (RecursionError, UnicodeDecodeError) as exc:
         import msgspec
 
-        raise msgspec.DecodeError("nested too deeply") from None
+        raise msgspec.DecodeError(type(exc).__name__) from None
 
 
 @functools.cache

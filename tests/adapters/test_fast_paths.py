@@ -180,6 +180,7 @@ def test_the_fast_path_takes_the_common_shape_and_leaves_the_rest() -> None:
     assert read is not None and (_value(read[0]), read[1]) == ({"messages": [], "big": 2**64 - 1}, [])
     assert read_fast(b'{"messages": [], "x": "\\ud800"}') is None                # the door refuses it
     assert read_fast(b'{"messages": [], "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}") is None   # too deep
+    assert read_fast(b'{"messages": [], "\xff": 1}') is None   # a key that is not UTF-8
 
 
 def test_the_fast_path_writes_a_step_s_fields_in_the_exact_path_s_order() -> None:

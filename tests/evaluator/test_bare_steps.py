@@ -91,6 +91,7 @@ def test_the_lines_of_a_chunk_share_one_table_of_words() -> None:
     + b"[" * 120 + b"]" * 120 + b"}",
     b'{"eebench": "trajectory/1", "id": "x", "instance": "t/bare", "steps": [{"action": "up"}], "m": '
     + b"[" * 100_000 + b"]" * 100_000 + b"}",   # deeper than msgspec reads: its RecursionError is no crash
+    b'{"eebench": "trajectory/1", "id": "x", "instance": "t/bare", "steps": [{"action": "up"}], "\xff": 1}',
     b'{"eebench": "trajectory/1", "id": "x", "instance": "t/bare", "steps": [{"action": "u\xffp"}]}',
     b'{"eebench": "trajectory/1", "id": "x", "instance": "t/bare", "steps": [{"action": "up"}], "x": "\xff"}',
     b'{"eebench": "trajectory/1", "id": "x", "instance": "t/bare", "other": [{"action": "up"}], '

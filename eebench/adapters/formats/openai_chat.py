@@ -44,7 +44,7 @@ def read_fast(raw: bytes) -> tuple[dict[str, Any], list[ChatMessage]] | None:
     """
     try:
         top = top_level(raw)
-    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+    except (msgspec.DecodeError, msgspec.ValidationError):
         return None
     key = next((k for k in MESSAGE_KEYS if k in top and bytes(memoryview(top[k])[:1]) == b"["), None)
     if key is None:
