@@ -266,6 +266,8 @@ def usage_totals(steps: list[dict[str, Any]], file: str, line: int | None) -> di
     """Totals of the steps' token and latency fields; None where no step carries the field (not zero)."""
     totals: dict[str, int | float | None] = dict.fromkeys(USAGE_FIELDS)
     if type(steps) is StepList:   # a long line's: only the steps kept as read hold more than an action
+        if not steps.others:   # (each line of a large run read bare)
+            return totals
         numbered: Iterable[tuple[int, dict[str, Any]]] = sorted(steps.others.items())
     elif {1}.issuperset(map(len, steps)):  # only actions, the common case: checked in one C-level pass
         return totals

@@ -18,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -73,8 +73,10 @@ class Grader:
         self.graded_at = graded_at
         self.checkpoints = checkpoints
         self._families: dict[str, tuple[MetricFamily, ...]] = {}
-        self._tables: OrderedDict[tuple[str, type, str], Any] = OrderedDict()
-        self._bases: dict[tuple[str, type, str, str | None], dict[str, Any]] = {}
+        # per instance graded (env, type, id, sha256: a logged id may equal an instance's): what its trajectories
+        # share, looked up once per trajectory; least recently used first, at most `cache_size` tables in all
+        self._graded_in: OrderedDict[tuple[str, type, str, str | None], _GradedIn] = OrderedDict()
+        self._tables_held = 0
         self._cache_size = cache_size
         self.action_only_steps = 0   # graded steps of records whose steps hold only an action (up to COMPACT_...)
 
@@ -87,17 +89,23 @@ class Grader:
                 and (configure := getattr(family, "configure", None)) else family for family in families_for(env))
         return found
 
-    def tables(self, family: MetricFamily, instance: Any) -> Any:
-        key = (family.name, type(instance), instance.id)  # a logged id may equal an instance's
-        tables = self._tables.get(key)
-        if tables is None:
-            tables = family.tables(instance)
-            self._tables[key] = tables
-            if len(self._tables) > self._cache_size:
-                self._tables.popitem(last=False)
-        else:
-            self._tables.move_to_end(key)
-        return tables
+    def graded_in(self, env: str, instance: Any, sha: str | None) -> _GradedIn | None:
+        """What every trajectory of `instance` shares: its families, their tables, its values of BASE_COLUMNS; None
+        when no family grades `env`."""
+        key = (env, type(instance), instance.id, sha)
+        known = self._graded_in.get(key)
+        if known is not None:
+            self._graded_in.move_to_end(key)
+            return known
+        families = self.families(env)
+        if not families:
+            return None
+        known = self._graded_in[key] = _GradedIn(families, tuple(family.tables(instance) for family in families),
+                                                 self._base_row(env, instance, sha, families))
+        self._tables_held += len(families)
+        while self._tables_held > self._cache_size and len(self._graded_in) > 1:
+            self._tables_held -= len(self._graded_in.popitem(last=False)[1].families)
+        return known
 
     def grade_chunk(self, records: Sequence[Record], skip_invalid: bool) -> tuple[Batch, list[Problem]]:
         """Grade a chunk; a bad record raises InputError, or is listed as skipped with `skip_invalid`."""
@@ -210,41 +218,42 @@ class Grader:
 
     def _base_row(self, env: str, instance: Any, sha: str | None, families: tuple[MetricFamily, ...]
                   ) -> tuple[Any, ...]:
-        """The values of BASE_COLUMNS: what every trajectory of one instance shares (kept for the instances in the
-        table cache)."""
-        key = (env, type(instance), instance.id, sha)
-        base = self._bases.get(key)
-        if base is None:
-            if len(self._bases) >= self._cache_size:
-                self._bases.clear()
-            bench = self.bench
-            meta = instance.meta or {}
-            values = {
-                "instance_sha256": sha, "env": env, "metric_version": metric_version(families),
-                "graded_at": self.graded_at,
-                "preset": meta.get("preset") if isinstance(meta.get("preset"), str) else None,
-                "bench_name": None if bench is None else bench.name,
-                "bench_version": None if bench is None else bench.version,
-                "bench_digest": None if bench is None else bench.digest, "eebench_version": __version__}
-            base = self._bases[key] = tuple(values[name] for name in BASE_COLUMNS)
-        return base
+        """The values of BASE_COLUMNS: what every trajectory of one instance shares."""
+        bench = self.bench
+        meta = instance.meta or {}
+        values = {
+            "instance_sha256": sha, "env": env, "metric_version": metric_version(families), "graded_at": self.graded_at,
+            "preset": meta.get("preset") if isinstance(meta.get("preset"), str) else None,
+            "bench_name": None if bench is None else bench.name,
+            "bench_version": None if bench is None else bench.version,
+            "bench_digest": None if bench is None else bench.digest, "eebench_version": __version__}
+        return tuple(values[name] for name in BASE_COLUMNS)
 
     def _row(self, doc: dict[str, Any], file: str, line: int | None, env: str, instance: Any, sha: str | None
              ) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[MetricFamily, ...], list[Any]]:
         """The trajectory's values of RECORD_COLUMNS and BASE_COLUMNS, its families, and their replays."""
-        families = self.families(env)
-        if not families:
+        graded_in = self.graded_in(env, instance, sha)
+        if graded_in is None:
             raise InputError(Problem(file, line, "env", f"no metric family grades {env!r} trajectories yet"))
+        families = graded_in.families
         earlier: dict[str, Any] = {}
         trajectory = Trajectory(doc, file, line, earlier)
         replays = []
-        for family in families:  # in registry order, each seeing the replays before it
-            replays.append(replay := family.replay(self.tables(family, instance), instance, trajectory))
+        for family, tables in zip(families, graded_in.tables):  # in registry order, each seeing the replays before it
+            replays.append(replay := family.replay(tables, instance, trajectory))
             earlier[family.name] = replay
         agent = doc.get("agent") or {}
         row = (doc["id"], doc["instance"], *map(agent.get, AGENT_LABELS),
                *usage_totals(doc["steps"], file, line).values(), file, line)
-        return row, self._base_row(env, instance, sha, families), families, replays
+        return row, graded_in.base, families, replays
+
+
+class _GradedIn(NamedTuple):
+    """What every trajectory graded in one instance shares (Grader.graded_in)."""
+
+    families: tuple[MetricFamily, ...]
+    tables: tuple[Any, ...]   # each family's
+    base: tuple[Any, ...]     # the values of BASE_COLUMNS
 
 
 # The trajectories' columns that a record gives, in order, and those its instance and run give (the families fill

@@ -382,3 +382,27 @@ def test_a_reader_at_commit_time_is_waited_for(cli, bench: Path, tmp_path: Path,
                  "--db", db, code=2)
     assert result.stderr == f"error: {db}: is in use by another process (waited 0 s for its lock); close it and " \
                             "grade again\n"
+
+
+def test_a_grader_holds_at_most_its_cache_size_of_tables_and_grades_alike(tmp_path: Path) -> None:
+    import datetime as dt
+
+    from eebench.evaluator.grade import Grader
+    from eebench.trajectories import parse_record, read_raw_records
+
+    budgets = (30, 4, 12, 7)   # four instances, graded in turns: each comes back after the others evicted it
+    write_instances([make_instance(**{**CORRIDOR, "budget": b}, instance_id=f"t/b{b}") for b in budgets],
+                    tmp_path / "bench", {"kind": "test"})
+    runs = write_jsonl(tmp_path / "runs.jsonl", [trajectory(f"r{k}", SOLVE[:k % 9 + 1], instance=f"t/b{b}")
+                                                 for k in range(12) for b in budgets])
+    records = [parse_record(r) for r in read_raw_records(runs)]
+    when = dt.datetime(2026, 1, 1)
+    roomy, tight = Grader(Bench(tmp_path / "bench"), when), Grader(Bench(tmp_path / "bench"), when, cache_size=3)
+    batches = []
+    for grader in (roomy, tight):
+        batches.append(grader.grade_chunk(records, skip_invalid=False)[0].trajectories)
+    assert batches[0] == batches[1] and len(batches[0]["trajectory_id"]) == len(records)
+    assert batches[0]["optimal_steps"][:4] == [9, 9, 9, 9] and batches[0]["budget"][:4] == list(budgets)
+    families = len(roomy.families("grid_dag"))   # (the Park family and coverage: 2 tables an instance)
+    assert len(roomy._graded_in) == len(budgets) and roomy._tables_held == families * len(budgets)
+    assert tight._tables_held <= 3 and len(tight._graded_in) == 3 // families
