@@ -174,14 +174,14 @@ class _CompiledTables:
             self._fill(np.flatnonzero(self.to >= 0))
             self.seen[:] = True
 
-    def prepare(self, codes: np.ndarray, offsets: np.ndarray) -> None:
-        """Fill the closer rows of the admissible slots that trajectories of move codes pass through (trajectory j
-        is codes[offsets[j]:offsets[j + 1]])."""
+    def prepare(self, codes: np.ndarray, offsets: np.ndarray, which: np.ndarray) -> None:
+        """Fill the closer rows of the admissible slots that trajectories `which` of move codes pass through
+        (trajectory j is codes[offsets[j]:offsets[j + 1]])."""
         from eebench.evaluator import park_compiled
 
         if self.rows <= self.valid_slots:  # (else every row is there)
             # in cell order, so a batch of rows shares its sources (a cell and its neighbours)
-            self._fill(np.sort(park_compiled.used_slots(self.to, self.start, codes, offsets, self.seen)))
+            self._fill(np.sort(park_compiled.used_slots(self.to, self.start, codes, offsets, which, self.seen)))
 
     def _fill(self, slots: np.ndarray) -> None:
         from eebench.evaluator import park_compiled
@@ -349,31 +349,100 @@ def replay_codes_many(tables: ParkTables, codes: np.ndarray, offsets: np.ndarray
                       n_actions: Sequence[int]) -> list[Replay]:
     """The compiled replay of move codes (`word_codes`): run j is codes[offsets[j]:offsets[j + 1]], its actions
     cut to the budget, of n_actions[j] actions in all."""
-    from eebench.evaluator import park_compiled
-
-    flat = tables.compiled()
-    budget = tables.world.budget
     offsets = np.asarray(offsets, dtype=np.int64)
-    runs = len(offsets) - 1
-    flat.prepare(codes, offsets)
-    m = codes.size
-    to_col = np.empty(m, dtype=np.int32)
-    flag_col = np.empty(m, dtype=np.int8)
-    stale_col = np.empty(m, dtype=np.int32)
-    changes = np.empty((m + runs, 3), dtype=np.int32)
-    results = np.empty((runs, 5), dtype=np.int64)  # steps, changes, reached goal, achieved, observed
-    park_compiled.replay_batch(
-        codes, offsets, flat.start, flat.n, flat.to, flat.edge, flat.slot_row, flat.closer, flat.node_cell,
-        flat.node_at, flat.node_cells, flat.goal, flat.alt_ptr, flat.member_ptr, flat.members, flat.free,
-        to_col, flag_col, stale_col, changes, results)
-    out = []
-    for j, (a, (steps, n_changes, reached_goal, achieved, observed)) in enumerate(zip(offsets.tolist(),
-                                                                                      results.tolist())):
-        end_reason = "goal" if reached_goal else "budget" if steps >= budget else "end_of_log"
-        out.append(Replay(flat.start, to_col[a:a + steps], flag_col[a:a + steps], stale_col[a:a + steps],
-                          changes[a + j:a + j + n_changes], bool(reached_goal), end_reason, n_actions[j] - steps,
-                          achieved, observed))
-    return out
+    played = Played(codes, offsets)
+    everyone = np.arange(len(offsets) - 1, dtype=np.int64)
+    played.run(tables, everyone)
+    return played.replays(everyone, [tables] * everyone.size, n_actions)
+
+
+class Played:
+    """The compiled replay's outputs for trajectories j = codes[offsets[j]:offsets[j + 1]], run an instance at a
+    time (`run`): each step's values at its code's place (a trajectory that ends early, at the goal, leaves the rest
+    of its places unwritten), trajectory j's case changes from row offsets[j] + j, and results[j] = (graded steps,
+    case changes, reached the goal, nodes achieved, cells observed)."""
+
+    def __init__(self, codes: np.ndarray, offsets: np.ndarray):
+        m, runs = codes.size, offsets.size - 1
+        self.codes, self.offsets = codes, offsets
+        self.to_col = np.empty(m, dtype=np.int32)
+        self.flag_col = np.empty(m, dtype=np.int8)
+        self.stale_col = np.empty(m, dtype=np.int32)
+        self.changes = np.empty((m + runs, 3), dtype=np.int32)
+        self.results = np.zeros((runs, 5), dtype=np.int64)
+
+    def run(self, tables: ParkTables, which: np.ndarray) -> None:
+        """Replay trajectories `which`, all of one instance's `tables`, in one call of the compiled kernel."""
+        from eebench.evaluator import park_compiled
+
+        flat = tables.compiled()
+        flat.prepare(self.codes, self.offsets, which)
+        park_compiled.replay_batch(
+            self.codes, self.offsets, which, flat.start, flat.n, flat.to, flat.edge, flat.slot_row, flat.closer,
+            flat.node_cell, flat.node_at, flat.node_cells, flat.goal, flat.alt_ptr, flat.member_ptr, flat.members,
+            flat.free, self.to_col, self.flag_col, self.stale_col, self.changes, self.results)
+
+    def replays(self, which: Sequence[int] | np.ndarray, tables: Sequence[ParkTables],
+                n_actions: Sequence[int]) -> list[Replay]:
+        """The Replay of each of trajectories `which` (run in `tables`, of n_actions actions), as views of the
+        outputs."""
+        out = []
+        offsets = self.offsets.tolist()
+        for j, t, total, (steps, n_changes, reached_goal, achieved, observed) in zip(
+                which, tables, n_actions, self.results[which].tolist()):
+            a, budget = offsets[j], t.world.budget
+            end_reason = "goal" if reached_goal else "budget" if steps >= budget else "end_of_log"
+            out.append(Replay(t.world.start, self.to_col[a:a + steps], self.flag_col[a:a + steps],
+                              self.stale_col[a:a + steps], self.changes[a + j:a + j + n_changes],
+                              bool(reached_goal), end_reason, total - steps, achieved, observed))
+        return out
+
+    def joined(self, starts: np.ndarray) -> Replays:
+        """Every trajectory's replay (all run) as one Replays, their steps side by side (`starts`: each one's
+        start cell)."""
+        steps, n_changes = self.results[:, 0], self.results[:, 1]
+        lengths = np.diff(self.offsets)
+        to_col, flag_col, stale_col = self.to_col, self.flag_col, self.stale_col
+        if not np.array_equal(steps, lengths):   # a trajectory reached the goal: its unwritten places left out
+            rows = _rows_from(self.offsets[:-1], steps)
+            to_col, flag_col, stale_col = to_col[rows], flag_col[rows], stale_col[rows]
+        changes = self.changes[_rows_from(self.offsets[:-1] + np.arange(steps.size), n_changes)]
+        return Replays(starts, steps, to_col, flag_col, stale_col, changes, n_changes)
+
+
+def _rows_from(firsts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The rows counts[j] rows from firsts[j] on, for each j in turn."""
+    before = np.cumsum(counts) - counts
+    return np.repeat(firsts - before, counts) + np.arange(int(counts.sum()), dtype=np.int64)
+
+
+class Replays(NamedTuple):
+    """Replays of several trajectories as one set of arrays: trajectory j's graded steps are `lengths[j]` rows of
+    `cells_to`, `flags` and `stale` (after those of the trajectories before it), its case changes `n_changes[j]`
+    rows of `changes`. The compiled replay of a chunk makes it at once (`Played.joined`); `of` joins single Replay
+    objects (the plain replay's, a resumed window's), so `step_columns` slices a window instead of joining a slice of
+    each trajectory's arrays."""
+
+    start: np.ndarray       # p(0) of each trajectory
+    lengths: np.ndarray     # its graded steps (int64)
+    cells_to: np.ndarray    # p(t+1) (int32)
+    flags: np.ndarray       # the flag words (int8)
+    stale: np.ndarray       # S(t) (int32)
+    changes: np.ndarray     # (first step, case, |T|) rows (int32)
+    n_changes: np.ndarray   # its rows of changes (int64)
+
+    @classmethod
+    def of(cls, replays: Sequence[Replay]) -> Replays:
+        count = len(replays)
+
+        def joined(values: list[np.ndarray], dtype: type) -> np.ndarray:
+            return values[0] if len(values) == 1 else np.concatenate(values) if values else np.empty(0, dtype)
+        return cls(np.fromiter((r.start for r in replays), dtype=np.int64, count=count),
+                   np.fromiter((len(r.cells_to) for r in replays), dtype=np.int64, count=count),
+                   joined([r.cells_to for r in replays], np.int32), joined([r.flags for r in replays], np.int8),
+                   joined([r.stale for r in replays], np.int32),
+                   np.concatenate([r.changes for r in replays]) if replays else np.empty((0, 3), np.int32),
+                   np.fromiter((len(r.changes) for r in replays), dtype=np.int64, count=count))
 
 
 def action_codes(actions: Sequence[str | None], budget: int | None) -> np.ndarray:
@@ -400,35 +469,29 @@ def word_codes(words: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]:
 _BLOCK = 1 << 16
 
 
-def step_columns(replays: Sequence[Replay], widths: Sequence[int],
+def step_columns(replays: Sequence[Replay] | Replays, widths: Sequence[int] | np.ndarray,
                  window: tuple[int, int] | None = None) -> dict[str, np.ndarray]:
     """Per-step columns of many replays at once (`widths`: each one's map width); `window` (a, b): rows a..b-1 of
     them only (a long run's columns are made a window at a time).
 
     `trajectory` is the replay's position in `replays`; `t` counts from 0 within each trajectory.
     """
-    lengths = np.array([len(r.cells_to) for r in replays], dtype=np.int64)
+    batch = replays if isinstance(replays, Replays) else Replays.of(replays)
+    lengths = batch.lengths
     starts = np.cumsum(lengths) - lengths
     a, b = window or (0, int(lengths.sum()))
-    lo, hi = np.clip(starts, a, b), np.clip(starts + lengths, a, b)   # each replay's rows in the window
-    rows = hi - lo
-    inside = np.flatnonzero(rows).tolist()
-
-    def cut(values: Sequence[np.ndarray], dtype: type) -> np.ndarray:
-        parts = [values[j][lo[j] - starts[j]:hi[j] - starts[j]] for j in inside] if window else values
-        return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.empty(0, dtype)
-
-    trajectory = np.repeat(np.arange(len(replays), dtype=np.int32), rows)
-    cells_to = cut([r.cells_to for r in replays], np.int32)
+    rows = np.clip(starts + lengths, a, b) - np.clip(starts, a, b)   # each replay's rows in the window
+    trajectory = np.repeat(np.arange(lengths.size, dtype=np.int32), rows)
+    cells_to = batch.cells_to[a:b]
     cells_from = np.empty(b - a, dtype=np.int32)
     cells_from[1:] = cells_to[:-1]
-    first = lo[inside] - a   # each replay's first row in the window: the cell it came from
-    skipped = (lo - starts).tolist()   # each replay's rows before the window
-    cells_from[first] = [replays[j].cells_to[skipped[j] - 1] if skipped[j] else replays[j].start for j in inside]
-    flags = cut([r.flags for r in replays], np.int8)
-    n_changes = np.fromiter(map(len, (r.changes for r in replays)), dtype=np.int64, count=len(replays))
-    changes = np.concatenate([r.changes for r in replays]).astype(np.int64) if replays \
-        else np.empty((0, 3), np.int64)  # rows: first step, case, |T|
+    if a < b:   # the row before the window: its replay's, unless one starts at the window (set below)
+        cells_from[0] = batch.cells_to[a - 1] if a else 0
+    begins = np.flatnonzero((starts >= a) & (starts < b) & (lengths > 0))   # replays starting in the window
+    cells_from[starts[begins] - a] = batch.start[begins]   # ... came from their start cell
+    flags = batch.flags[a:b]
+    n_changes = batch.n_changes
+    changes = batch.changes.astype(np.int64)  # rows: first step, case, |T|
     stretch_start = np.repeat(starts, n_changes) + np.minimum(changes[:, 0], np.repeat(lengths, n_changes))
     stretch_end = np.append(stretch_start, lengths.sum())[1:]
     stretch_rows = np.clip(stretch_end, a, b) - np.clip(stretch_start, a, b)
@@ -444,7 +507,7 @@ def step_columns(replays: Sequence[Replay], widths: Sequence[int],
         "n_targets": np.repeat(stretch_targets.astype(np.int32), stretch_rows),
         "gain": flags & _GAIN,
         "progress": (flags & _PROGRESS) >> 1,
-        "stale": cut([r.stale for r in replays], np.int32),
+        "stale": batch.stale[a:b],
         "error": (flags & _ERROR) >> 2,
     }
 
@@ -550,12 +613,12 @@ class ParkFamily:
         return self.steps_graded >= COMPILED_FROM_STEPS or tables.n_cells > COMPILED_FROM_CELLS
 
     def columns(self, graded: Sequence[ParkReplay]) -> FamilyColumns:
-        runs, codes, action = self._replay(graded)
-        widths = [g.tables.world.width for g in graded]
-        n = sum(len(r.cells_to) for r in runs)
+        runs, together, codes, action = self._replay(graded)
+        widths = np.fromiter((g.tables.world.width for g in graded), dtype=np.int32, count=len(graded))
+        n = int(together.lengths.sum())
 
         def window(a: int, b: int) -> dict[str, np.ndarray]:
-            steps = step_columns(runs, widths, (a, b) if (a, b) != (0, n) else None)
+            steps = step_columns(together, widths, (a, b) if (a, b) != (0, n) else None)
             steps["action"] = action(a, b)
             return steps
         steps = step_columns_of(n, window)
@@ -589,9 +652,10 @@ class ParkFamily:
         return FamilyColumns(trajectories, steps)
 
     def _replay(self, graded: Sequence[ParkReplay]
-                ) -> tuple[list[Replay], np.ndarray, Callable[[int, int], np.ndarray]]:
-        """Replay runs in their instances; the move codes of their actions (cut to the budget), and the action
-        column of the graded steps, rows a..b-1 by `action(a, b)`.
+                ) -> tuple[list[Replay], Replays, np.ndarray, Callable[[int, int], np.ndarray]]:
+        """Replay runs in their instances: each one's Replay, and all of them as one Replays; the move codes of
+        their actions (cut to the budget), and the action column of the graded steps, rows a..b-1 by
+        `action(a, b)`.
 
         Compiled, one call per instance, once the process has graded enough steps (COMPILED_FROM_STEPS) or the
         map is large; else by the plain-Python reference.
@@ -607,21 +671,26 @@ class ParkFamily:
         self.steps_graded += len(words)
         replays: list[Replay | None] = [None] * len(graded)
         by_instance: dict[int, list[int]] = {}
+        plain = 0
         for i, g in enumerate(graded):
             if self.compiled_for(g.tables):
                 by_instance.setdefault(id(g.tables), []).append(i)
             else:
                 replays[i] = replay(g.tables, g.actions)
-        for indices in by_instance.values():
-            parts = [codes[offsets[i]:offsets[i + 1]] for i in indices]
-            together = replay_codes_many(graded[indices[0]].tables, parts[0] if len(parts) == 1 else
-                                         np.concatenate(parts), np.cumsum([0, *map(len, parts)]),
-                                         [len(graded[i].actions) for i in indices])
-            for i, replayed in zip(indices, together):
+                plain += 1
+        compiled = Played(codes, offsets) if by_instance else None
+        for indices in by_instance.values():   # each instance's trajectories in one call, at their places
+            assert compiled is not None
+            compiled.run(graded[indices[0]].tables, np.asarray(indices, dtype=np.int64))
+            for i, replayed in zip(indices, compiled.replays(indices, [graded[i].tables for i in indices],
+                                                             [len(graded[i].actions) for i in indices])):
                 replays[i] = replayed
         for g, replayed in zip(graded, replays):
             g.replay = replayed
-        played = np.fromiter((len(r.cells_to) for r in replays), dtype=np.int64, count=len(graded))  # type: ignore
+        # all compiled (a large run): their steps are side by side already, else joined from each one's
+        together = Replays.of(replays) if plain or compiled is None else compiled.joined(  # type: ignore[arg-type]
+            np.fromiter((g.tables.world.start for g in graded), dtype=np.int64, count=len(graded)))
+        played = together.lengths
         played_starts = np.cumsum(played) - played
         table = np.fromiter(words.words, dtype=object, count=len(words.words)) if isinstance(words, Actions) \
             else None   # a long line's distinct words
@@ -642,7 +711,7 @@ class ParkFamily:
             column[written] = np.arange(len(_WORDS), len(_WORDS) + len(at), dtype=np.int32)
             return Coded(column, np.concatenate([_WORDS, np.fromiter(map(words.__getitem__, at), dtype=object,
                                                                      count=len(at))]))
-        return replays, codes, action  # type: ignore[return-value]  # (every replay made above)
+        return replays, together, codes, action  # type: ignore[return-value]  # (every replay made above)
 
 
 class ResumedReplay:

@@ -69,13 +69,14 @@ def bfs_rows(to: np.ndarray, sources: np.ndarray, n: int) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def used_slots(to: np.ndarray, start: int, codes: np.ndarray, offsets: np.ndarray, seen: np.ndarray) -> np.ndarray:
-    """The admissible slots (5 * cell + code) that trajectories of move codes (trajectory j is
+def used_slots(to: np.ndarray, start: int, codes: np.ndarray, offsets: np.ndarray, which: np.ndarray,
+               seen: np.ndarray) -> np.ndarray:
+    """The admissible slots (5 * cell + code) that trajectories `which` of move codes (trajectory j is
     codes[offsets[j]:offsets[j + 1]]) pass through, once each, that are not marked in `seen` (which this marks).
     Moves do not depend on anything Gain needs, so this is a cheap pre-pass."""
     out = np.empty(codes.size, dtype=np.int64)
     count = 0
-    for j in range(offsets.size - 1):
+    for j in which:
         pos = start
         for i in range(offsets[j], offsets[j + 1]):
             slot = 5 * pos + codes[i]
@@ -168,14 +169,15 @@ def _pending(observed: np.ndarray, achieved: np.ndarray, node_cell: np.ndarray, 
 
 
 @njit(cache=True, nogil=True)
-def replay_batch(codes: np.ndarray, offsets: np.ndarray, start: int, n: int, to: np.ndarray, edge: np.ndarray,
-                 slot_row: np.ndarray, closer: np.ndarray, node_cell: np.ndarray, node_at: np.ndarray,
-                 node_cells: np.ndarray, goal: int, alt_ptr: np.ndarray, member_ptr: np.ndarray, members: np.ndarray,
-                 free: np.ndarray, to_col: np.ndarray, flag_col: np.ndarray, stale_col: np.ndarray,
-                 changes: np.ndarray, results: np.ndarray) -> None:
-    """`replay_codes` for trajectories j = codes[offsets[j]:offsets[j + 1]] of one instance, in one call: step
-    columns at the codes' positions, change rows from offsets[j] + j, results[j] the returned values."""
-    for j in range(offsets.size - 1):
+def replay_batch(codes: np.ndarray, offsets: np.ndarray, which: np.ndarray, start: int, n: int, to: np.ndarray,
+                 edge: np.ndarray, slot_row: np.ndarray, closer: np.ndarray, node_cell: np.ndarray,
+                 node_at: np.ndarray, node_cells: np.ndarray, goal: int, alt_ptr: np.ndarray, member_ptr: np.ndarray,
+                 members: np.ndarray, free: np.ndarray, to_col: np.ndarray, flag_col: np.ndarray,
+                 stale_col: np.ndarray, changes: np.ndarray, results: np.ndarray) -> None:
+    """`replay_codes` for trajectories `which` of one instance (trajectory j is codes[offsets[j]:offsets[j + 1]]),
+    in one call: step columns at the codes' positions, change rows from offsets[j] + j, results[j] the returned
+    values."""
+    for j in which:
         a, b = offsets[j], offsets[j + 1]
         steps, n_changes, reached, achieved, observed = replay_codes(
             codes[a:b], start, n, to, edge, slot_row, closer, node_cell, node_at, node_cells, goal, alt_ptr,

@@ -82,7 +82,7 @@ def test_closer_rows_are_made_only_for_the_moves_made() -> None:
     tables = ParkTables(instance)
     flat = tables.compiled()
     assert flat.n > flat.DENSE_CELLS
-    flat.prepare(action_codes(["right"] * 10 + ["jump", "up"], 100), np.array([0, 12]))
+    flat.prepare(action_codes(["right"] * 10 + ["jump", "up"], 100), np.array([0, 12]), np.array([0]))
     assert flat.rows - 1 == 10  # (row 0 is the empty row; "up" at the top edge and "jump" are no moves)
     assert int(flat.slot_row[5 * 3 + 3]) > 0 and int(flat.slot_row[5 * 3 + 1]) == 0
     assert replay_compiled(tables, ["right"] * 10).cells_to.tolist() == list(range(1, 11))
@@ -105,6 +105,30 @@ def test_many_runs_in_one_call_equal_one_at_a_time() -> None:
         assert replayed[5:] == alone[5:] and replayed.changes.tolist() == alone.changes.tolist()
         assert replayed.cells_to.tolist() == alone.cells_to.tolist()
         assert replayed.stale.tolist() == alone.stale.tolist() and replayed.flags.tolist() == alone.flags.tolist()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seeds=st.lists(st.integers(0, 10_000), min_size=1, max_size=3, unique=True),
+       runs=st.lists(st.tuples(st.integers(0, 2), st.lists(st.one_of(MOVES, WORDS), max_size=250)), min_size=1,
+                     max_size=12))
+def test_a_chunk_across_instances_has_the_same_columns_compiled_or_not(seeds, runs) -> None:
+    # one chunk of trajectories in up to three instances, in turns (the compiled replay runs an instance at a time,
+    # at the trajectories' places), some reaching the goal early (their unused places left out of the columns)
+    preset = Preset("p", DagParams(2, option_count_probs=((1, 1.0),), dependency_count_probs=((1, 1.0),)),
+                    MapParams((1, 2), size=(5, 5)))
+    tables = [ParkTables(generate_instance(preset, seed, f"prop/{k}")) for k, seed in enumerate(seeds)]
+    columns = []
+    for graded_before in (0, park.COMPILED_FROM_STEPS):   # the plain reference, then the compiled replay
+        family = park.ParkFamily()
+        family.steps_graded = graded_before
+        columns.append(family.columns([park.ParkReplay(tables[k % len(tables)], actions) for k, actions in runs]))
+    plain, compiled = columns
+    assert compiled.trajectories == plain.trajectories
+    assert compiled.steps.keys() == plain.steps.keys()
+    for name, values in plain.steps.items():
+        ours = compiled.steps[name]
+        assert (ours.values() if name == "action" else ours).tolist() == \
+            (values.values() if name == "action" else values).tolist(), name
 
 
 def test_codes_follow_parse_action() -> None:
