@@ -348,12 +348,14 @@ VIEWS = {
         ORDER BY ALL
         """),    "ecc_curve": (
         "ECC after t steps, t from 0 (the initial state) to the trajectory's graded steps: the share of its "
-        "checkpoints whose hit_after_steps <= t; trajectories without checkpoints have no rows.",
+        "checkpoints whose hit_after_steps <= t; trajectories without checkpoints have no rows. In trajectory_id, "
+        "t order.",
         """
         SELECT trajectory_id, 0 AS t, avg(coalesce(hit_after_steps = 0, false)::INTEGER) AS ecc
         FROM checkpoints GROUP BY trajectory_id
         UNION ALL
         SELECT trajectory_id, t + 1 AS t, ecc FROM steps WHERE ecc IS NOT NULL
+        ORDER BY trajectory_id, t
         """),
     "coverage_summary": (
         "Coverage and revisits per agent, model, prompt, harness, world kind and coverage version: trajectories, "

@@ -76,6 +76,9 @@ def test_every_world_kind_in_one_results_file(cli: Any, bench: Path, tmp_path: P
     # the curve from t = 0 (the initial state) to the last step, consistent with hit_after_steps
     curve = rows(db, "SELECT t, ecc FROM ecc_curve WHERE trajectory_id = 'grid' ORDER BY t")
     assert [t for t, _ in curve] == list(range(10))
+    # in order as it stands (its t = 0 rows come from a GROUP BY: without the view's ORDER BY, first and in any order)
+    assert rows(db, "SELECT trajectory_id, t FROM ecc_curve") == rows(db, "SELECT trajectory_id, t FROM ecc_curve "
+                                                                          "ORDER BY ALL")
     assert curve == rows(db, "SELECT t, avg((hit_after_steps <= t)::INTEGER) FROM checkpoints, range(10) r(t) "
                              "WHERE trajectory_id = 'grid' GROUP BY t ORDER BY t")
     # a checkpoint never hit counts in the share from t = 0 on (cellar: 0 of 2 before the first step, then 1 of 2)
