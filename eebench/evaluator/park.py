@@ -402,10 +402,12 @@ class Played:
         start cell)."""
         steps, n_changes = self.results[:, 0], self.results[:, 1]
         lengths = np.diff(self.offsets)
-        to_col, flag_col, stale_col = self.to_col, self.flag_col, self.stale_col
-        if not np.array_equal(steps, lengths):   # a trajectory reached the goal: its unwritten places left out
+        if np.array_equal(steps[:-1], lengths[:-1]):   # only the last may have ended early (one long trajectory)
+            end = int(steps.sum())
+            to_col, flag_col, stale_col = self.to_col[:end], self.flag_col[:end], self.stale_col[:end]
+        else:   # one reached the goal early: its unwritten places left out
             rows = _rows_from(self.offsets[:-1], steps)
-            to_col, flag_col, stale_col = to_col[rows], flag_col[rows], stale_col[rows]
+            to_col, flag_col, stale_col = self.to_col[rows], self.flag_col[rows], self.stale_col[rows]
         changes = self.changes[_rows_from(self.offsets[:-1] + np.arange(steps.size), n_changes)]
         return Replays(starts, steps, to_col, flag_col, stale_col, changes, n_changes)
 
