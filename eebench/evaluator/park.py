@@ -353,7 +353,7 @@ def replay_codes_many(tables: ParkTables, codes: np.ndarray, offsets: np.ndarray
     played = Played(codes, offsets)
     everyone = np.arange(len(offsets) - 1, dtype=np.int64)
     played.run(tables, everyone)
-    return played.replays(everyone, [tables] * everyone.size, n_actions)
+    return played.replays(everyone, tables, n_actions)
 
 
 class Played:
@@ -382,17 +382,18 @@ class Played:
             flat.node_cell, flat.node_at, flat.node_cells, flat.goal, flat.alt_ptr, flat.member_ptr, flat.members,
             flat.free, self.to_col, self.flag_col, self.stale_col, self.changes, self.results)
 
-    def replays(self, which: Sequence[int] | np.ndarray, tables: Sequence[ParkTables],
-                n_actions: Sequence[int]) -> list[Replay]:
+    def replays(self, which: Sequence[int] | np.ndarray, tables: ParkTables, n_actions: Sequence[int]
+                ) -> list[Replay]:
         """The Replay of each of trajectories `which` (run in `tables`, of n_actions actions), as views of the
         outputs."""
         out = []
         offsets = self.offsets.tolist()
-        for j, t, total, (steps, n_changes, reached_goal, achieved, observed) in zip(
-                which, tables, n_actions, self.results[which].tolist()):
-            a, budget = offsets[j], t.world.budget
+        start, budget = tables.world.start, tables.world.budget
+        for j, total, (steps, n_changes, reached_goal, achieved, observed) in zip(
+                which, n_actions, self.results[which].tolist()):
+            a = offsets[j]
             end_reason = "goal" if reached_goal else "budget" if steps >= budget else "end_of_log"
-            out.append(Replay(t.world.start, self.to_col[a:a + steps], self.flag_col[a:a + steps],
+            out.append(Replay(start, self.to_col[a:a + steps], self.flag_col[a:a + steps],
                               self.stale_col[a:a + steps], self.changes[a + j:a + j + n_changes],
                               bool(reached_goal), end_reason, total - steps, achieved, observed))
         return out
@@ -680,18 +681,22 @@ class ParkFamily:
             else:
                 replays[i] = replay(g.tables, g.actions)
                 plain += 1
-        compiled = Played(codes, offsets) if by_instance else None
-        for indices in by_instance.values():   # each instance's trajectories in one call, at their places
-            assert compiled is not None
-            compiled.run(graded[indices[0]].tables, np.asarray(indices, dtype=np.int64))
-            for i, replayed in zip(indices, compiled.replays(indices, [graded[i].tables for i in indices],
-                                                             [len(graded[i].actions) for i in indices])):
-                replays[i] = replayed
+        together = None
+        if by_instance:
+            compiled = Played(codes, offsets)
+            for indices in by_instance.values():   # each instance's trajectories in one call, at their places
+                tables = graded[indices[0]].tables
+                compiled.run(tables, np.asarray(indices, dtype=np.int64))
+                for i, replayed in zip(indices, compiled.replays(indices, tables,
+                                                                 [len(graded[i].actions) for i in indices])):
+                    replays[i] = replayed
+            if not plain:   # all compiled (a large run): their steps are side by side already
+                together = compiled.joined(np.fromiter((g.tables.world.start for g in graded), dtype=np.int64,
+                                                       count=len(graded)))
         for g, replayed in zip(graded, replays):
             g.replay = replayed
-        # all compiled (a large run): their steps are side by side already, else joined from each one's
-        together = Replays.of(replays) if plain or compiled is None else compiled.joined(  # type: ignore[arg-type]
-            np.fromiter((g.tables.world.start for g in graded), dtype=np.int64, count=len(graded)))
+        if together is None:
+            together = Replays.of(replays)  # type: ignore[arg-type]  # (every replay made above)
         played = together.lengths
         played_starts = np.cumsum(played) - played
         table = np.fromiter(words.words, dtype=object, count=len(words.words)) if isinstance(words, Actions) \
@@ -713,7 +718,7 @@ class ParkFamily:
             column[written] = np.arange(len(_WORDS), len(_WORDS) + len(at), dtype=np.int32)
             return Coded(column, np.concatenate([_WORDS, np.fromiter(map(words.__getitem__, at), dtype=object,
                                                                      count=len(at))]))
-        return replays, together, codes, action  # type: ignore[return-value]  # (every replay made above)
+        return replays, together, codes, action  # type: ignore[return-value]
 
 
 class ResumedReplay:
