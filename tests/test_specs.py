@@ -10,7 +10,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from eebench.documents import load_document, load_schema, load_shipped, schema_names
+from eebench.bundles import REGISTRY_FILE
+from eebench.documents import load_checked, load_document, load_schema, load_shipped, schema_names
 from eebench.errors import InputError
 from eebench.instances import load_instance
 from eebench.suites import (
@@ -46,6 +47,8 @@ def test_every_shipped_suite_and_preset_file_passes_the_full_door_and_reads_the_
         assert load_shipped(path) == load_document(path), path
         assert load_suite(path, shipped=True) == load_suite(path), path
     assert shipped_suites() == {load_document(path)["name"]: path for path in suites}
+    registry = specs_root() / REGISTRY_FILE   # the registry of shipped bundles, read the same way
+    assert load_shipped(registry) == load_checked(registry, "registry")
 
 
 @pytest.mark.parametrize("name", schema_names())
