@@ -50,6 +50,8 @@ def _start(ray: Any, address: str | None, num_cpus: int | None) -> None:
     """Connect to the cluster at `address`, or start a local Ray of `num_cpus`; one line when that fails."""
     if address:
         _check_reachable(address)
+    else:   # a Ray of this grade alone, stopped at its end: its note that token authentication is on is not news
+        logging.getLogger("ray._private.authentication.authentication_token_setup").setLevel(logging.ERROR)
     try:
         ray.init(address=address, num_cpus=None if address else num_cpus, include_dashboard=False,
                  log_to_driver=False, logging_level=logging.WARNING)
@@ -177,6 +179,8 @@ def grade_ray(files: Sequence[str], bench: Any, out: str, *, address: str | None
     if started_here:
         _start(ray, address, num_cpus)
     logging.getLogger("ray.data").setLevel(logging.WARNING)  # its per-dataset INFO lines would drown ours
+    # and its notice that progress bars are off (we turn them off: ours is the one summary line)
+    logging.getLogger("ray.data._internal.progress").setLevel(logging.ERROR)
     try:
         import ray.data
 

@@ -17,6 +17,31 @@ needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="
 ORDER = {"trajectories": "trajectory_id", "steps": "trajectory_id, t"}
 
 
+@pytest.fixture(scope="module")
+def _ray_of_the_module():
+    import ray
+
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture
+def ray_running(_ray_of_the_module):
+    """A local Ray kept running from test to test (a start takes 7-10 s here): a grade uses the Ray it finds."""
+    from eebench.engines.ray import _start
+
+    if not _ray_of_the_module.is_initialized():
+        _start(_ray_of_the_module, None, 2)
+
+
+def _no_ray_running() -> None:
+    """For a test of how a grade starts or reaches Ray: none left running by an earlier test."""
+    import ray
+
+    if ray.is_initialized():
+        ray.shutdown()
+
+
 def _rows(db: Path, table: str) -> list[tuple]:
     """A table's rows in a fixed order; when a grade was, and from which spelling of the file, aside."""
     aside = " EXCLUDE (graded_at, source_file)" if table == "trajectories" else ""
@@ -26,6 +51,7 @@ def _rows(db: Path, table: str) -> list[tuple]:
 
 @needs_ray
 def test_ray_rows_equal_local_rows(main_bundle: Path, tmp_path: Path, cli) -> None:
+    _no_ray_running()   # the grade starts its own, of --cpus 2, and stops it
     shards = []
     for seed, agent in enumerate(["random", "frontier", "random"]):
         shards.append(tmp_path / f"shard-{seed}.jsonl")
@@ -38,6 +64,7 @@ def test_ray_rows_equal_local_rows(main_bundle: Path, tmp_path: Path, cli) -> No
     uri = f"file://{shards[2]}"  # a shard given as a URI: read through pyarrow's filesystems
     done = cli("grade", *shards[:2], uri, "--bench", main_bundle, "--engine", "ray", "--cpus", "2", "--out", out)
     assert "graded 81 trajectories" in done.stdout and "from 3 shards" in done.stdout
+    assert "Token authentication" not in done.stderr and "Progress bars" not in done.stderr   # Ray's notes
     assert sorted(p.name for p in (out / "steps").iterdir()) == [f"part-0000{i}.parquet" for i in range(3)]
     ingested = tmp_path / "ingested.duckdb"
     assert "loaded 81 trajectories" in cli("ingest", out, "--db", ingested).stdout
@@ -59,23 +86,12 @@ def test_ray_rows_equal_local_rows(main_bundle: Path, tmp_path: Path, cli) -> No
 
 
 @needs_ray
-def test_ray_refuses_bad_shards_and_a_used_folder(main_bundle: Path, tmp_path: Path, cli) -> None:
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"eebench": "trajectory/1", "id": "x", "instance": "nope", "steps": [{"action": "up"}]}\n')
-    out = tmp_path / "parquet"
-    failed = cli("grade", bad, "--bench", main_bundle, "--engine", "ray", "--out", out, code=2)
-    assert f"{bad}:1: instance: " in failed.stderr and "Traceback" not in failed.stderr
-    assert not any(out.rglob("*.parquet"))
-    (out / "steps").mkdir(parents=True, exist_ok=True)
-    used = cli("grade", bad, "--bench", main_bundle, "--engine", "ray", "--out", out, code=2)
-    assert "is not empty" in used.stderr
-
-
-@needs_ray
 def test_an_address_where_no_cluster_answers_is_one_line_not_a_wait(main_bundle: Path, tmp_path: Path,
                                                                      cli) -> None:
     # Ray itself retries an address that never answers without end
     import socket
+
+    _no_ray_running()   # (a grade uses a Ray already running in its process, whatever the address)
 
     with socket.socket() as closed:   # a port of this machine that nothing listens on
         closed.bind(("127.0.0.1", 0))
@@ -87,6 +103,19 @@ def test_an_address_where_no_cluster_answers_is_one_line_not_a_wait(main_bundle:
     assert failed.stderr == (f"error: --address 127.0.0.1:{port}: no Ray cluster answers there (Connection refused "
                              "within 10 s); start one (`ray start --head`) or leave --address out to grade on a "
                              "local Ray\n")
+
+
+@needs_ray
+def test_ray_refuses_bad_shards_and_a_used_folder(main_bundle: Path, tmp_path: Path, cli, ray_running) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"eebench": "trajectory/1", "id": "x", "instance": "nope", "steps": [{"action": "up"}]}\n')
+    out = tmp_path / "parquet"
+    failed = cli("grade", bad, "--bench", main_bundle, "--engine", "ray", "--out", out, code=2)
+    assert f"{bad}:1: instance: " in failed.stderr and "Traceback" not in failed.stderr
+    assert not any(out.rglob("*.parquet"))
+    (out / "steps").mkdir(parents=True, exist_ok=True)
+    used = cli("grade", bad, "--bench", main_bundle, "--engine", "ray", "--out", out, code=2)
+    assert "is not empty" in used.stderr
 
 
 def test_ingest_needs_partitions(tmp_path: Path, cli) -> None:
@@ -115,7 +144,8 @@ def test_without_ray_the_engine_says_how_to_install(main_bundle: Path, tmp_path:
 
 
 @needs_ray
-def test_ray_applies_checkpoint_files_and_grades_logged_runs_without_a_bench(tmp_path: Path, cli) -> None:
+def test_ray_applies_checkpoint_files_and_grades_logged_runs_without_a_bench(tmp_path: Path, cli,
+                                                                             ray_running) -> None:
     from tests.conftest import write_jsonl
     from tests.evaluator.test_coverage_store import CHECKPOINTS, logged
 
@@ -182,7 +212,7 @@ def test_ingest_refuses_partitions_it_cannot_load(main_bundle: Path, tmp_path: P
 
 
 @needs_ray
-def test_ray_and_local_agree_on_skip_invalid(main_bundle: Path, tmp_path: Path, cli) -> None:
+def test_ray_and_local_agree_on_skip_invalid(main_bundle: Path, tmp_path: Path, cli, ray_running) -> None:
     good = tmp_path / "good.jsonl"
     cli("play", main_bundle, "--agent", "random", "--seed", "0", "--out", good)
     bad = tmp_path / "bad.jsonl"

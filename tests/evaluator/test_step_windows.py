@@ -58,16 +58,15 @@ def grade_tables(tmp: Path, runs: list[tuple[str, list[dict[str, Any]]]], name: 
     return [rows(db, sql) for sql in TABLES]
 
 
-@pytest.mark.parametrize("compiled", [False, True], ids=["plain", "compiled"])
 @pytest.mark.parametrize("chunk_records", [1, 4096], ids=["one-per-chunk", "together"])
-@pytest.mark.parametrize("compact", [False, True], ids=["lines-whole", "lines-compact"])
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(runs=runs_strategy, window=st.integers(1, 40))
+@given(runs=runs_strategy, window=st.integers(1, 40), compiled=st.booleans())
 def test_windowed_columns_are_the_whole_columns(tmp_path_factory: Any, monkeypatch: pytest.MonkeyPatch,
-                                                compiled: bool, chunk_records: int, compact: bool,
-                                                runs: list[Any], window: int) -> None:
+                                                chunk_records: int, runs: list[Any], window: int,
+                                                compiled: bool) -> None:
     """One trajectory to a chunk, compiled: the windows are written from the replay carried window by window;
-    `compact`: the windowed grade reads every line as a long one (its actions a table of words)."""
+    lines compact: the windowed grade reads every line as a long one (its actions a table of words). Compiled or
+    plain is drawn (each run of the tests draws both), and one whole grade is compared with both line readings."""
     tmp = tmp_path_factory.mktemp("windows")
     write_instances(INSTANCES, tmp / "bench", {"kind": "t"})
     (tmp / "cp.yaml").write_text(CHECKPOINTS)
@@ -77,10 +76,11 @@ def test_windowed_columns_are_the_whole_columns(tmp_path_factory: Any, monkeypat
     monkeypatch.setattr(families, "WINDOW_STEPS", WHOLE_WINDOW)
     monkeypatch.setattr(trajectories, "LONG_LINE_BYTES", WHOLE_LINE)
     whole = grade_tables(tmp, runs, "whole")
-    monkeypatch.setattr(families, "WINDOW_STEPS", window)
-    monkeypatch.setattr(trajectories, "LONG_LINE_BYTES", 16 if compact else WHOLE_LINE)
     assert whole[1]   # (every run has a first step, and it is graded)
-    assert grade_tables(tmp, runs, "windowed") == whole
+    monkeypatch.setattr(families, "WINDOW_STEPS", window)
+    for compact in (False, True):
+        monkeypatch.setattr(trajectories, "LONG_LINE_BYTES", 16 if compact else WHOLE_LINE)
+        assert grade_tables(tmp, runs, f"windowed-{compact}") == whole, compact
 
 
 def test_a_chunk_past_the_window_is_made_in_windows(monkeypatch: pytest.MonkeyPatch) -> None:
