@@ -160,7 +160,10 @@ def semantic_problems(doc: dict[str, Any]) -> list[tuple[str, str]]:
     if cycle:
         problems.append(("nodes", "prerequisites form a cycle: " + " -> ".join(cycle)))
         return problems
-    children = {u: {v for v, ps in parents.items() if u in ps} for u in parents}
+    children: dict[str, set[str]] = {u: set() for u in parents}
+    for v, ps in parents.items():
+        for u in ps:
+            children[u].add(v)
     for u in ids:
         if u != goal and not children[u]:
             problems.append((f"nodes[{ids[u]}]", f"{u!r} is a sink but not the goal; the goal must be the one sink"))
@@ -278,9 +281,12 @@ class GridDagWorld:
         self.requires: list[tuple[int, ...]] = [
             tuple(sum(1 << index[p] for p in alternative) for alternative in node.requires)
             for node in instance.nodes]
-        self.children: list[tuple[int, ...]] = [
-            tuple(j for j, other in enumerate(instance.nodes) if any(node.id in alt for alt in other.requires))
-            for node in instance.nodes]
+        children: list[set[int]] = [set() for _ in instance.nodes]   # (one pass over the requirements: a goal
+        for j, other in enumerate(instance.nodes):                     # requiring 999 nodes took 1 s node by node)
+            for alternative in other.requires:
+                for parent in alternative:
+                    children[index[parent]].add(j)
+        self.children: list[tuple[int, ...]] = [tuple(sorted(c)) for c in children]
         self.goal = index[instance.goal]
         self.start = instance.start[1] * width + instance.start[0]
         self.budget = instance.budget

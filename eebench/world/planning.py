@@ -6,6 +6,7 @@ The generator uses it to refuse maps no agent could finish within budget; the or
 from __future__ import annotations
 
 import heapq
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from eebench.world.geometry import distances_from
@@ -25,8 +26,11 @@ def node_distances(world: GridDagWorld) -> list[list[int]]:
     return [distances_from(world, cell) for cell in [*world.node_cell, world.start]]
 
 
-def shortest_completion(world: GridDagWorld, dist: list[list[int]] | None = None) -> Plan:
+def shortest_completion(world: GridDagWorld, dist: Sequence[Sequence[int] | Mapping[int, int]] | None = None) -> Plan:
     """The fewest steps to achieve the goal, by Dijkstra over (achieved nodes, last node visited).
+
+    `dist` is node_distances' (computed when not given), or anything that gives the same values at the node cells
+    (`dist[point][cell]`; only those are read): a faster BFS's rows, or mappings of the node cells.
 
     Any walk achieves nodes in some order, each feasible when visited, and pays at least the distance between
     consecutive visits; the search takes the minimum over all such orders, so it is exact. Walking a planned
@@ -67,7 +71,7 @@ def shortest_completion(world: GridDagWorld, dist: list[list[int]] | None = None
     raise ValueError(f"instance {world.instance.id}: the goal cannot be achieved")
 
 
-def _greedy(world: GridDagWorld, dist: list[list[int]]) -> Plan:
+def _greedy(world: GridDagWorld, dist: Sequence[Sequence[int] | Mapping[int, int]]) -> Plan:
     """Visit the nearest node whose prerequisites hold until the goal is achieved (an upper bound)."""
     n = len(world.node_cell)
     mask, point, cost, order = 0, n, 0, []

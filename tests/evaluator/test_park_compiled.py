@@ -51,6 +51,29 @@ def test_compiled_replay_equals_the_reference(n_nodes, width, height, corridor, 
         _assert_same(tables, run)
 
 
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(n_nodes=st.integers(1, 20), width=st.integers(2, 13), height=st.integers(2, 13),
+       corridor=st.integers(1, 3), options=st.sampled_from([((1, 1.0),), ((1, 0.5), (2, 0.5))]),
+       seed=st.integers(0, 10_000))
+def test_the_optimal_steps_of_the_compiled_distances_are_planning_s_own(monkeypatch, n_nodes, width, height,
+                                                                        corridor, options, seed) -> None:
+    # the tables of a map above COMPILED_FROM_CELLS plan over compiled BFS rows: here every map is above it; up
+    # to 14 nodes the search is exact, above it greedy, and both read the rows
+    if width * height < n_nodes + 1:
+        return
+    preset = Preset("p", DagParams(n_nodes, option_count_probs=options,
+                                   dependency_count_probs=((1, 0.5), (2, 0.5))),
+                    MapParams((1, corridor), size=(width, height)))
+    instance = generate_instance(preset, seed, "prop/plan")
+    monkeypatch.setattr(park, "COMPILED_FROM_CELLS", 1 << 30)   # (set by each example: it lasts across them)
+    plain = ParkTables(instance).optimal_steps
+    monkeypatch.setattr(park, "COMPILED_FROM_CELLS", 0)
+    compiled = ParkTables(instance)
+    assert compiled._node_distances() is not None
+    assert compiled.optimal_steps == plain and type(compiled.optimal_steps) is int
+
+
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), corridor=st.integers(1, 3), walks=st.lists(st.lists(MOVES, max_size=600),
                                                                                min_size=1, max_size=4))
