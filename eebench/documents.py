@@ -732,21 +732,30 @@ def schema_problems_unless_passed(document: Any, schema: str, file: str, digest:
         except (TypeError, ValueError, RecursionError):   # not JSON (a NaN, a set from Python): the check says why
             return schema_problems(document, schema, file)
     entry = f"{schema} {digest}"
-    passed = _passed_record()
-    if entry in passed:
+    if passed_before(entry):
         return []
     problems = schema_problems(document, schema, file)
     if not problems:
-        passed.add(entry)
-        with contextlib.suppress(OSError):
-            path = _passed_record_path()
-            path.parent.mkdir(exist_ok=True)
-            with path.open("a", encoding="ascii") as record:   # (one short line a write: appends do not interleave)
-                if record.tell() > PASSED_RECORD_BYTES:
-                    record.truncate(0)
-                os.fchmod(record.fileno(), 0o644)
-                record.write(entry + "\n")
+        record_passed(entry)
     return problems
+
+
+def passed_before(entry: str) -> bool:
+    """Whether the record holds `entry` (one line of ASCII words: what was checked, and the digest it passed)."""
+    return entry in _passed_record()
+
+
+def record_passed(entry: str) -> None:
+    """Add `entry` to the record (see passed_before); a record that cannot be written costs only later checks."""
+    _passed_record().add(entry)
+    with contextlib.suppress(OSError):
+        path = _passed_record_path()
+        path.parent.mkdir(exist_ok=True)
+        with path.open("a", encoding="ascii") as record:   # (one short line a write: appends do not interleave)
+            if record.tell() > PASSED_RECORD_BYTES:
+                record.truncate(0)
+            os.fchmod(record.fileno(), 0o644)
+            record.write(entry + "\n")
 
 
 @functools.cache

@@ -32,6 +32,7 @@ from eebench.bundles import (
 )
 from eebench.documents import canonical_json, readable_json, schema_problems, sha256_hex
 from eebench.errors import InputError
+from eebench.instances import InstanceLibrary
 from tests.conftest import instance_doc, write_json
 
 # The frozen versions eebench ships. A changed digest is a changed benchmark: publish it under a new version (and
@@ -355,6 +356,40 @@ def test_a_listed_instance_must_be_a_valid_instance_as_publish_writes_it_even_wh
     out, _ = forged("swapped", swap)
     with pytest.raises(InputError, match=r": id: expected '.+' \(as manifest.json lists it\), found '.+'"):
         verify_bundle(out)
+
+
+def test_a_bundle_verified_again_checks_no_instance_file_again_but_one_changed(tmp_path: Path, tiny: Path,
+                                                                               monkeypatch: Any) -> None:
+    # the check of each listed instance file is kept in the record of documents that passed, by its bytes' sha256
+    # and its listed id; the files are still read and their digests compared every time
+    out = tmp_path / "b"
+    manifest = publish(str(tiny), "1.0.0", out).bundle.manifest
+    verify_bundle(out)
+
+    def checked(data: bytes, instance_id: str, where: str) -> list[Any]:
+        raise AssertionError(f"{where} checked again")
+    monkeypatch.setattr(eebench.bundles, "_instance_problems", checked)
+    verify_bundle(out)
+    (out / CARD_FILE).write_text("edited\n", "utf-8")
+    with pytest.raises(InputError, match=re.escape(f"{out / CARD_FILE}: changed (sha256 ")):
+        verify_bundle(out)
+    (out / CARD_FILE).write_bytes(publish(str(tiny), "1.0.0", tmp_path / "again").bundle.files[CARD_FILE])
+    first = out / manifest["instances"][0]["path"]
+    first.write_bytes(first.read_bytes().replace(b"}", b"} ", 1))   # other bytes, listed again: checked again
+    manifest["instances"][0]["sha256"] = sha256_hex_bytes(first.read_bytes())
+    manifest["digest"] = bundle_digest(manifest)
+    (out / MANIFEST_FILE).write_bytes(readable_json(manifest))
+    with pytest.raises(AssertionError, match=f"{re.escape(str(first))} checked again"):
+        verify_bundle(out)
+
+
+def test_an_instance_of_a_bundle_is_found_at_the_path_its_manifest_lists_without_a_scan(
+        tmp_path: Path, tiny: Path, monkeypatch: Any) -> None:
+    manifest = publish(str(tiny), "1.0.0", tmp_path / "b").bundle.manifest
+    monkeypatch.setattr(InstanceLibrary, "_listed", lambda self: pytest.fail("every file read to find one"))
+    library = InstanceLibrary(tmp_path / "b")
+    for entry in manifest["instances"]:
+        assert library.get(entry["id"]).file == str(tmp_path / "b" / entry["path"])
 
 
 def test_a_link_in_place_of_a_listed_file_is_not_followed(tmp_path: Path, tiny: Path) -> None:
