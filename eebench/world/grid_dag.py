@@ -261,6 +261,7 @@ class GridDagWorld:
         # step_to[cell * 4 + action]: the cell the action leads to, or -1 when it is inadmissible there
         self.step_to: list[int] = [-1] * (4 * n)
         self.neighbours: list[int] = [0] * n  # bit mask of the free neighbours of each cell
+        self.adjacent: list[list[int]] = [[] for _ in range(n)]   # the same as a list, in action order (BFS)
         for cell in range(n):
             if not self.free[cell]:
                 continue
@@ -270,6 +271,7 @@ class GridDagWorld:
                 if 0 <= nx < width and 0 <= ny < height and self.free[ny * width + nx]:
                     self.step_to[4 * cell + a] = ny * width + nx
                     self.neighbours[cell] |= 1 << (ny * width + nx)
+                    self.adjacent[cell].append(ny * width + nx)
         self.node_ids: list[str] = [node.id for node in instance.nodes]
         index = {node_id: i for i, node_id in enumerate(self.node_ids)}
         self.node_index = index
