@@ -96,8 +96,8 @@ class ParkTables:
         # the reference replay's keys in its segment set: cells are 0..2n-1 (c for a first visit and n + c for a
         # second), edges 2n + edge and, used twice, that + 2n
         self.edge = (self.edge_array + 2 * n).tolist()
-        self.optimal_steps = shortest_completion(world, self._node_distances()).cost
         self.free_cells = sum(world.free)
+        self.optimal_steps = shortest_completion(world, self._node_distances()).cost
         self.all_cells = (1 << n) - 1
         # the cell of each node as the replay sees it (node_at), for the cells where entering achieves a node
         self.node_cells = tuple((node, cell) for node, cell in enumerate(world.node_cell)
@@ -118,10 +118,10 @@ class ParkTables:
         self._compiled: _CompiledTables | None = None
 
     def _node_distances(self) -> list[dict[int, int]] | None:
-        """The distances shortest_completion reads (from each node and the start to each node), compiled on maps of
-        more than COMPILED_FROM_CELLS cells, as the replay is there: a BFS in Python from each of 1,000 nodes of a
-        100 x 100 map took 8 s. None: planning's own BFS (a smaller map, where numba's import would cost more)."""
-        if self.n_cells <= COMPILED_FROM_CELLS:
+        """The distances shortest_completion reads (from each node and the start to each node), compiled when their
+        BFS visits COMPILED_PLAN_FROM_VISITS cells or more (from each of 1,000 nodes of a 100 x 100 map, Python's
+        took 4-8 s); None: planning's own BFS, where numba's import would cost more than it saves."""
+        if (len(self.world.node_cell) + 1) * self.free_cells < COMPILED_PLAN_FROM_VISITS:
             return None
         from eebench.evaluator import park_compiled
 
@@ -582,6 +582,9 @@ _ACTION = itemgetter("action")
 # replay. Either way the values are the same (tests hold the two equal), only the time differs.
 COMPILED_FROM_STEPS = 50_000
 COMPILED_FROM_CELLS = 1024
+# The distance rows of an instance's optimal steps are made compiled from this many cell visits (nodes + 1 times
+# free cells): the Python BFS takes about 0.4 us a visit, numba's import about 0.5 s.
+COMPILED_PLAN_FROM_VISITS = 1 << 20
 _WORDS = np.array([*ACTIONS, None], dtype=object)  # the action column's value of each move code (4: as written)
 
 

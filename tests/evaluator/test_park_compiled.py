@@ -58,17 +58,17 @@ def test_compiled_replay_equals_the_reference(n_nodes, width, height, corridor, 
        seed=st.integers(0, 10_000))
 def test_the_optimal_steps_of_the_compiled_distances_are_planning_s_own(monkeypatch, n_nodes, width, height,
                                                                         corridor, options, seed) -> None:
-    # the tables of a map above COMPILED_FROM_CELLS plan over compiled BFS rows: here every map is above it; up
-    # to 14 nodes the search is exact, above it greedy, and both read the rows
+    # the tables of a large instance plan over compiled BFS rows (COMPILED_PLAN_FROM_VISITS): here every instance
+    # is one; up to 14 nodes the search is exact, above it greedy, and both read the rows
     if width * height < n_nodes + 1:
         return
     preset = Preset("p", DagParams(n_nodes, option_count_probs=options,
                                    dependency_count_probs=((1, 0.5), (2, 0.5))),
                     MapParams((1, corridor), size=(width, height)))
     instance = generate_instance(preset, seed, "prop/plan")
-    monkeypatch.setattr(park, "COMPILED_FROM_CELLS", 1 << 30)   # (set by each example: it lasts across them)
+    monkeypatch.setattr(park, "COMPILED_PLAN_FROM_VISITS", 1 << 62)   # (set by each example: it lasts across them)
     plain = ParkTables(instance).optimal_steps
-    monkeypatch.setattr(park, "COMPILED_FROM_CELLS", 0)
+    monkeypatch.setattr(park, "COMPILED_PLAN_FROM_VISITS", 0)
     compiled = ParkTables(instance)
     assert compiled._node_distances() is not None
     assert compiled.optimal_steps == plain and type(compiled.optimal_steps) is int
