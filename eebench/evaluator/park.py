@@ -358,6 +358,16 @@ def replay_compiled_many(tables: ParkTables, runs: Sequence[Sequence[str | None]
     return replay_codes_many(tables, codes, np.cumsum([0, *lengths]), [len(run) for run in runs])
 
 
+def replay_compiled_joined(tables: ParkTables, runs: Sequence[Sequence[str | None]]) -> Replays:
+    """The steps of replay_compiled_many's replays as one Replays (for step_columns), without a Replay of each."""
+    budget = tables.world.budget
+    lengths = [min(len(run), budget) for run in runs]
+    codes, _ = word_codes(list(chain.from_iterable(run[:budget] for run in runs)))
+    played = Played(codes, np.cumsum([0, *lengths], dtype=np.int64))
+    played.run(tables, np.arange(len(runs), dtype=np.int64))
+    return played.joined(np.full(len(runs), tables.world.start, dtype=np.int64))
+
+
 def replay_codes_many(tables: ParkTables, codes: np.ndarray, offsets: np.ndarray,
                       n_actions: Sequence[int]) -> list[Replay]:
     """The compiled replay of move codes (`word_codes`): run j is codes[offsets[j]:offsets[j + 1]], its actions

@@ -82,10 +82,14 @@ def test_records_equal_grade(main_suite: eebench.Instances, draws: list[tuple[in
         assert ends[:-1] == [None] * (len(ends) - 1)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.integers(0, 26), st.lists(st.lists(st.sampled_from(WORDS), max_size=100), min_size=1, max_size=6))
-def test_batch_equals_steps(main_suite: eebench.Instances, which: int, trajectories: list[list[str | None]]) -> None:
-    """The batch form's columns are the one-at-a-time records, trajectory after trajectory."""
+@pytest.mark.parametrize("compiled", [False, True], ids=["plain", "compiled"])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(0, 26), st.lists(st.lists(st.sampled_from(WORDS), max_size=100), max_size=6))
+def test_batch_equals_steps(main_suite: eebench.Instances, monkeypatch: pytest.MonkeyPatch, compiled: bool,
+                            which: int, trajectories: list[list[str | None]]) -> None:
+    """The batch form's columns are the one-at-a-time records, trajectory after trajectory, replayed compiled or
+    not (an empty batch and empty trajectories included)."""
+    monkeypatch.setattr(eebench.scorer, "_compiled_batch", lambda actions: compiled)
     scorer = eebench.Scorer(main_suite[list(main_suite)[which]])
     columns = scorer.batch(trajectories)
     records = [(k, r) for k, actions in enumerate(trajectories) for r in scorer.play(actions)]
