@@ -32,10 +32,9 @@ from eebench.documents import (
     load_shipped,
     loads_json,
     parse_text,
-    passed_before,
+    problems_unless_passed,
     read_bytes,
     readable_json,
-    record_passed,
     schema_problems,
     schema_problems_unless_passed,
     sha256_hex,
@@ -381,22 +380,17 @@ def file_problems(bundle: BundleFiles, manifest: dict[str, Any]) -> list[Problem
 
 
 # Bundle instance files that passed _instance_problems, by the sha256 of their bytes and the id the manifest lists,
-# in the record of documents that passed (documents.passed_before): the check depends on nothing but those and
-# eebench's rules, so a bundle graded again reads each file and its digest but checks none of them again (the check
-# was 2 s of every grade against a bundle of 2,700 instances). The entry names eebench's version and INSTANCE_CHECK:
-# change it with the check or the worlds' rules.
+# in the record of documents that passed (documents.problems_unless_passed): the check depends on nothing but those
+# and eebench's rules, so a bundle graded again reads each file and its digest but checks none of them again (the
+# check was 2 s of every grade against a bundle of 2,700 instances). The entry names eebench's version and
+# INSTANCE_CHECK: change it with the check or the worlds' rules.
 INSTANCE_CHECK = "bundle-instance-check/1"
 
 
 def _instance_problems_unless_passed(data: bytes, instance_id: str, where: str, sha256: str) -> list[Problem]:
     entry = (f"{INSTANCE_CHECK}/{__version__} {sha256} "
              f"{hashlib.sha256(instance_id.encode()).hexdigest()}")   # (an id the manifest's schema passed: ASCII)
-    if passed_before(entry):
-        return []
-    problems = _instance_problems(data, instance_id, where)
-    if not problems:
-        record_passed(entry)
-    return problems
+    return problems_unless_passed(entry, lambda: _instance_problems(data, instance_id, where))
 
 
 def _instance_problems(data: bytes, instance_id: str, where: str) -> list[Problem]:

@@ -12,7 +12,7 @@ import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib import resources
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -731,22 +731,22 @@ def schema_problems_unless_passed(document: Any, schema: str, file: str, digest:
             digest = sha256_hex(document)
         except (TypeError, ValueError, RecursionError):   # not JSON (a NaN, a set from Python): the check says why
             return schema_problems(document, schema, file)
-    entry = f"{schema} {digest}"
-    if passed_before(entry):
+    return problems_unless_passed(f"{schema} {digest}", lambda: schema_problems(document, schema, file))
+
+
+def problems_unless_passed(entry: str, check: Callable[[], list[Problem]]) -> list[Problem]:
+    """The problems `check` finds; none, without checking, when the record holds `entry` (one line of ASCII words:
+    what is checked and the digest of what it checks), and `entry` is recorded when it finds none."""
+    if entry in _passed_record():
         return []
-    problems = schema_problems(document, schema, file)
+    problems = check()
     if not problems:
-        record_passed(entry)
+        _record_passed(entry)
     return problems
 
 
-def passed_before(entry: str) -> bool:
-    """Whether the record holds `entry` (one line of ASCII words: what was checked, and the digest it passed)."""
-    return entry in _passed_record()
-
-
-def record_passed(entry: str) -> None:
-    """Add `entry` to the record (see passed_before); a record that cannot be written costs only later checks."""
+def _record_passed(entry: str) -> None:
+    """Add `entry` to the record; a record that cannot be written costs only later checks."""
     _passed_record().add(entry)
     with contextlib.suppress(OSError):
         path = _passed_record_path()
