@@ -350,20 +350,23 @@ def replay_compiled(tables: ParkTables, actions: Sequence[str | None]) -> Replay
     return replay_compiled_many(tables, [actions])[0]
 
 
-def replay_compiled_many(tables: ParkTables, runs: Sequence[Sequence[str | None]]) -> list[Replay]:
-    """`replay_compiled` of several action lists in one instance, in one call of the compiled kernel."""
+def _budget_codes(tables: ParkTables, runs: Sequence[Sequence[str | None]]) -> tuple[np.ndarray, np.ndarray]:
+    """The move codes of the runs' actions cut to the budget, run j's at codes[offsets[j]:offsets[j + 1]]."""
     budget = tables.world.budget
     lengths = [min(len(run), budget) for run in runs]
     codes, _ = word_codes(list(chain.from_iterable(run[:budget] for run in runs)))
-    return replay_codes_many(tables, codes, np.cumsum([0, *lengths]), [len(run) for run in runs])
+    return codes, np.cumsum([0, *lengths], dtype=np.int64)
+
+
+def replay_compiled_many(tables: ParkTables, runs: Sequence[Sequence[str | None]]) -> list[Replay]:
+    """`replay_compiled` of several action lists in one instance, in one call of the compiled kernel."""
+    codes, offsets = _budget_codes(tables, runs)
+    return replay_codes_many(tables, codes, offsets, [len(run) for run in runs])
 
 
 def replay_compiled_joined(tables: ParkTables, runs: Sequence[Sequence[str | None]]) -> Replays:
     """The steps of replay_compiled_many's replays as one Replays (for step_columns), without a Replay of each."""
-    budget = tables.world.budget
-    lengths = [min(len(run), budget) for run in runs]
-    codes, _ = word_codes(list(chain.from_iterable(run[:budget] for run in runs)))
-    played = Played(codes, np.cumsum([0, *lengths], dtype=np.int64))
+    played = Played(*_budget_codes(tables, runs))
     played.run(tables, np.arange(len(runs), dtype=np.int64))
     return played.joined(np.full(len(runs), tables.world.start, dtype=np.int64))
 
