@@ -178,12 +178,22 @@ class Results:
         return self[table]
 
     def to_pandas(self, table: str = "trajectories") -> pandas.DataFrame:
+        _installed("pandas", "to_pandas")
         return self[table].to_pandas()
 
     def to_polars(self, table: str = "trajectories") -> Any:
+        _installed("polars", "to_polars")
         import polars
 
         return polars.from_arrow(self[table])
+
+
+def _installed(module: str, method: str) -> None:
+    """An ImportError that says which extra to install, for a DataFrame library eebench does not depend on."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise ImportError(f"Results.{method} needs {module}: pip install 'eebench[{module}]'")
 
 
 def grade(trajectories: Any, *, bench: str | Path | Instances | Iterable[Any] | None, skip_invalid: bool = False

@@ -68,9 +68,9 @@ TRAJECTORY_COLUMNS = (
     Column("success", "BOOLEAN", "The goal was achieved within the budget."),
     Column("end_reason", "VARCHAR NOT NULL",
            "`goal` (achieved), `budget` (spent first) or `end_of_log` (the actions ran out first); rooms: "
-           "`episodes` (every episode of the instance ended) or `end_of_log`."),
+           "`episodes` (every episode of the instance ended) or `end_of_log`; logged: `end_of_log`."),
     Column("n_steps", "INTEGER NOT NULL", "Graded steps (actions up to the goal or the budget; rooms: of every "
-                                          "episode)."),
+                                          "episode; logged: every step of the log)."),
     Column("ignored_actions", "INTEGER NOT NULL", "Actions after the goal or the budget (rooms: after the world "
                                                   "ended an episode or the last episode): in the log, not graded."),
     Column("invalid_moves", "INTEGER", "Graded steps whose action was inadmissible (the agent stayed); NULL for "
@@ -83,7 +83,7 @@ TRAJECTORY_COLUMNS = (
     Column("exploit_error", "DOUBLE", "exploit_errors / exploit_steps; NULL when there is no such step."),
     Column("metric_version", "VARCHAR NOT NULL",
            f"Version of the metric family that graded the row (now `{METRIC_VERSION}` for grid_dag, `gaps/2` for "
-           "rooms)."),
+           "rooms, `coverage/1` for logged)."),
     Column("graded_at", "TIMESTAMP NOT NULL", "When it was graded (UTC)."),
     Column("budget", "INTEGER", "The instance's budget."),
     Column("optimal_steps", "INTEGER", "Fewest steps that achieve the goal with full knowledge."),
@@ -126,7 +126,8 @@ TRAJECTORY_COLUMNS = (
     Column("distinct_states", "INTEGER", "Distinct states visited, the initial state included; NULL for a logged "
                                         "trajectory in which no state is known."),
     Column("exploration_degree", "DOUBLE", "States visited two or more times / distinct_states (EAPO, Appendix "
-                                           "D.7.5); NULL when distinct_states is."),
+                                           "D.7.5; rooms: the start room is visited again at each episode's "
+                                           "start); NULL when distinct_states is."),
     Column("coverage_version", "VARCHAR", "Version of the coverage family that filled the five columns above, "
                                           "`steps.visit_depth`, `steps.ecc` and `checkpoints` (now `coverage/1`)."),
 )
@@ -151,8 +152,8 @@ STEP_COLUMNS = (
     Column("stale", "INTEGER", "Stale score S(t) = c + e + n of the no-progress segment (0 on progress)."),
     Column("error", "TINYINT", "err(t) of Park et al., Eq. 1: 1 for an error."),
     # computed on read from error and case_id (never stored: COMPUTED), from the one definition in park.py
-    Column("explore_error", "TINYINT", "1 for an error in case 1 or 4."),
-    Column("exploit_error", "TINYINT", "1 for an error in case 2, 3 or 4."),
+    Column("explore_error", "TINYINT", "1 for an error in case 1 or 4; NULL where `error` is."),
+    Column("exploit_error", "TINYINT", "1 for an error in case 2, 3 or 4; NULL where `error` is."),
     # schema 2
     Column("episode", "SMALLINT NOT NULL DEFAULT 0", "The episode of the step, from 0 (0 in single-episode worlds)."),
     Column("room", "VARCHAR", "rooms: the room the agent is in after the step; NULL for grid_dag."),
@@ -160,13 +161,13 @@ STEP_COLUMNS = (
            "The state after the step: the room id, `x,y` of the cell entered for grid_dag, `logged_state` for "
            "logged (computed on read)."),
     # schema 3: the coverage family
-    Column("visit_depth", "INTEGER", "Earlier visits of the step's state (EAPO's visitation depth): 0 on its first "
+    Column("visit_depth", "INTEGER", "Earlier visits of the step's `state` (EAPO's visitation depth): 0 on its first "
                                      "visit; the initial state counts as one visit before the first step (rooms: "
                                      "the start room at each episode's start). NULL when the state is."),
     Column("ecc", "DOUBLE", "ECC after the step (the curve); NULL when no checkpoint applies."),
     Column("phase", "VARCHAR", "The step's `phase` in the log (`explore` or `act`, Explore-then-Act); NULL if none."),
-    Column("logged_state", "VARCHAR", "logged: the state read from the log (the step's `state`, its set's state "
-                                      "regex, else the previous step's); NULL for simulated worlds."),
+    Column("logged_state", "VARCHAR", "logged: the state read from the log (the step's `state`, else its set's "
+                                      "state regex, else the previous step's); NULL for simulated worlds."),
 )
 V1_STEP_COLUMNS = 16
 

@@ -75,6 +75,17 @@ def test_grade_in_memory_equals_grade_files(main_suite: eebench.Instances, main_
     assert isinstance(results.to_arrow("meta"), pa.Table)
 
 
+@pytest.mark.parametrize("library, method", [("polars", "to_polars"), ("pandas", "to_pandas")])
+def test_a_missing_dataframe_library_names_its_extra(library: str, method: str, monkeypatch: pytest.MonkeyPatch
+                                                    ) -> None:
+    doc = {"eebench": "trajectory/1", "id": "x", "instance": "park2026-main/low-small/seed-0",
+           "steps": [{"action": "up"}]}
+    results = eebench.grade([doc], bench="park2026-main")
+    monkeypatch.setitem(sys.modules, library, None)   # (as if not installed)
+    with pytest.raises(ImportError, match=rf"^Results.{method} needs {library}: pip install 'eebench\[{library}\]'$"):
+        getattr(results, method)("steps")
+
+
 def test_grade_errors_are_input_errors(main_suite: eebench.Instances, tmp_path: Path) -> None:
     doc = {"eebench": "trajectory/1", "id": "x", "instance": "park2026-main/nope", "steps": [{"action": "up"}]}
     with pytest.raises(eebench.InputError, match=r"^trajectories\[0\]: instance: "):

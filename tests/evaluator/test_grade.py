@@ -6,6 +6,7 @@ import json
 import re
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -13,7 +14,8 @@ import pytest
 from eebench.errors import InputError
 from eebench.evaluator import Bench, grade_files
 from eebench.evaluator.families import registered
-from eebench.evaluator.store import EPISODE_COLUMNS, SCHEMA_VERSION, STEP_COLUMNS, TRAJECTORY_COLUMNS, VIEWS, ResultStore
+from eebench.evaluator.store import (CHECKPOINT_COLUMNS, EPISODE_COLUMNS, SCHEMA_VERSION, STEP_COLUMNS,
+                                    TRAJECTORY_COLUMNS, VIEWS, ResultStore)
 from eebench.instances import write_instances
 from tests.conftest import instance_doc, make_instance, rows, write_json, write_jsonl
 
@@ -76,10 +78,38 @@ def test_grade_writes_the_documented_tables(cli, bench: Path, tmp_path: Path) ->
     assert {v for v in VIEWS} <= {r[0] for r in rows(db, "SELECT view_name FROM duckdb_views()")}
 
 
-def test_every_column_and_view_is_documented_in_the_readme() -> None:
+def readme_column_tables() -> dict[str, list[tuple[str, str, str]]]:
+    """The README's `| column | type | meaning |` rows, by the table named in bold (**`name`**) before them: a
+    table's later sections (its new columns of schema 2 and 3) follow its first, in order."""
+    tables: dict[str, list[tuple[str, str, str]]] = {}
+    lines = (ROOT / "README.md").read_text().splitlines()
+    table = None
+    for k, line in enumerate(lines):
+        named = re.search(r"\*\*`(\w+)`\*\*", line)
+        if named and not line.startswith("|"):
+            table = named.group(1)
+        if line.startswith("| column | type | meaning |"):
+            for row in lines[k + 2:]:
+                if not row.startswith("| `"):
+                    break
+                cells = [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", row)[1:-1]]
+                assert len(cells) == 3, row   # (a bare | in a meaning would cut the row: write it \|)
+                tables.setdefault(table, []).append((cells[0], cells[1], cells[2]))
+    return tables
+
+
+@pytest.mark.parametrize("table, columns", [("trajectories", TRAJECTORY_COLUMNS), ("steps", STEP_COLUMNS),
+                                            ("episodes", EPISODE_COLUMNS), ("checkpoints", CHECKPOINT_COLUMNS)])
+def test_the_readme_documents_every_column_as_the_store_defines_it(table: str, columns: tuple) -> None:
+    """Name, order, type, nullability and meaning: the README's tables are the store's definitions, word for word."""
+    def shown(column: Any) -> tuple[str, str, str]:
+        kind = column.type.split(" NOT NULL")[0]
+        return f"`{column.name}`", kind if "NOT NULL" in column.type else f"{kind} (nullable)", column.doc
+    assert readme_column_tables()[table] == [shown(column) for column in columns]
+
+
+def test_every_view_is_documented_in_the_readme() -> None:
     readme = (ROOT / "README.md").read_text()
-    for column in (*TRAJECTORY_COLUMNS, *STEP_COLUMNS):
-        assert f"`{column.name}`" in readme, column.name
     for view in VIEWS:
         assert f"`{view}`" in readme, view
 
