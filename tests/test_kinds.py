@@ -326,6 +326,10 @@ def test_rooms_through_the_cli_generate_show_validate_grade(cli: Any, tmp_path: 
      "balls[0].room: names unknown room 'D'"),
     ({"env": "room"}, "env: expected one of grid_dag or rooms, found 'room' (did you mean 'rooms'?)"),
     ({"episodes": 40_000}, "episodes: expected a number <= 32767, found 40000"),  # an episode index is a SMALLINT
+    # an id part is a file or folder name, as for every kind
+    ({"id": "hand/" + "x" * 251},
+     "id: expected an id of letters, digits, '.', '_', '-' in '/'-separated parts (e.g. 'grams2025-rooms/5x5/seed-0'), "
+     "a part at most 250 characters, 1000 in all, found \"hand/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx..."),
 ])
 def test_bad_rooms_instances_are_one_clear_line(cli: Any, tmp_path: Path, changes: dict[str, Any], line: str) -> None:
     file = write_json(tmp_path / "row.json", rooms_doc(**changes))
