@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import functools
 import json
 import os
@@ -47,6 +48,25 @@ def _terminated_as_exit() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+# What a write to the standard output fails with when it cannot be written (`> /dev/full`, a full disk, a failing
+# device). Files eebench writes name themselves in their errors; an error without a file name is the output's.
+_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG})
+
+
+def _output_failed(exc: OSError) -> NoReturn:
+    """One line and exit code 2 for an output that could not be written; any other error without a file name is
+    not the user's to fix, and keeps its traceback."""
+    if exc.errno not in _OUTPUT_ERRNOS:
+        raise exc
+    _say_output_failed(exc)
+    sys.exit(2)
+
+
+def _say_output_failed(exc: OSError) -> None:
+    with contextlib.suppress(OSError):   # (the error output may be as full)
+        click.echo(f"error: cannot write the output: {exc.strerror}", err=True)
+
+
 class _Group(click.Group):
     """Turns eebench's errors, and click's usage errors, into one line each and exit code 2; suggests close command
     names."""
@@ -76,6 +96,10 @@ class _Group(click.Group):
         except click.Abort:
             click.echo("Aborted!", err=True)
             sys.exit(1)
+        except BrokenPipeError:   # (`eebench --help | head -1`)
+            sys.exit(0)
+        except OSError as exc:   # the help or a usage line that could not be written
+            _output_failed(exc)
         sys.exit(code if isinstance(code, int) else 0)
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -91,7 +115,7 @@ class _Group(click.Group):
             ctx.exit(0)
         except OSError as exc:   # a path the system refuses where no check came first (a name too long, say)
             if exc.filename is None:
-                raise
+                _output_failed(exc)
             click.echo(f"error: {quote(str(exc.filename), 200)}: {exc.strerror or exc}", err=True)
             ctx.exit(2)
 
@@ -928,9 +952,16 @@ def run() -> NoReturn:
     if code is not None and not isinstance(code, int):   # (a message, as sys.exit("...") gives: shown, exit 1)
         click.echo(code, err=True)
         code = 1
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):   # (a reader that went away, a stream closed)
-            stream.flush()
+    try:
+        sys.stdout.flush()
+    except ValueError:   # (a stream closed)
+        pass
+    except OSError as exc:   # (a reader that went away, or an output that could not be written)
+        if exc.errno in _OUTPUT_ERRNOS and not code:
+            _say_output_failed(exc)
+            code = 2
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.flush()
     os._exit(code or 0)
 
 

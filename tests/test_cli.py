@@ -686,3 +686,17 @@ def test_the_program_flushes_its_output_and_keeps_exit_codes_when_it_skips_pytho
     refused = program("schema", "nope")
     assert refused.returncode == 2 and refused.stderr.startswith(b"error: unknown schema 'nope'")
     assert program("--version").stdout == b"eebench, version " + __import__("eebench").__version__.encode() + b"\n"
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full, a device every write to fails as full")
+@pytest.mark.parametrize("args", [["list"], ["--help"], ["schema", "trajectory"], ["show", "low-small"], ["formats"]])
+def test_an_output_that_cannot_be_written_is_one_line(args: list[str]) -> None:
+    """`> /dev/full` (a full disk, a failing device): one line, exit code 2, no traceback; whether the output fails
+    as it is written or when it is flushed at the end."""
+    import subprocess
+    import sys
+
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "eebench", *args], stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (2, "error: cannot write the output: No space left on device\n")
