@@ -94,6 +94,21 @@ def shipped_suites() -> dict[str, Path]:
     return suites
 
 
+@functools.cache   # the shipped suites do not change while eebench runs: read once per process, not per call
+def shipped_instance_envs() -> dict[str, str]:
+    """The shipped suites' instance ids and their world kinds (from the presets, not by generating): what a log or
+    a trajectory naming one of them was played in, with no bench to look it up."""
+    envs: dict[str, str] = {}
+    for path in shipped_suites().values():
+        suite = load_suite(path, shipped=True)
+        for member in suite.members:
+            one = Suite(suite.name, (member,), suite.presets)
+            env = (kind_of(suite.presets[member.presets[0]]).env if isinstance(member, PresetMember)
+                   else load_shipped(member.path).get("env", DEFAULT_ENV))
+            envs.update(dict.fromkeys(one.instance_ids(), env))
+    return envs
+
+
 @functools.cache
 def shipped_instances() -> dict[str, Path]:
     """Hand-made instances by their path under specs/instances without suffix, e.g. 'pasta/custom-201'."""

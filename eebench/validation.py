@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from eebench.documents import document_kind, load_document, parse_text, read_text, schema_problems, validate_schema
 from eebench.errors import InputError, Problem
 from eebench.instances import check_instance_document
 from eebench.suites import load_presets, load_suite
-from eebench.trajectories import EMPTY_EXPECTED, check_trajectory, read_records, usage_totals
+from eebench.trajectories import EMPTY_EXPECTED, Record, check_trajectory, read_records, usage_totals
 from eebench.world.kinds import kind_of
 
 
@@ -56,6 +57,27 @@ def validate_file(path: Path, seen: dict[str, str] | None = None) -> str:
     return tag
 
 
+def _env(trajectory: dict[str, Any]) -> str | None:
+    """The world kind a trajectory names, else its instance's when a shipped suite has that instance: validate has
+    no bench to look the instance up in."""
+    from eebench.suites import shipped_instance_envs
+
+    return trajectory.get("env") or shipped_instance_envs().get(trajectory["instance"])
+
+
+def _check_episode_order(record: Record) -> None:
+    """The episode indices a rooms log's steps carry never decrease (their bound is the instance's, checked by
+    grade)."""
+    from eebench.world.rooms import check_episodes
+
+    steps = record.value["steps"]
+    try:
+        check_episodes(((i, step["episode"]) for i, step in enumerate(steps) if "episode" in step), None)
+    except InputError as exc:
+        raise InputError([Problem(record.file, record.line, p.field, p.message) for p in exc.problems
+                          if isinstance(p, Problem)]) from None
+
+
 def _repeated(trajectory_id: str, file: str, line: int | None, item: str | None,
               seen: dict[str, str]) -> list[Problem]:
     """The grader's rule and words (evaluator.grade._check_unique): an id read a second time is a problem."""
@@ -92,8 +114,10 @@ def _validate_trajectories(path: Path, seen: dict[str, str]) -> str:
         problems.extend(_repeated(record.value["id"], record.file, record.line,
                                   f"[{record.index}]" if record.in_list else None, seen))
         if not full:
-            try:  # the sums the results table must hold: grade's own check
+            try:  # the sums the results table must hold, and a rooms log's episode order: grade's own checks
                 usage_totals(record.value["steps"], record.file, record.line)
+                if any("episode" in step for step in record.value["steps"]) and _env(record.value) == "rooms":
+                    _check_episode_order(record)
             except InputError as exc:
                 problems.extend(p for p in exc.problems if isinstance(p, Problem))
     if problems:

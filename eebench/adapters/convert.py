@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import functools
 import os
 import re
 import shutil
@@ -59,24 +58,6 @@ LOG_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".txt", ".log", ".csv", 
                           ".actions", ".gz", ".zip", ".yaml", ".yml"})
 
 
-@functools.cache   # the shipped suites do not change while eebench runs: read once per process, not per call
-def _shipped_envs() -> dict[str, str]:
-    """The shipped suites' instance ids and their world kinds (from the presets, not by generating)."""
-    from eebench.documents import load_shipped
-    from eebench.suites import PresetMember, Suite, load_suite, shipped_suites
-    from eebench.world.kinds import kind_of
-
-    envs: dict[str, str] = {}
-    for path in shipped_suites().values():
-        suite = load_suite(path, shipped=True)
-        for member in suite.members:
-            one = Suite(suite.name, (member,), suite.presets)
-            env = (kind_of(suite.presets[member.presets[0]]).env if isinstance(member, PresetMember)
-                   else load_shipped(member.path).get("env", "grid_dag"))
-            envs.update(dict.fromkeys(one.instance_ids(), env))
-    return envs
-
-
 class KnownInstances:
     """The instances a log's own task name (or its file name) may refer to: a bench's (`--bench`), or, without
     one, those of the shipped suites (what `eebench publish` freezes). Answers whether an id is one of them, and the
@@ -94,7 +75,9 @@ class KnownInstances:
 
     @property
     def _shipped(self) -> dict[str, str]:
-        return _shipped_envs()
+        from eebench.suites import shipped_instance_envs
+
+        return shipped_instance_envs()
 
     def knows(self, instance_id: str) -> bool:
         if self._library is None:

@@ -512,9 +512,10 @@ def replay(instance: RoomsInstance | RoomsWorld, actions: Sequence[Any],
     return RoomsReplay(steps, returns, knowledge, episode_steps, ignored)
 
 
-def check_episodes(episodes: Iterable[tuple[int, Any]], total: int) -> None:
-    """Each (step position, episode index) of a log: an index >= 0 below `total`, never decreasing; else an
-    InputError naming `steps[i].episode` (no file: the caller adds it)."""
+def check_episodes(episodes: Iterable[tuple[int, Any]], total: int | None) -> None:
+    """Each (step position, episode index) of a log: an index >= 0 below `total` (None: the instance is not known,
+    as for `validate`), never decreasing; else an InputError naming `steps[i].episode` (no file: the caller adds
+    it)."""
     import numpy as np
 
     from eebench.documents import found
@@ -524,7 +525,7 @@ def check_episodes(episodes: Iterable[tuple[int, Any]], total: int) -> None:
         where = f"steps[{i}].episode"
         if isinstance(episode, bool) or not isinstance(episode, (int, np.integer)) or episode < 0:
             raise InputError(Problem(None, None, where, f"expected an episode index >= 0, {found(episode)}"))
-        if episode >= total:
+        if total is not None and episode >= total:
             raise InputError(Problem(None, None, where, f"episode {episode} does not exist: the instance has "
                                                         f"{total} episodes (0 to {total - 1})"))
         if episode < last:

@@ -182,3 +182,17 @@ def test_a_bad_rooms_instance_is_one_line(cli, tmp_path: Path, change: dict, mes
     result = cli("grade", runs, "--bench", tmp_path / "bench", "--db", db, code=2)
     assert result.stderr == f"error: {instance}: {message}\n"
     assert not db.exists()
+
+
+@pytest.mark.parametrize("named, refused", [({"env": "rooms"}, True),   # the kind named
+                                            ({"instance": "grams2025-rooms/7x7/seed-0"}, True),   # a shipped one
+                                            ({"instance": "park2026-main/low-small/seed-0"}, False),   # grid_dag
+                                            ({}, False)])   # an instance validate cannot look up
+def test_validate_refuses_a_rooms_log_whose_episodes_go_back(cli, tmp_path: Path, named: dict, refused: bool
+                                                             ) -> None:
+    """grade's rule, where validate knows the world is rooms; grid_dag ignores `episode`."""
+    record = {**rooms_trajectory("a", ["x ball", "d1 door"], [1, 0]), **named}
+    runs = write_jsonl(tmp_path / "runs.jsonl", [record])
+    result = cli("validate", runs, code=2 if refused else 0)
+    assert result.stderr == (f"error: {runs}:1: steps[1].episode: episode 0 after episode 1; episode indices must "
+                             "not decrease\n" if refused else "")
