@@ -90,6 +90,10 @@ def message_problem(message: Mapping[str, Any]) -> tuple[str, str] | None:
     for name, kinds, expected in _SHAPES:
         if name in message and not isinstance(message[name], kinds):
             return name, f"expected {expected}, found {json_type(message[name])}"
+    content = message.get("content")
+    for k, part in enumerate(content if type(content) is list else ()):   # (a part of no text, an image, is read)
+        if not isinstance(part, (str, dict)):
+            return f"content[{k}]", f"expected a text or an object part, found {json_type(part)}"
     for k, call in enumerate(message.get("tool_calls") or ()):   # chat-completions' shape, or a flat one
         function = call.get("function", call.get("name")) if isinstance(call, dict) else None
         if not (isinstance(function, str) or isinstance(function, dict) and isinstance(function.get("name"), str)):

@@ -185,6 +185,11 @@ def test_a_chat_message_field_of_the_wrong_type_is_refused_not_dropped(cli, tmp_
         refused = cli("convert", log, "--from", "openai-chat", "--out", tmp_path / "o.jsonl", code=2).stderr
         assert refused == f"error: {log}:1: messages[{index}].{name}: {said}\n"
     damaged = json.loads(json.dumps(episode))
+    damaged["messages"][2]["content"] = [{"type": "text", "text": "up"}, 5]   # a part neither text nor an object
+    log = write_jsonl(tmp_path / "log.jsonl", [damaged])
+    refused = cli("convert", log, "--from", "openai-chat", "--out", tmp_path / "o.jsonl", code=2).stderr
+    assert refused == f"error: {log}:1: messages[2].content[1]: expected a text or an object part, found an integer\n"
+    damaged = json.loads(json.dumps(episode))
     damaged["messages"][4]["tool_calls"][0]["function"] = None
     log = write_jsonl(tmp_path / "log.jsonl", [damaged])
     assert "messages[4].tool_calls[0]: expected a call naming its function" in cli(
