@@ -387,10 +387,15 @@ def parse_text(text: str, file: str, *, yaml_syntax: bool) -> Any:
         raise InputError.at(file, json_problem(exc), line=exc.lineno) from None
 
 
+BOM = b"\xef\xbb\xbf"   # a UTF-8 byte order mark, which some Windows tools write first: JSON does not allow it
+
+
 def json_problem(exc: json.JSONDecodeError) -> str:
     """The one-line reason for a JSON error: 'malformed JSON: ... (column N)' or the limit it broke."""
     if isinstance(exc, JsonLimitError):
         return f"refused JSON: {exc.msg}"
+    if exc.pos == 0 and isinstance(exc.doc, str) and exc.doc.startswith(BOM.decode()):
+        return "malformed JSON: starts with a UTF-8 byte order mark, which JSON does not allow (save it without one)"
     return f"malformed JSON: {exc.msg} (column {exc.colno})"
 
 

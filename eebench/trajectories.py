@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from eebench.documents import (
+    BOM,
     LONG_LINE_BYTES,
     MAX_LINE_BYTES,
+    JsonLimitError,
     decode_utf8,
     document_kind,
     json_problem,
@@ -144,7 +146,10 @@ def parse_record(record: Record, *, compact: bool = False) -> Record:
         decode_utf8(record.value, record.file, line=record.line)  # raises, locating the first bad byte
         raise
     except json.JSONDecodeError as exc:
-        hint = _CONVERT_HINT if record.index == 0 else ""  # a first line that is not JSON: a log, not trajectories
+        # a first line that is not JSON: a log, not trajectories (JSON refused for its content, or a byte order
+        # mark, is not that)
+        log = record.index == 0 and not isinstance(exc, JsonLimitError) and not record.value.startswith(BOM)
+        hint = _CONVERT_HINT if log else ""
         raise InputError.at(record.file, json_problem(exc) + hint, line=record.line) from None
 
 

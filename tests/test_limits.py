@@ -226,6 +226,8 @@ def test_a_bad_instance_is_one_line_for_every_command(cli, tmp_path: Path, chang
      + b"[" * 40_000 + b"]" * 40_000 + b"}\n", f"refused JSON: nested more than {MAX_DEPTH} levels deep"),
     (b'{"eebench": "trajectory/1", "id": "a", "instance": "t/corridor", "steps": [], "n": ' + b"1" * 4301 + b"}\n",
      "refused JSON: an integer of more than 4300 digits"),
+    (b'\xef\xbb\xbf{"eebench": "trajectory/1", "id": "a", "instance": "t/corridor", "steps": []}\n',
+     "malformed JSON: starts with a UTF-8 byte order mark, which JSON does not allow (save it without one)"),
 ])
 @pytest.mark.parametrize("command", ["validate", "grade"])
 def test_a_bad_trajectory_line_is_one_line(cli, bench: Path, tmp_path: Path, line: bytes, says: str,
@@ -234,8 +236,17 @@ def test_a_bad_trajectory_line_is_one_line(cli, bench: Path, tmp_path: Path, lin
     runs.write_bytes(line)
     db = tmp_path / "r.duckdb"
     args = [runs] if command == "validate" else [runs, "--bench", bench, "--db", db]
-    refused(cli(command, *args, code=None), f"{runs}:1", says)
+    result = cli(command, *args, code=None)
+    refused(result, f"{runs}:1", says)
+    # a first line that is not JSON may be an agent's log; JSON refused for what it holds, or a mark, is not
+    assert ("(an agent's log? " in result.stderr) == says.startswith("malformed JSON: Expecting"), result.stderr
     assert not db.exists()
+
+
+def test_an_instance_with_a_byte_order_mark_says_so(cli, tmp_path: Path) -> None:
+    path = tmp_path / "i.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(instance_doc(**CORRIDOR, instance_id="t/corridor")).encode())
+    refused(cli("validate", path, code=None), path, "malformed JSON: starts with a UTF-8 byte order mark")
 
 
 def test_token_sums_beyond_bigint_are_refused_where_they_are_made(cli, bench: Path, tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ import orjson
 
 from eebench.adapters.base import HEAD_BYTES, Episode, bad_record
 from eebench.documents import (
+    BOM,
     MAX_DEPTH,
     MAX_LINE_BYTES,
     DepthGauge,
@@ -36,7 +37,6 @@ from eebench.errors import InputError, quote
 from eebench.pieces import WHOLE, Span
 
 MAX_DOCUMENT_BYTES = 1 << 30   # a whole-document log above this is refused, not loaded
-BOM = b"\xef\xbb\xbf"            # a UTF-8 byte order mark, which some Windows tools write first
 
 
 # The one JSON door (orjson's speed, the standard library's words for errors, every limit of a document).
