@@ -16,6 +16,8 @@ from eebench.documents import atomic_file, special_file
 from eebench.errors import InputError, one_of
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip")
+OTHER_ARCHIVE_SUFFIXES = (".tar.bz2", ".tar.xz", ".tar.zst", ".tar", ".tbz2", ".txz", ".gz", ".bz2", ".xz", ".zst",
+                          ".7z", ".rar")
 # A fixed time for every member: an archive of the same files is the same bytes whenever it is made.
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can carry
 FILE_MODE = 0o644
@@ -26,6 +28,13 @@ def archive_suffix(path: Path | str) -> str | None:
     """'.tar.gz', '.tgz' or '.zip' when the path names an archive eebench reads and writes, else None."""
     name = Path(path).name.lower()
     return next((s for s in ARCHIVE_SUFFIXES if name.endswith(s)), None)
+
+
+def other_archive_suffix(path: Path | str) -> str | None:
+    """The ending of an archive or compressed file eebench does not write ('.tar', '.tar.xz', '.7z', ...), which
+    would otherwise name a folder bundle: `publish --out x.tar` made a folder called x.tar."""
+    name = Path(path).name.lower()
+    return None if archive_suffix(name) else next((s for s in OTHER_ARCHIVE_SUFFIXES if name.endswith(s)), None)
 
 
 def member_path(name: str) -> str | None:

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from eebench import __version__
-from eebench.archives import ARCHIVE_SUFFIXES, archive_suffix, read_archive, write_archive, write_tree
+from eebench.archives import (ARCHIVE_SUFFIXES, archive_suffix, other_archive_suffix, read_archive, write_archive,
+                              write_tree)
 from eebench.documents import (
     atomic_directory,
     canonical_json,
@@ -448,6 +449,10 @@ def publish(spec: str, version: str, out: Path) -> Published:
     exactly its pinned digest.
     """
     check_version(version)
+    other = other_archive_suffix(out)
+    if other is not None and not out.is_dir():
+        raise InputError.at(str(out), f"--out ends in {other!r}, an archive eebench does not write; expected a folder "
+                                      f"or an archive ending in {one_of(ARCHIVE_SUFFIXES)}")
     suite = load_publishable(spec)
     existing = _existing(out)
     bundle = build_bundle(suite, version, _frozen_with(str(suite.name), version, existing))

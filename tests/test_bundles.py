@@ -259,6 +259,16 @@ def test_a_bundle_or_other_data_at_out_is_never_replaced(tmp_path: Path, tiny: P
     assert verify_bundle(tmp_path / "folder.zip").files == tree(tmp_path / "folder.zip")
 
 
+@pytest.mark.parametrize("name, suffix", [("b.tar", ".tar"), ("b.TAR.XZ", ".tar.xz"), ("b.7z", ".7z"), ("b.gz", ".gz")])
+def test_an_archive_eebench_does_not_write_is_refused_not_made_a_folder(tmp_path: Path, tiny: Path, name: str,
+                                                                        suffix: str) -> None:
+    with pytest.raises(InputError, match=exactly(
+            f"{tmp_path / name}: --out ends in {suffix!r}, an archive eebench does not write; expected a folder or an "
+            "archive ending in .tar.gz, .tgz or .zip")):
+        publish(str(tiny), "1.0.0", tmp_path / name)
+    assert not (tmp_path / name).exists()
+
+
 @pytest.mark.parametrize("version", ["1.0", "1.0.0.0", "01.0.0", "v1.0.0", "1.0.0-rc1", "", "1.a.0", "1.0.0\n"])
 def test_a_version_that_is_not_x_y_z_is_refused(tmp_path: Path, version: str) -> None:
     with pytest.raises(InputError, match=exactly(
