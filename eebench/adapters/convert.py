@@ -99,6 +99,14 @@ class KnownInstances:
         promised = (self.bench.instances or {}).get(instance_id)
         return promised or self._library.get(instance_id).sha256
 
+    def unknown_shipped(self, instance_id: str) -> str | None:
+        """The shipped suite whose name an id starts with when, without a bench, it is none of that suite's
+        instances (a mistyped seed, say); else None. Its ids are fixed: the grade would refuse it later."""
+        from eebench.suites import shipped_suites
+
+        suite = instance_id.split("/")[0]
+        return suite if self._library is None and suite in shipped_suites() and not self.knows(instance_id) else None
+
     def close_to(self, instance_id: str) -> str:
         ids = self._library.ids() if self._library is not None else self._shipped
         return did_you_mean(instance_id, ids)
@@ -610,6 +618,10 @@ def place(episode: Episode, path: Path, name: str, options: ConvertOptions) -> P
             raise bad_record(name, "no instance: the log names no task; give --instance ID", **where)
         return Placed(instance, LOGGED, None, labels, LOGGED)
     if known.bench is None:
+        suite = known.unknown_shipped(instance)
+        if suite is not None:
+            raise bad_record(name, f"instance {instance!r} is not in the shipped suite {suite}"
+                                   f"{known.close_to(instance)}; give --bench for instances of your own", **where)
         return Placed(instance, env, None, labels, env or known.env(instance))
     if not known.knows(instance):
         raise bad_record(name, f"instance {instance!r} is not in {known.where}{known.close_to(instance)}; name it "

@@ -118,6 +118,21 @@ def test_actions_lists_are_graded_in_the_instance_given(cli, tmp_path: Path) -> 
     assert [s["action"] for s in from_array["steps"]] == ["right", "down"]
 
 
+def test_an_id_of_a_shipped_suite_it_does_not_have_is_refused_without_a_bench(cli, tmp_path: Path) -> None:
+    """A shipped suite's ids are fixed: a mistyped seed is refused here, not at grade; ids of one's own pass."""
+    moves = tmp_path / "moves.txt"
+    moves.write_text("up\n")
+    out = tmp_path / "out.jsonl"
+    refused = cli("convert", moves, "--from", "actions", "--out", out, "--instance", "park2026-main/low-small/seed-9",
+                  code=2)
+    assert refused.stderr == (f"error: {moves}: record 0: instance 'park2026-main/low-small/seed-9' is not in the "
+                              "shipped suite park2026-main (did you mean 'park2026-main/low-small/seed-2'?); give "
+                              "--bench for instances of your own\n")
+    assert not out.exists()
+    cli("convert", moves, "--from", "actions", "--out", out, "--instance", "mine/low-small/seed-9")
+    assert json.loads(out.read_text())["instance"] == "mine/low-small/seed-9"
+
+
 def test_canonical_trajectories_pass_through_unchanged(tmp_path: Path) -> None:
     doc = {"eebench": "trajectory/1", "id": "r/1", "instance": INSTANCE, "agent": {"name": "me"},
            "steps": [{"action": "up", "custom": 1}], "extra": {"kept": True}}
