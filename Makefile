@@ -13,6 +13,8 @@ PIP    = $(BIN)/python -m pip install --quiet --disable-pip-version-check
 # eebench's bytecode written at install: an editable install leaves it to the first import, which does not write it
 # where PYTHONDONTWRITEBYTECODE is set, and every command would then compile eebench again (0.1-0.2 s of each start)
 COMPILE = $(BIN)/python -m compileall -q eebench >>$(PIPLOG) 2>&1
+# grading's numba kernels compiled into their disk cache once, here, not by the first large grade (10-15 s)
+WARM = $(BIN)/python -m eebench.evaluator.warm
 
 $(BIN)/python:
 	@echo "creating $(VENV) with $(PYTHON)"
@@ -23,12 +25,14 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	@echo "installing eebench into $(VENV) (pip's log: $(PIPLOG))"
 	@$(PIP) -e . >$(PIPLOG) 2>&1 || { cat $(PIPLOG); exit 1; }
 	@$(COMPILE)
+	@$(WARM)
 	@touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	@echo "installing eebench and its test tools into $(VENV) (pip's log: $(PIPLOG))"
 	@$(PIP) -e '.[test]' >$(PIPLOG) 2>&1 || { cat $(PIPLOG); exit 1; }
 	@$(COMPILE)
+	@$(WARM)
 	@touch $@ $(VENV)/.installed
 
 install: $(VENV)/.installed
