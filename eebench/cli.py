@@ -84,6 +84,7 @@ class _Group(click.Group):
             exc.show()
             sys.exit(exc.exit_code)
         except click.UsageError as exc:
+            _name_the_variable(exc)
             message = message_line(exc.format_message())
             where = exc.ctx.command_path if exc.ctx is not None else "eebench"
             if "--help" not in message:
@@ -136,6 +137,14 @@ class _Group(click.Group):
                 raise click.UsageError(f"no command {args[0]!r}{did_you_mean(args[0], self.commands)}; "
                                        "see `eebench --help`", ctx) from None
             raise exc
+
+
+def _name_the_variable(exc: click.UsageError) -> None:
+    """A bad value an environment variable gave is blamed on the variable too: the user typed no option."""
+    param, ctx = getattr(exc, "param", None), exc.ctx
+    if (isinstance(param, click.Option) and ctx is not None and param.name is not None and param.envvar
+            and ctx.get_parameter_source(param.name) is click.core.ParameterSource.ENVIRONMENT):
+        exc.param_hint = f"{param.get_error_hint(ctx)} (from {param.envvar})"  # type: ignore[attr-defined]
 
 
 class _Argument(click.Argument):

@@ -118,3 +118,12 @@ def test_a_flag_from_the_environment(cli, graded: tuple[Path, Path, Path], tmp_p
     result = run(cli, {"EEBENCH_GRADE_SKIP_INVALID": "1"}, "grade", runs, "--bench", bench, "--db",
                  tmp_path / "m.duckdb")
     assert "graded 1 trajectories" in result.stdout and "skipped 1" in result.stdout
+
+
+def test_a_bad_value_from_a_variable_names_the_variable(cli, tmp_path: Path) -> None:
+    """The user typed no option: the message says which variable gave the value; a typed option stays as it was."""
+    db = tmp_path / "missing.duckdb"
+    given = run(cli, {"EEBENCH_QUERY_FORMAT": "xml"}, "query", "SELECT 1", "--db", db, code=2)
+    assert given.stderr.startswith("error: Invalid value for '--format' (from EEBENCH_QUERY_FORMAT): 'xml' is not ")
+    typed = run(cli, {}, "query", "SELECT 1", "--db", db, "--format", "xml", code=2)
+    assert typed.stderr.startswith("error: Invalid value for '--format': 'xml' is not ")
