@@ -147,6 +147,21 @@ def _name_the_variable(exc: click.UsageError) -> None:
         exc.param_hint = f"{param.get_error_hint(ctx)} (from {param.envvar})"  # type: ignore[attr-defined]
 
 
+class _Choice(click.Choice):
+    """click.Choice that suggests the close choice, as eebench's other names do (`--format tabel`)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter as exc:
+            from eebench.errors import did_you_mean
+
+            close = did_you_mean(str(value), [str(choice) for choice in self.choices])
+            if close:
+                exc.message = f"{exc.message.rstrip('.')}{close}"
+            raise
+
+
 class _Argument(click.Argument):
     """A positional argument that refuses an empty value: Path("") is the current folder, so `show ""` showed every
     instance below it."""
@@ -425,9 +440,9 @@ def play(target: str, agent: str, seeds: str | None, seed: int | None, instance_
 @click.option("--memory", is_flag=True, help="The memory variant (Park et al., Appendix D): a summary of what was "
               "observed so far follows each observation.")
 @click.option("--variant", default="base", show_default=True,
-              type=click.Choice(PROMPT_VARIANTS),
+              type=_Choice(PROMPT_VARIANTS),
               help="The strategy sentence of the system prompt (Appendix C.3); base has none.")
-@click.option("--format", "fmt", default="text", show_default=True, type=click.Choice(["text", "json"]),
+@click.option("--format", "fmt", default="text", show_default=True, type=_Choice(["text", "json"]),
               help="text: the system prompt and the turn under [system] and [user] lines; json: the chat messages.")
 def prompt(instance: str, bench: Path | None, step: int, trajectory: Path | None, trajectory_id: str | None,
            memory: bool, variant: str, fmt: str) -> None:
@@ -543,7 +558,7 @@ _RESULTS_FILE = _ResultsFile(dir_okay=False, path_type=Path)
                    "starts); 0 or auto: one per core. The rows are those of one process. Standard input (-) is "
                    "graded by one. One process already keeps two cores busy (grading, and DuckDB writing): workers "
                    "can pay only beyond two cores, and on two they measured 0.9-1.0x (see the README).")
-@click.option("--engine", default="local", show_default=True, type=click.Choice(["local", "ray"]),
+@click.option("--engine", default="local", show_default=True, type=_Choice(["local", "ray"]),
               help="local: this machine, into --db. ray: one Ray task per TRAJ_FILE (local paths or URIs pyarrow "
                    "reads), Parquet partitions into --out; then `eebench ingest`.")
 @click.option("--address", metavar="ADDR", help="With --engine ray: a running Ray cluster (default: start a local "
@@ -692,7 +707,7 @@ def bundles(folder: Path | None) -> None:
 @_argument("sql")
 @click.option("--db", default="eebench.duckdb", show_default=True, type=_RESULTS_FILE,
               help="DuckDB file of results.")
-@click.option("--format", "fmt", default="table", show_default=True, type=click.Choice(["table", "csv", "json"]),
+@click.option("--format", "fmt", default="table", show_default=True, type=_Choice(["table", "csv", "json"]),
               help="Output format.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True, max=MAX_TIMEOUT_SECONDS), metavar="SECONDS",
               help="Stop the query after this many seconds (default: no limit; at most a year).")
@@ -725,7 +740,7 @@ def query(sql: str, db: Path, fmt: str, timeout: float | None) -> None:
 @click.option("--out", "-o", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Folder to write <table>.<format> files and export.json into: new, empty, or an earlier export "
                    "(replaced whole, only once every file is written).")
-@click.option("--format", "fmt", default="parquet", show_default=True, type=click.Choice(["parquet", "csv"]),
+@click.option("--format", "fmt", default="parquet", show_default=True, type=_Choice(["parquet", "csv"]),
               help="File format.")
 @click.option("--table", "tables", multiple=True, metavar="NAME",
               help="A table or view to write (repeat for more); default: every table and view.")
@@ -827,12 +842,12 @@ def plot(kind: str, db: Path, out: Path, where: str | None, trajectory: str | No
               "instance: the group 'instance', or all groups joined by '/', e.g. "
               "'__(park2026-main)__(.+)__(seed-\\d+)$'; "
               "groups named model, name, prompt or harness set those labels.")
-@click.option("--env", type=click.Choice(["grid_dag", "rooms", "logged"]),
+@click.option("--env", type=_Choice(["grid_dag", "rooms", "logged"]),
               help="grid_dag or rooms: a world of eebench's, graded by replay (actions read in its words). logged: "
                    "another environment, kept as text. "
                    "Default: graded when the instance is named or known (in --bench, else a shipped suite), "
                    "else logged.")
-@click.option("--actions", "vocabulary", type=click.Choice(["grid", "rooms", "text"]),
+@click.option("--actions", "vocabulary", type=_Choice(["grid", "rooms", "text"]),
               help="How actions read: grid moves (North, 'move up', UP -> up), room-world objects ('<red ball>'), "
                    "or text as written. Default: the words of the instance's world kind (grid when unknown), text for "
                    "logged.")
@@ -901,7 +916,7 @@ def convert(inputs: tuple[Path, ...], fmt: str, out: Path, bench: Path | None, i
 
 
 @main.command()
-@click.option("--format", "fmt", default="table", show_default=True, type=click.Choice(["table", "json"]),
+@click.option("--format", "fmt", default="table", show_default=True, type=_Choice(["table", "json"]),
               help="table for people, json for programs.")
 def formats(fmt: str) -> None:
     """List the log formats `eebench convert --from` reads: what each reads, an example, what it never carries.

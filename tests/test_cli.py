@@ -700,3 +700,15 @@ def test_an_output_that_cannot_be_written_is_one_line(args: list[str]) -> None:
         done = subprocess.run([sys.executable, "-m", "eebench", *args], stdout=full, stderr=subprocess.PIPE,
                               text=True, timeout=60)
     assert (done.returncode, done.stderr) == (2, "error: cannot write the output: No space left on device\n")
+
+
+@pytest.mark.parametrize("args, said", [
+    (["query", "SELECT 1", "--format", "tabel"], "'--format': 'tabel' is not one of 'table', 'csv', 'json' (did you "
+                                                 "mean 'table'?); see `eebench query --help`"),
+    (["convert", "x.txt", "--env", "gridd"], "'--env': 'gridd' is not one of 'grid_dag', 'rooms', 'logged' (did you "
+                                             "mean 'grid_dag'?); see `eebench convert --help`"),
+    (["query", "SELECT 1", "--format", "zzz"], "'--format': 'zzz' is not one of 'table', 'csv', 'json'; see `eebench "
+                                               "query --help`"),
+])
+def test_a_mistyped_choice_suggests_the_close_one(cli, args: list[str], said: str) -> None:
+    assert_errors(cli(*args, code=None), f"Invalid value for {said}")
