@@ -436,11 +436,24 @@ STORED = {table: STORAGE_COLUMNS.get(table, columns) for table, columns in TABLE
 STAGED = {table: columns if table in WORDS else (*columns, _KEY) for table, columns in STORED.items()}
 
 
+DUCKDB_MARK = b"DUCK"   # what a DuckDB database file holds after the 8 bytes of its header's checksum
+
+
 def results_file_problem(path: Path) -> str | None:
     """Why `path` cannot be opened as a results file, known before DuckDB tries: a pipe (DuckDB's open of it waits
-    for a writer forever), a device or a socket; else None."""
+    for a writer forever), a device or a socket, or a file of other data (DuckDB's own messages for one named
+    `.json` or `.csv` spoke of an in-memory database); else None."""
     special = special_file(path)
-    return f"is {special}, expected a DuckDB file" if special else None
+    if special:
+        return f"is {special}, expected a DuckDB file"
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(len(DUCKDB_MARK) + 8)
+    except OSError:   # (missing, a folder, unreadable: DuckDB's own message says which)
+        return None
+    if header and header[8:] != DUCKDB_MARK:   # (an empty file: DuckDB's message)
+        return "is not a DuckDB database file (a results file is one `eebench grade --db` wrote)"
+    return None
 
 
 def _connect(path: Path, *, read_only: bool = False, spill: Path | None = None,

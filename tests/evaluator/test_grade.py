@@ -267,7 +267,11 @@ def test_a_newer_results_schema_is_refused(cli, bench: Path, tmp_path: Path) -> 
     not_db = tmp_path / "notes.txt"
     not_db.write_text("hello")
     result = cli("grade", runs, "--bench", bench, "--db", not_db, code=2)
-    assert result.stderr.startswith(f"error: {not_db}: cannot open as a DuckDB database")
+    assert result.stderr == (f"error: Invalid value for '--db': {not_db} is not a DuckDB database file (a results "
+                             "file is one `eebench grade --db` wrote); see `eebench grade --help`\n")
+    for command in (["query", "SELECT 1"], ["report", "--out", tmp_path / "r.html"]):   # (DuckDB spoke of an
+        result = cli(*command, "--db", runs, code=2)                                  # in-memory database)
+        assert f"{runs} is not a DuckDB database file" in result.stderr
 
 
 def test_query_formats_and_read_only(cli, bench: Path, tmp_path: Path) -> None:

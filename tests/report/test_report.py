@@ -181,7 +181,7 @@ def test_missing_and_foreign_files_are_bad_input(tmp_path: Path) -> None:
         load_results(other)
     text = tmp_path / "text.duckdb"
     text.write_text("not a database")
-    with pytest.raises(InputError, match=r"text.duckdb: cannot open as a DuckDB database"):
+    with pytest.raises(InputError, match=r"text.duckdb: is not a DuckDB database file"):
         load_results(text)
 
 
