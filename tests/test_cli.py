@@ -595,6 +595,11 @@ def test_publish_and_verify_bad_input_is_one_line_and_nothing_is_written(cli: An
                   f"{tmp_path / 'g'}: not a bundle: no manifest.json (`eebench publish` writes bundles)")
     assert_errors(cli("verify", tmp_path / "nope", code=None), f"{tmp_path / 'nope'}: no such file or folder")
     assert_errors(cli("bundles", tmp_path / "nope", code=None), f"{tmp_path / 'nope'}: no such folder")
+    assert_errors(cli("bundles", tmp_path / "s.yaml", code=None),
+                  f"{tmp_path / 's.yaml'}: is a file, expected a folder to search for bundles")
+    assert_errors(cli("ingest", tmp_path / "nope", "--db", tmp_path / "i.duckdb", code=None),
+                  f"{tmp_path / 'nope'}: no such folder")
+    assert not (tmp_path / "i.duckdb").exists()
 
 
 def test_verify_refuses_an_archive_that_would_write_outside_its_folder(cli: Any, tmp_path: Path) -> None:

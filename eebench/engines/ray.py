@@ -222,6 +222,8 @@ def ingest(parquet_dir: str, db: Path) -> tuple[int, int]:
                    if source.get_file_info(f"{base}/{table}").type != fs.FileType.Directory]
     except OSError as exc:   # a bucket that cannot be reached, say
         raise InputError.at(parquet_dir, f"cannot be read: {quote(str(exc).splitlines()[0], 200)}") from None
+    if len(missing) == len(TABLES) and source.get_file_info(base).type == fs.FileType.NotFound:
+        raise InputError.at(parquet_dir, "no such folder")
     if "trajectories" in missing:
         raise InputError.at(parquet_dir, "holds no trajectories/ partitions (`eebench grade --engine ray --out "
                                          "DIR` writes them)")
