@@ -44,6 +44,7 @@ if TYPE_CHECKING:   # (the worker processes' modules, 40 ms, are imported when a
     from eebench.instances import Bench
 
 ENVS = ("grid_dag", "rooms", "logged")
+FIELD_PATH = re.compile(r"[^.\[\]]+(\[-?\d+\]|\.[^.\[\]]+)*")   # `task_id`, `metadata.instance`, `samples[0].id`
 LOGGED = "logged"
 STDIN = "-"                      # the input (and output) name of the standard streams
 # trajectories of a few KB each: written 1 MiB at a time, not one system call each (the default buffer is 8 KiB)
@@ -158,6 +159,9 @@ class ConvertOptions:
         if len(named) > 1:
             raise InputError("give one of --instance, --instance-field or --instance-from-name, not "
                              + " and ".join(named))
+        if self.instance_field is not None and not FIELD_PATH.fullmatch(self.instance_field):
+            raise InputError(f"--instance-field: expected a dotted path such as task_id, metadata.instance or "
+                             f"samples[0].id, found {self.instance_field!r}")
         self.name_pattern()
         pattern = None
         if self.action_regex is not None:
@@ -591,10 +595,8 @@ def place(episode: Episode, path: Path, name: str, options: ConvertOptions) -> P
     elif options.instance_field:
         value = dig(episode.fields, options.instance_field)
         if value is None:
-            first = options.instance_field.replace("[", ".").split(".")[0]
-            keys = [str(k) for k in episode.fields] if isinstance(episode.fields, Mapping) else []
             raise bad_record(name, f"--instance-field {options.instance_field}: no such field in this record"
-                                   f"{did_you_mean(first, keys)}", **where)
+                                   f"{_close_path(episode.fields, options.instance_field)}", **where)
         if isinstance(value, (bool, dict, list)):
             raise bad_record(name, f"--instance-field {options.instance_field}: expected a string or a number, "
                                    f"found {json_type(value)}", **where)
@@ -627,6 +629,19 @@ def place(episode: Episode, path: Path, name: str, options: ConvertOptions) -> P
         raise bad_record(name, f"instance {instance!r} is not in {known.where}{known.close_to(instance)}; name it "
                                "with --instance ID, --instance-field PATH or --instance-from-name REGEX", **where)
     return Placed(instance, env, known.sha256(instance), labels, known.env(instance))
+
+
+def _close_path(fields: Any, path: str) -> str:
+    """' (did you mean X?)' naming the record's path closest to `path`: followed as far as it leads, then the close
+    key at the level where it stops (`metadata.instanse`: `metadata.instance`)."""
+    parts = path.replace("[", ".").replace("]", "").split(".")
+    for depth in range(len(parts)):
+        value = dig(fields, ".".join(parts[:depth]))
+        if not isinstance(value, Mapping) or dig(value, parts[depth]) is not None:
+            continue
+        close = did_you_mean(parts[depth], [str(k) for k in value])
+        return close.replace("'", f"'{'.'.join(parts[:depth])}.", 1) if close and depth else close
+    return ""
 
 
 def step_documents(logged_steps: Iterable[LoggedStep], reader: ActionReader) -> tuple[list[dict[str, Any]], int]:

@@ -248,7 +248,9 @@ def test_option_conflicts_are_bad_input(tmp_path: Path) -> None:
     source = write_jsonl(tmp_path / "in.jsonl", [chat_episode("t", ["up"])])
     cases = [({"env": "grid_dag", "vocabulary": "text"}, "--actions text does not fit --env grid_dag"),
              ({"instance": "a", "instance_field": "b"}, "give one of --instance, --instance-field or --instance-from-name, not --instance and --instance-field"),
-             ({"action_regex": "("}, "--action-regex: not a regular expression: missing ), unterminated subpattern at position 0")]
+             ({"action_regex": "("}, "--action-regex: not a regular expression: missing ), unterminated subpattern at position 0"),
+             ({"instance_field": "meta..x["}, "--instance-field: expected a dotted path such as task_id, "
+                                              "metadata.instance or samples[0].id, found 'meta..x['")]
     for options, message in cases:
         with pytest.raises(InputError, match=re.escape(message)):
             convert_files([source], "auto", tmp_path / "out.jsonl", ConvertOptions(**options))
@@ -258,6 +260,9 @@ def test_instance_field_problems_are_located(tmp_path: Path) -> None:
     source = write_jsonl(tmp_path / "in.jsonl", [chat_episode("t", ["up"]) | {"meta": {"ids": [1]}}])
     with pytest.raises(InputError, match=r"in\.jsonl:1: --instance-field meta\.instance: no such field"):
         convert(source, tmp_path / "o.jsonl", instance_field="meta.instance")
+    with pytest.raises(InputError, match=r"--instance-field meta\.idz: no such field in this record \(did you mean "
+                                         r"'meta\.ids'\?\)$"):   # the close key where the path stops leading
+        convert(source, tmp_path / "o.jsonl", instance_field="meta.idz")
     with pytest.raises(InputError, match=r"in\.jsonl:1: --instance-field meta\.ids: expected a string or a number, "
                                          r"found a list"):
         convert(source, tmp_path / "o.jsonl", instance_field="meta.ids")
