@@ -120,6 +120,16 @@ class _Group(click.Group):
             click.echo(f"error: {quote(str(exc.filename), 200)}: {exc.strerror or exc}", err=True)
             ctx.exit(2)
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Each command with the whole first sentence of its help, wrapped: click cut it at the terminal's width
+        (`report   Write one self-contained HTML report: the per...`)."""
+        commands = ((name, self.get_command(ctx, name)) for name in self.list_commands(ctx))
+        rows = [(name, command.get_short_help_str(limit=1 << 10)) for name, command in commands
+                if command is not None and not command.hidden]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
     def add_command(self, cmd: click.Command, name: str | None = None) -> None:
         """Every option reads EEBENCH_<COMMAND>_<OPTION> (its long name, as the README promises), whatever its
         Python parameter is called: click's automatic names would follow the parameter (`--from` is `fmt`)."""
