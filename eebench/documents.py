@@ -486,16 +486,22 @@ def load_document(path: Path | str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InputError.at(str(path), f"expected a mapping at the top level, found {json_type(data)}")
     if not yaml_syntax:   # (a document, small: read again to see what the fast parser let the last copy of win)
-        json.loads(text, object_pairs_hook=functools.partial(_unique_pairs, str(path)))
+        refuse_duplicate_keys(text, str(path))
     return data
 
 
-def _unique_pairs(file: str, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def refuse_duplicate_keys(text: str | bytes, file: str, line: int | None = None) -> None:
+    """InputError when an object of valid JSON `text` gives a key twice, which the fast parsers let the last copy
+    of win without a word; it parses the text again, so only checks that are not on the grading path use it."""
+    json.loads(text, object_pairs_hook=functools.partial(_unique_pairs, file, line))
+
+
+def _unique_pairs(file: str, line: int | None, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """An object's members, refusing a key given twice (as YAML's `_no_duplicate_keys` does)."""
     keys = [key for key, _ in pairs]
     if len(set(keys)) != len(keys):
         twice = next(key for k, key in enumerate(keys) if key in keys[:k])
-        raise InputError.at(file, f"malformed JSON: duplicate key {quote(repr(twice))} in an object")
+        raise InputError.at(file, f"malformed JSON: duplicate key {quote(repr(twice))} in an object", line=line)
     return dict(pairs)
 
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from eebench.documents import document_kind, load_document, parse_text, read_text, schema_problems, validate_schema
+from eebench.documents import (document_kind, load_document, parse_text, read_text, refuse_duplicate_keys,
+                               schema_problems, validate_schema)
 from eebench.errors import InputError, Problem
 from eebench.instances import check_instance_document
 from eebench.suites import load_presets, load_suite
-from eebench.trajectories import EMPTY_EXPECTED, Record, check_trajectory, read_records, usage_totals
+from eebench.trajectories import (EMPTY_EXPECTED, Record, check_trajectory, parse_record, read_raw_records,
+                                  read_records, usage_totals)
 from eebench.world.kinds import kind_of
 
 
@@ -57,6 +60,29 @@ def validate_file(path: Path, seen: dict[str, str] | None = None) -> str:
     return tag
 
 
+def _unique_key_records(path: Path, problems: list[Problem]) -> Iterator[Record]:
+    """read_records, with each line (or the .json file) refused when an object in it gives a key twice: grade,
+    reading at speed, takes the last copy as every fast JSON parser does; validate says so."""
+    if path.suffix.lower() == ".json":
+        try:
+            refuse_duplicate_keys(read_text(path), str(path))
+        except InputError as exc:
+            problems.extend(p for p in exc.problems if isinstance(p, Problem))
+            return
+        except ValueError:   # (not JSON: read_records says where)
+            pass
+        yield from read_records(path, errors=problems)
+        return
+    for raw in read_raw_records(path):
+        try:
+            record = parse_record(raw)
+            refuse_duplicate_keys(bytes(raw.value), raw.file, raw.line)
+        except InputError as exc:
+            problems.extend(p for p in exc.problems if isinstance(p, Problem))
+            continue
+        yield record
+
+
 def _env(trajectory: dict[str, Any]) -> str | None:
     """The world kind a trajectory names, else its instance's when a shipped suite has that instance: validate has
     no bench to look the instance up in."""
@@ -98,7 +124,7 @@ def _is_json_list(path: Path) -> bool:
 def _validate_trajectories(path: Path, seen: dict[str, str]) -> str:
     problems: list[Problem] = []
     count = 0
-    for record in read_records(path, errors=problems):  # a malformed line is reported and the next one read
+    for record in _unique_key_records(path, problems):  # a malformed line is reported and the next one read
         full = schema_problems(record.value, "trajectory", record.file, line=record.line) \
             if isinstance(record.value, dict) and record.value.get("eebench") == "trajectory/1" else []
         if record.in_list:  # name the item of a .json list, as the grader does

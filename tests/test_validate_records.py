@@ -113,3 +113,17 @@ def test_grade_refuses_the_usage_values_validate_refuses(cli, tmp_path: Path) ->
         assert cli("grade", path, "--bench", tmp_path / "bench", "--db", tmp_path / "r.duckdb", code=2).stderr \
             == refused
         assert not (tmp_path / "r.duckdb").exists()
+
+
+def test_a_key_given_twice_is_refused_where_it_is(cli, tmp_path: Path) -> None:
+    """grade keeps the last copy, as every fast JSON parser does; validate, the strict check, says so."""
+    twice = json.dumps(trajectory("a")).replace('"id": "a"', '"id": "a", "id": "b"')
+    nested = json.dumps(trajectory("c")).replace('{"action": "up"}', '{"action": "up", "action": "down"}')
+    lines = tmp_path / "t.jsonl"
+    lines.write_text(json.dumps(trajectory("z")) + "\n" + twice + "\n" + nested + "\n")
+    assert cli("validate", lines, code=2).stderr == (f"error: {lines}:2: malformed JSON: duplicate key 'id' in an "
+                                                     f"object\nerror: {lines}:3: malformed JSON: duplicate key "
+                                                     "'action' in an object\n")
+    listed = tmp_path / "t.json"
+    listed.write_text(f"[{json.dumps(trajectory('z'))}, {twice}]")
+    assert cli("validate", listed, code=2).stderr == f"error: {listed}: malformed JSON: duplicate key 'id' in an object\n"
