@@ -375,7 +375,7 @@ def _cache_shipped(path: Path, text: bytes, document: Any) -> None:
 
 def parse_text(text: str, file: str, *, yaml_syntax: bool) -> Any:
     """Parse JSON or YAML text within the limits above, turning every refusal into a located one-line problem."""
-    if not text.strip():   # (JSON would say `Expecting value`, YAML read it as null)
+    if not text or text.isspace():   # (JSON would say `Expecting value`, YAML read it as null; no copy of text)
         raise InputError.at(file, f"is empty; expected a {'YAML' if yaml_syntax else 'JSON'} document")
     if yaml_syntax:
         from eebench.yaml_door import parse_yaml   # (PyYAML's import, 15 ms, paid only by runs that read YAML)

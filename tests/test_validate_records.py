@@ -126,4 +126,5 @@ def test_a_key_given_twice_is_refused_where_it_is(cli, tmp_path: Path) -> None:
                                                      "'action' in an object\n")
     listed = tmp_path / "t.json"
     listed.write_text(f"[{json.dumps(trajectory('z'))}, {twice}]")
-    assert cli("validate", listed, code=2).stderr == f"error: {listed}: malformed JSON: duplicate key 'id' in an object\n"
+    assert cli("validate", listed, code=2).stderr == (f"error: {listed}: malformed JSON: duplicate key 'id' in an "
+                                                      "object\n")
