@@ -120,6 +120,9 @@ def test_bad_requests_are_one_line(cli, tmp_path: Path) -> None:
         "error: --step 9: the episode ended after step 8 (the goal was achieved); nothing more is shown\n")
     assert cli("prompt", instance, "--trajectory", solved, "--step", "8", code=2).stderr == (
         "error: --step 8: the episode ended at this step (the goal was achieved); nothing more is shown\n")
+    # past the actions of an episode that ended: that it ended is the reason, not that the file has too few
+    assert cli("prompt", instance, "--trajectory", solved, "--step", "12", code=2).stderr == (
+        "error: --step 12: the episode ended after step 8 (the goal was achieved); nothing more is shown\n")
 
 
 def test_by_id_in_a_bench(cli, tmp_path: Path) -> None:

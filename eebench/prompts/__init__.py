@@ -63,14 +63,15 @@ class _History(NamedTuple):
     last: tuple[str, bool] | None  # the last action as echoed, and whether it moved the agent
 
 
-def _replay(world: GridDagWorld, actions: Sequence[str | None], step: int) -> _History:
+def _replay(world: GridDagWorld, actions: Sequence[str | None], step: int, asked: int) -> _History:
+    """The first `step` actions replayed; InputError when the episode ends before `asked`, the step shown."""
     state = world.initial_state()
     visited, moved, achieved = [state.pos], set(), []
     last = None
     for k in range(step):
         if world.is_over(state):
             why = "the goal was achieved" if world.goal_achieved(state) else "the budget was spent"
-            raise InputError(f"--step {step}: the episode ended after step {k} ({why}); nothing more is shown")
+            raise InputError(f"--step {asked}: the episode ended after step {k} ({why}); nothing more is shown")
         action = actions[k]
         result = world.step(state, parse_action(action))
         state = result.state
@@ -83,7 +84,8 @@ def _replay(world: GridDagWorld, actions: Sequence[str | None], step: int) -> _H
         last = (UNREADABLE if action is None else action, result.valid)
     if world.is_over(state):
         why = "the goal was achieved" if world.goal_achieved(state) else "the budget was spent"
-        raise InputError(f"--step {step}: the episode ended at this step ({why}); nothing more is shown")
+        when = "at this step" if asked == step else f"after step {step}"
+        raise InputError(f"--step {asked}: the episode ended {when} ({why}); nothing more is shown")
     return _History(state, visited, moved, achieved, last)
 
 
@@ -92,12 +94,13 @@ def shown_at(instance: GridDagInstance, actions: Sequence[str | None] = (), step
     """What the agent is shown before its action `step` (0 = the first), after the first `step` actions."""
     if step < 0:
         raise InputError(f"--step: expected a step >= 0, found {step}")
+    if step > len(actions) and not actions:
+        raise InputError(f"--step {step}: replaying needs the actions: give --trajectory FILE")
+    world = GridDagWorld(instance)
+    history = _replay(world, actions, min(step, len(actions)), step)   # (an episode that ended says so first)
     if step > len(actions):
         raise InputError(f"--step {step}: the trajectory has {len(actions)} actions; a step past them needs "
-                         "--trajectory FILE with more" if actions else
-                         f"--step {step}: replaying needs the actions: give --trajectory FILE")
-    world = GridDagWorld(instance)
-    history = _replay(world, actions, step)
+                         "--trajectory FILE with more")
     if history.last is None:
         observation = world.observe(history.state)
     else:
