@@ -185,6 +185,22 @@ class _Argument(click.Argument):
 _argument = functools.partial(click.argument, cls=_Argument)
 
 
+class _BenchPath(click.Path):
+    """--bench: an existing folder, bundle or archive; a shipped suite's name is not one, and is told how to make
+    one (`eebench publish`)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from eebench.suites import shipped_suites
+
+        if not os.path.exists(value) and str(value) in shipped_suites():
+            self.fail(f"{quote(str(value), 200)} is a shipped suite, not a folder or bundle; freeze it first: "
+                      f"eebench publish {value} --version 1.0.0 --out DIR, then --bench DIR", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+_BENCH = _BenchPath(exists=True, path_type=Path)
+
+
 def option_envvar(command: str, option: click.Option) -> str:
     """EEBENCH_<COMMAND>_<OPTION>: the command and the option's first long name, upper case, dashes as underscores."""
     names = [n for n in option.opts if n.startswith("--")] or option.opts
@@ -364,7 +380,7 @@ def validate(files: tuple[Path, ...]) -> None:
 
 @main.command()
 @_argument("target", metavar="INSTANCE")
-@click.option("--bench", type=click.Path(exists=True, path_type=Path),
+@click.option("--bench", type=_BENCH,
               help="Find INSTANCE by id in this folder or bundle (.tar.gz, .zip; verified first) instead of reading "
                    "it as a file.")
 @click.option("--seeds", help="Seeds of a preset INSTANCE, e.g. '0-2' (default 0).")
@@ -439,7 +455,7 @@ def play(target: str, agent: str, seeds: str | None, seed: int | None, instance_
 
 @main.command()
 @_argument("instance")
-@click.option("--bench", type=click.Path(exists=True, path_type=Path),
+@click.option("--bench", type=_BENCH,
               help="Find INSTANCE by id in this folder or bundle (.tar.gz, .zip) instead of reading it as a file.")
 @click.option("--step", default=0, show_default=True, type=click.IntRange(min=0),
               help="The step to show: what the agent reads before its action number STEP (0 = the first).")
@@ -550,9 +566,10 @@ class _ResultsFile(click.Path):
 _RESULTS_FILE = _ResultsFile(dir_okay=False, path_type=Path)
 
 
+
 @main.command()
 @_argument("files", metavar="TRAJ_FILE...", nargs=-1, required=True, type=click.Path(path_type=str))
-@click.option("--bench", type=click.Path(exists=True, path_type=Path),
+@click.option("--bench", type=_BENCH,
               help="Folder of instance files (searched recursively), as written by `eebench generate`; or a "
                    "bundle (folder, .tar.gz or .zip) from `eebench publish`, verified first and recorded in every row. "
                    "Not needed when every trajectory is `env: logged`.")
@@ -780,7 +797,7 @@ _WHERE_HELP = ("Only the trajectories matching this SQL condition on the table t
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="HTML file to write (replaced only when the whole report is made).")
 @click.option("--where", help=_WHERE_HELP)
-@click.option("--bench", type=click.Path(exists=True, path_type=Path), multiple=True,
+@click.option("--bench", type=_BENCH, multiple=True,
               help="The instances that were graded (folder or bundle; repeat it for several), to draw their maps "
                    "in the replays; without it the replays show only the cells the agents visited.")
 @click.option("--seed", default=0, show_default=True, type=_SEED,
@@ -816,7 +833,7 @@ def _plot_epilog() -> str:
 @click.option("--trajectory", metavar="ID", help="replay: the trajectory to draw (default: the first selected).")
 @click.option("--model", help="prompts: the model whose prompts are compared (default: the one with the most).")
 @click.option("--step", type=click.IntRange(min=0), help="replay: draw the path up to this step (default: all).")
-@click.option("--bench", type=click.Path(exists=True, path_type=Path),
+@click.option("--bench", type=_BENCH,
               help="replay: the instances that were graded, to draw the map.")
 @click.option("--seed", default=0, show_default=True, type=_SEED,
               help="Seed of the bootstrap resamples behind the intervals.")
@@ -841,7 +858,7 @@ def plot(kind: str, db: Path, out: Path, where: str | None, trajectory: str | No
 @click.option("--out", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="JSONL file of trajectory/1 records to write (replaced only when the whole run succeeds); "
                    "- for standard output.")
-@click.option("--bench", type=click.Path(exists=True, path_type=Path),
+@click.option("--bench", type=_BENCH,
               help="The instances the logs were played in (a folder or a bundle, as for `grade --bench`): each "
                    "trajectory's instance must be one of them, and its sha256 is recorded.")
 @click.option("--instance", metavar="ID", help="Every episode was played in this instance (e.g. "

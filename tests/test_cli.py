@@ -717,3 +717,13 @@ def test_an_output_that_cannot_be_written_is_one_line(args: list[str]) -> None:
 ])
 def test_a_mistyped_choice_suggests_the_close_one(cli, args: list[str], said: str) -> None:
     assert_errors(cli(*args, code=None), f"Invalid value for {said}")
+
+
+def test_a_shipped_suite_given_as_bench_is_told_how_to_freeze_it(cli, tmp_path: Path) -> None:
+    runs = write_jsonl(tmp_path / "runs.jsonl", [{"eebench": "trajectory/1", "id": "a",
+                                                  "instance": "park2026-main/low-small/seed-0", "steps": []}])
+    assert_errors(cli("grade", runs, "--bench", "park2026-main", "--db", tmp_path / "r.duckdb", code=None),
+                  "Invalid value for '--bench': park2026-main is a shipped suite, not a folder or bundle; freeze it "
+                  "first: eebench publish park2026-main --version 1.0.0 --out DIR, then --bench DIR; see `eebench "
+                  "grade --help`")
+    assert not (tmp_path / "r.duckdb").exists()
