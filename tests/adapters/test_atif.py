@@ -88,6 +88,22 @@ def test_parallel_calls_take_their_own_results_and_the_step_time(tmp_path: Path)
     assert trajectory["id"] == "run.trajectory/s-1"
 
 
+def test_a_result_that_names_no_call_is_what_the_last_call_of_its_step_saw(tmp_path: Path) -> None:
+    """Harbor's terminus-2 runs a step's commands in turn and writes one result without source_call_id: it was lost
+    when the step made two calls."""
+    log = write_json(tmp_path / "run.trajectory.json", atif([
+        {"step_id": 1, "source": "agent", "message": "Write, then read.",
+         "tool_calls": [{"tool_call_id": "c1", "function_name": "bash_command", "arguments": {"keystrokes": "a"}},
+                        {"tool_call_id": "c2", "function_name": "bash_command", "arguments": {"keystrokes": "b"}}],
+         "observation": {"results": [{"content": "$ a\n$ b\nHello"}]}},
+        {"step_id": 2, "source": "agent", "message": "Once more.",
+         "tool_calls": [{"tool_call_id": "c3", "function_name": "look", "arguments": {}},
+                        {"tool_call_id": "c4", "function_name": "look", "arguments": {}}],
+         "observation": {"results": [{"source_call_id": "c3", "content": "own"}, {"content": "shared"}]}}]))
+    [trajectory] = convert(log, tmp_path / "out.jsonl", instance="t", env="logged")
+    assert [s.get("observation") for s in trajectory["steps"]] == [None, "$ a\n$ b\nHello", "own", "shared"]
+
+
 def test_the_samples_are_detected_as_atif(agent_logs: Path) -> None:
     assert files_claimed(agent_logs, "atif") == [OPENHANDS, TERMINUS]
     assert {detect(agent_logs / name).name for name in (TERMINUS, OPENHANDS)} == {"atif"}

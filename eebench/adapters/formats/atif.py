@@ -110,13 +110,17 @@ def _agent_steps(step: Mapping[str, Any]) -> list[LoggedStep] | str | tuple[str,
         made = [LoggedStep(text=message, reasoning=reasoning, observation=_joined(results))]
     else:
         thought = "\n".join(t for t in (reasoning, message) if t) or None
+        # results that name no call of the step (no source_call_id: Harbor's terminus-2 writes one result for the
+        # commands of a step) are what the agent saw after the last call ran: they are its observation
+        ids = {call.get("tool_call_id") for call in calls}
+        shared = [r for r in results if r.get("source_call_id") is None or r.get("source_call_id") not in ids]
         made = []
         for i, call in enumerate(calls):
-            answers = [r for r in results if r.get("source_call_id") == call.get("tool_call_id")]
-            if not answers and len(calls) == 1:   # results without source_call_id answer the only call
-                answers = [r for r in results if r.get("source_call_id") is None]
+            answers = [r for r in results if r.get("source_call_id") is not None
+                       and r.get("source_call_id") == call.get("tool_call_id")]
             made.append(LoggedStep(call=(call["function_name"], call.get("arguments")),
-                                   reasoning=thought if i == 0 else None, observation=_joined(answers)))
+                                   reasoning=thought if i == 0 else None,
+                                   observation=_joined(answers + (shared if i == len(calls) - 1 else []))))
     made[0].tokens_in = as_int(metrics.get("prompt_tokens"))
     made[0].tokens_out = as_int(metrics.get("completion_tokens"))
     for logged in made:
