@@ -94,6 +94,9 @@ def message_problem(message: Mapping[str, Any]) -> tuple[str, str] | None:
     for k, part in enumerate(content if type(content) is list else ()):   # (a part of no text, an image, is read)
         if not isinstance(part, (str, dict)):
             return f"content[{k}]", f"expected a text or an object part, found {json_type(part)}"
+    legacy = message.get("function_call")
+    if legacy is not None and not (isinstance(legacy, dict) and isinstance(legacy.get("name"), str)):
+        return "function_call", "expected a call naming its function (`name`)"
     for k, call in enumerate(message.get("tool_calls") or ()):   # chat-completions' shape, or a flat one
         function = call.get("function", call.get("name")) if isinstance(call, dict) else None
         if not (isinstance(function, str) or isinstance(function, dict) and isinstance(function.get("name"), str)):
@@ -165,6 +168,8 @@ def _assistant_steps(message: Mapping[str, Any], by_call: dict[str, LoggedStep])
     usage = message.get("usage")
     tokens_in, tokens_out = usage_of(message) if usage is not None else (None, None)
     calls = message.get("tool_calls")
+    if not calls and type(message.get("function_call")) is dict:   # the API's one call before tool_calls
+        calls = [message["function_call"]]
     if not calls or type(calls) is not list:
         return [LoggedStep(text=text, reasoning=reasoning, tokens_in=tokens_in, tokens_out=tokens_out)]
     calls = [c for c in calls if isinstance(c, dict)]

@@ -314,3 +314,17 @@ def test_integers_beyond_64_bits_keep_every_digit(tmp_path: Path) -> None:
     source = write_jsonl(tmp_path / "in.jsonl", [chat_episode("t", ["up"]) | {"trial": 0, "task_id": big}])
     [trajectory] = convert(source, tmp_path / "out.jsonl", fmt="openai-chat")
     assert trajectory["instance"] == str(big) and trajectory["meta"]["task_id"] == big
+
+
+def test_a_legacy_function_call_is_the_step_s_call(tmp_path: Path) -> None:
+    """Chat completions before tool_calls: `function_call` on the assistant, the answer as a `function` message."""
+    log = write_json(tmp_path / "legacy.json", [
+        {"role": "user", "content": "Go."},
+        {"role": "assistant", "content": None, "function_call": {"name": "move", "arguments": '{"direction": "up"}'}},
+        {"role": "function", "name": "move", "content": "You moved."}])
+    [trajectory] = convert(log, tmp_path / "out.jsonl", instance=INSTANCE)
+    assert trajectory["steps"] == [{"action": "up", "raw": 'move({"direction": "up"})', "observation": "You moved."}]
+    bad = write_json(tmp_path / "bad.json", [{"role": "assistant", "function_call": {"arguments": "{}"}}])
+    with pytest.raises(InputError, match=r"bad\.json: record 0: messages\[0\]\.function_call: expected a call naming "
+                                         r"its function \(`name`\)$"):
+        convert(bad, tmp_path / "bad.jsonl", instance=INSTANCE)
