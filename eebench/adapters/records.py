@@ -131,6 +131,8 @@ def json_lines(path: Path, fast: FastReader | None = None, span: Span = WHOLE) -
     for number, raw in binary_lines(path, span=span):
         if raw.isspace():   # blank (a line from readline is never empty), without a stripped copy
             continue
+        if number == 1 and raw.startswith(BOM):   # (written first by some Windows tools: read past, as in a document)
+            raw = raw[len(BOM):]
         read = fast(raw) if fast is not None else None
         if read is not None:
             yield JsonRecord(number, index, read[0], typed=read[1])

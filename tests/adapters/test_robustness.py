@@ -81,6 +81,10 @@ def test_a_byte_order_mark_is_read_past(tmp_path: Path) -> None:
     array.write_bytes(bom + json.dumps([chat_episode("t", ["up"]), chat_episode("u", ["down"])]).encode())
     assert [t["instance"] for t in convert(document, tmp_path / "a.jsonl")] == ["t"]
     assert [t["instance"] for t in convert(array, tmp_path / "b.jsonl")] == ["t", "u"]
+    lines = tmp_path / "lines.jsonl"
+    lines.write_bytes(bom + b"\n".join(json.dumps(chat_episode(t, ["up"])).encode() for t in "tu") + b"\n")
+    assert [t["instance"] for t in convert(lines, tmp_path / "c.jsonl")] == ["t", "u"]
+    assert [t["instance"] for t in convert(lines, tmp_path / "d.jsonl", fmt="openai-chat")] == ["t", "u"]
 
 
 def test_deep_nesting_is_no_action_in_text_and_a_located_error_in_a_record(tmp_path: Path) -> None:
