@@ -1,9 +1,12 @@
 """Chat transcripts (OpenAI chat-completions messages) as logged steps: shared by every adapter whose format
 embeds such messages (openai-chat, and the chat parts of other logs).
 
-Each assistant message is one step, or one step per tool call when it makes calls. What the assistant wrote
-beside its calls is the step's reasoning; the observation is the `tool` message answering the call (by
-`tool_call_id`), or, for harnesses that send the environment's answer as the next `user` message, that message.
+Each assistant message is one step, or one step per tool call when it makes calls (`tool_calls`, a legacy
+`function_call`, or Anthropic's `tool_use` content parts). What the assistant wrote beside its calls is the step's
+reasoning; the observation is what the agent saw before its next message: the `tool` message (or Anthropic
+`tool_result` part) answering a call by its id, and any `user` message (harnesses that send the environment's answer
+as the user), joined in order. A tool answer that names no call of the last message, and a user message, go to its
+last step: nothing the agent was shown is dropped.
 `chat_turns` reads messages of any shape; `typed_chat_documents` is the fast path for messages of the common
 shape, typed by msgspec (openai-chat's JSON Lines): it makes the steps' documents at once, held to the same output
 by a property test.
@@ -34,7 +37,7 @@ def reasoning_of(message: Mapping[str, Any]) -> str | None:
         if isinstance(value, str) and value:
             return value
     if isinstance(content, list):
-        parts = [p.get("reasoning") or p.get("text") for p in content
+        parts = [p.get("reasoning") or p.get("thinking") or p.get("text") for p in content
                  if isinstance(p, dict) and p.get("type") in ("reasoning", "thinking")]
         texts = [p for p in parts if isinstance(p, str)]
         if texts:
@@ -81,7 +84,9 @@ def usage_problem(message: Mapping[str, Any]) -> tuple[str, str] | None:
 
 # What a message's fields must be for its step to be read (a number as `content` would be a step with no action)
 _SHAPES = (("role", (str,), "a string"), ("content", (str, list, type(None)), "a string, a list of parts or null"),
-           ("tool_calls", (list, type(None)), "a list or null"))
+           ("tool_calls", (list, type(None)), "a list or null"),
+           ("reasoning_content", (str, type(None)), "a string or null"),
+           ("reasoning", (str, type(None)), "a string or null"))
 
 
 def message_problem(message: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -94,6 +99,11 @@ def message_problem(message: Mapping[str, Any]) -> tuple[str, str] | None:
     for k, part in enumerate(content if type(content) is list else ()):   # (a part of no text, an image, is read)
         if not isinstance(part, (str, dict)):
             return f"content[{k}]", f"expected a text or an object part, found {json_type(part)}"
+        if isinstance(part, dict) and part.get("type") == "tool_use" and not isinstance(part.get("name"), str):
+            return f"content[{k}].name", f"expected the tool's name as a string, found {json_type(part.get('name'))}"
+        for key in ("text", "reasoning", "thinking"):   # what reasoning_of and text_of read of a part
+            if isinstance(part, dict) and not isinstance(part.get(key), (str, type(None))):
+                return f"content[{k}].{key}", f"expected a string, found {json_type(part[key])}"
     legacy = message.get("function_call")
     if legacy is not None and not (isinstance(legacy, dict) and isinstance(legacy.get("name"), str)):
         return "function_call", "expected a call naming its function (`name`)"
@@ -115,11 +125,20 @@ def messages_problem(messages: list[Any], key: str = "messages") -> tuple[str, s
 
 
 def call_parts(call: Mapping[str, Any]) -> tuple[str, Any, str | None]:
-    """(name, arguments, id) of a tool call in the chat-completions shape or a flat one."""
+    """(name, arguments, id) of a tool call in the chat-completions shape, a flat one, or an Anthropic `tool_use`
+    content part (`input`)."""
     function = call.get("function")
     if isinstance(function, dict):
         return str(function.get("name") or ""), function.get("arguments"), call.get("id")
-    return str(call.get("function") or call.get("name") or ""), call.get("arguments"), call.get("id")
+    return (str(call.get("function") or call.get("name") or ""), call.get("arguments", call.get("input")),
+            call.get("id"))
+
+
+def _tool_results(content: Any) -> list[dict[str, Any]]:
+    """The `tool_result` parts of a user message's content (Anthropic's shape), none for any other content."""
+    if type(content) is not list:
+        return []
+    return [part for part in content if isinstance(part, dict) and part.get("type") == "tool_result"]
 
 
 def chat_steps(messages: Iterable[Any]) -> list[LoggedStep]:
@@ -132,7 +151,7 @@ def chat_turns(messages: Iterable[Any]) -> list[tuple[Mapping[str, Any], list[Lo
     beside the transcript."""
     turns: list[tuple[Mapping[str, Any], list[LoggedStep]]] = []
     by_call: dict[str, LoggedStep] = {}
-    waiting: list[LoggedStep] = []   # steps of the last assistant message that have no observation yet
+    waiting: list[LoggedStep] = []   # the steps of the last assistant message: what the agent sees next answers them
     for message in messages:
         if type(message) is not dict and not isinstance(message, dict):
             continue
@@ -140,20 +159,23 @@ def chat_turns(messages: Iterable[Any]) -> list[tuple[Mapping[str, Any], list[Lo
         if role == "assistant":
             waiting = _assistant_steps(message, by_call)
             turns.append((message, waiting))
+        elif role == "user" and _tool_results(message.get("content")):   # Anthropic's answers to tool_use parts
+            for part in _tool_results(message.get("content")):
+                step = by_call.get(str(part.get("tool_use_id"))) or (waiting[-1] if waiting else None)
+                text = text_of(part.get("content"))
+                if step is not None and text is not None:
+                    step.observation = text if step.observation is None else f"{step.observation}\n{text}"
         elif role == "user":
-            if waiting:
-                # one waiting step (a text answer, a single call) is the common case, decided at once
-                if (waiting[0].observation is None if len(waiting) == 1
-                        else all(s.observation is None for s in waiting)):
-                    content = message.get("content")
-                    waiting[-1].observation = content if type(content) is str else text_of(content)
-                waiting = []
+            content = message.get("content")
+            text = content if type(content) is str else text_of(content)
+            if waiting and text is not None:
+                step = waiting[-1]
+                step.observation = text if step.observation is None else f"{step.observation}\n{text}"
         elif role == "tool" or role == "function":
             content = message.get("content")
             text = content if type(content) is str else text_of(content)
             call_id = message.get("tool_call_id")
-            step = by_call.get(call_id if type(call_id) is str else str(call_id)) or (
-                waiting[0] if len(waiting) == 1 else None)
+            step = by_call.get(call_id if type(call_id) is str else str(call_id)) or (waiting[-1] if waiting else None)
             if step is not None and text is not None:
                 step.observation = text if step.observation is None else f"{step.observation}\n{text}"
     return turns
@@ -170,6 +192,8 @@ def _assistant_steps(message: Mapping[str, Any], by_call: dict[str, LoggedStep])
     calls = message.get("tool_calls")
     if not calls and type(message.get("function_call")) is dict:   # the API's one call before tool_calls
         calls = [message["function_call"]]
+    if not calls and type(content) is list:   # Anthropic's calls: `tool_use` content parts
+        calls = [part for part in content if isinstance(part, dict) and part.get("type") == "tool_use"]
     if not calls or type(calls) is not list:
         return [LoggedStep(text=text, reasoning=reasoning, tokens_in=tokens_in, tokens_out=tokens_out)]
     calls = [c for c in calls if isinstance(c, dict)]
@@ -239,7 +263,7 @@ def typed_chat_documents(messages: list[ChatMessage], reader: ActionReader) -> t
     documents: list[dict[str, Any]] = []
     counted: list[tuple[dict[str, Any], int | None, int | None]] = []   # steps with token counts, added at the end
     by_call: dict[str, dict[str, Any]] = {}
-    waiting: list[dict[str, Any]] = []   # the steps of the last assistant message, until a user message answers
+    waiting: list[dict[str, Any]] = []   # the steps of the last assistant message (as in chat_turns)
     unreadable = 0
     for message in messages:
         role = message.role
@@ -267,14 +291,13 @@ def typed_chat_documents(messages: list[ChatMessage], reader: ActionReader) -> t
             if usage is not None and (usage.prompt_tokens is not None or usage.completion_tokens is not None):
                 counted.append((waiting[0], usage.prompt_tokens, usage.completion_tokens))
         elif role == "user":
-            if waiting:
-                if ("observation" not in waiting[0] if len(waiting) == 1
-                        else all("observation" not in s for s in waiting)) and message.content is not None:
-                    waiting[-1]["observation"] = message.content
-                waiting = []
+            text = message.content
+            if waiting and text is not None:
+                seen = waiting[-1].get("observation")
+                waiting[-1]["observation"] = text if seen is None else f"{seen}\n{text}"
         elif role == "tool" or role == "function":
             text = message.content
-            document = by_call.get(str(message.tool_call_id)) or (waiting[0] if len(waiting) == 1 else None)
+            document = by_call.get(str(message.tool_call_id)) or (waiting[-1] if waiting else None)
             if document is not None and text is not None:
                 seen = document.get("observation")
                 document["observation"] = text if seen is None else f"{seen}\n{text}"

@@ -328,3 +328,44 @@ def test_a_legacy_function_call_is_the_step_s_call(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"bad\.json: record 0: messages\[0\]\.function_call: expected a call naming "
                                          r"its function \(`name`\)$"):
         convert(bad, tmp_path / "bad.jsonl", instance=INSTANCE)
+
+
+def test_anthropic_content_parts_are_calls_answers_and_reasoning(tmp_path: Path) -> None:
+    """Claude's messages through openai-chat: `tool_use` parts are calls, `tool_result` parts in the next user
+    message answer them by id, `thinking` parts are reasoning; all were dropped (the action was the text beside)."""
+    log = write_json(tmp_path / "claude.json", [
+        {"role": "user", "content": "Find the exit."},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "North first."}, {"type": "text", "text": "Two moves."},
+            {"type": "tool_use", "id": "t1", "name": "move", "input": {"direction": "up"}},
+            {"type": "tool_use", "id": "t2", "name": "move", "input": {"direction": "left"}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t2", "content": [{"type": "text", "text": "a wall"}]},
+            {"type": "tool_result", "tool_use_id": "t1", "content": "moved"}]}])
+    [trajectory] = convert(log, tmp_path / "out.jsonl", instance=INSTANCE)
+    up, left = trajectory["steps"]
+    assert (up["action"], up["reasoning"], up["observation"]) == ("up", "North first.\nTwo moves.", "moved")
+    assert (left["action"], left["observation"]) == ("left", "a wall")
+    bad = write_json(tmp_path / "bad.json", [{"role": "assistant", "content": [{"type": "tool_use", "name": 5}]}])
+    with pytest.raises(InputError, match=r"messages\[0\]\.content\[0\]\.name: expected the tool's name as a string, "
+                                         r"found an integer$"):
+        convert(bad, tmp_path / "bad.jsonl", instance=INSTANCE)
+
+
+@pytest.mark.parametrize("lines", [False, True], ids=["exact path", "typed path"])
+def test_everything_shown_before_the_next_message_is_the_observation(tmp_path: Path, lines: bool) -> None:
+    """A user message after a tool answer, two user messages, a tool answer naming no call of the last message:
+    each was dropped; now they join the last step's observation, in order (both reading paths alike)."""
+    messages = [{"role": "user", "content": "Start."},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "a", "type": "function", "function": {"name": "move", "arguments": '{"d": "up"}'}},
+                    {"id": "b", "type": "function", "function": {"name": "move", "arguments": '{"d": "left"}'}}]},
+                {"role": "tool", "tool_call_id": "a", "content": "moved"},
+                {"role": "tool", "tool_call_id": "zz", "content": "orphan"},
+                {"role": "user", "content": "3 steps left."},
+                {"role": "assistant", "content": "right"},
+                {"role": "user", "content": "ok"}, {"role": "user", "content": "go on"}]
+    log = (write_jsonl(tmp_path / "log.jsonl", [{"task_id": "t", "messages": messages}]) if lines
+           else write_json(tmp_path / "log.json", messages))
+    [trajectory] = convert(log, tmp_path / "out.jsonl", instance=INSTANCE)
+    assert [s.get("observation") for s in trajectory["steps"]] == ["moved", "orphan\n3 steps left.", "ok\ngo on"]

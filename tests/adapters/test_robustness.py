@@ -182,7 +182,9 @@ def test_a_chat_message_field_of_the_wrong_type_is_refused_not_dropped(cli, tmp_
     episode = chat_episode("t0", ["up", {"direction": "left"}]) | {"trial": 0}
     for index, name, value, said in ((2, "content", 5, "expected a string, a list of parts or null, found an integer"),
                                      (2, "role", 7, "expected a string, found an integer"),
-                                     (4, "tool_calls", {"x": 1}, "expected a list or null, found a mapping")):
+                                     (4, "tool_calls", {"x": 1}, "expected a list or null, found a mapping"),
+                                     (2, "reasoning_content", ["a"], "expected a string or null, found a list"),
+                                     (2, "reasoning", 123, "expected a string or null, found an integer")):
         damaged = json.loads(json.dumps(episode))
         damaged["messages"][index][name] = value
         log = write_jsonl(tmp_path / "log.jsonl", [damaged])
@@ -193,6 +195,10 @@ def test_a_chat_message_field_of_the_wrong_type_is_refused_not_dropped(cli, tmp_
     log = write_jsonl(tmp_path / "log.jsonl", [damaged])
     refused = cli("convert", log, "--from", "openai-chat", "--out", tmp_path / "o.jsonl", code=2).stderr
     assert refused == f"error: {log}:1: messages[2].content[1]: expected a text or an object part, found an integer\n"
+    damaged["messages"][2]["content"] = [{"type": "text", "text": 5}]   # a text part whose text is not text
+    log = write_jsonl(tmp_path / "log.jsonl", [damaged])
+    refused = cli("convert", log, "--from", "openai-chat", "--out", tmp_path / "o.jsonl", code=2).stderr
+    assert refused == f"error: {log}:1: messages[2].content[0].text: expected a string, found an integer\n"
     damaged = json.loads(json.dumps(episode))
     damaged["messages"][4]["tool_calls"][0]["function"] = None
     log = write_jsonl(tmp_path / "log.jsonl", [damaged])

@@ -76,7 +76,8 @@ _typed_messages = msgspec.json.Decoder(list[ChatMessage]).decode
 class OpenAIChatAdapter(Adapter):
     name = "openai-chat"
     summary = ("OpenAI chat-completions transcripts: a JSON list of messages, objects with `messages`/`traj` "
-               "(tau-bench results), or JSON Lines of those; tool calls or text actions")
+               "(tau-bench results), or JSON Lines of those; tool calls (also a legacy `function_call`, and "
+               "Anthropic's `tool_use`/`tool_result`/`thinking` content parts) or text actions")
     example = "eebench convert episodes.jsonl --from openai-chat --instance-field task_id --out runs.jsonl"
     suffixes = (".json", ".jsonl")
     never_carries = frozenset({"latency_ms", "timestamp"})
