@@ -103,6 +103,17 @@ def test_otlp_json_envelope(tmp_path: Path) -> None:
     assert trajectory["meta"] == {"trace_id": TRACE, "status": "ok", "service_name": "maze-agent"}
 
 
+def test_the_conventions_tool_result_attribute_is_the_observation(tmp_path: Path) -> None:
+    """`gen_ai.tool.call.result` (the semantic conventions' name, pydantic-ai's) was never read."""
+    spans = [dict(s) for s in OTLP_SPANS]
+    spans[1]["attributes"] = [a if a["key"] != "gen_ai.tool.output" else attribute("gen_ai.tool.call.result",
+                                                                                   "You see a door.")
+                              for a in spans[1]["attributes"]]
+    log = write_json(tmp_path / "export.json", otlp(*spans))
+    [trajectory] = convert(log, tmp_path / "out.jsonl", instance="maze/1", env="logged")
+    assert trajectory["steps"][0]["observation"] == "You see a door."
+
+
 def test_otlp_batches_on_several_lines_make_one_trace(tmp_path: Path) -> None:
     log = write_jsonl(tmp_path / "export.jsonl", [otlp(*OTLP_SPANS[:2]), otlp(*OTLP_SPANS[2:])])
     [trajectory] = convert(log, tmp_path / "out.jsonl", instance="maze/1", env="logged")

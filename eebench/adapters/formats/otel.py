@@ -283,7 +283,9 @@ def _model_turn(span: Span) -> ModelTurn:
 
 def _tool_run(span: Span) -> ToolRun:
     attributes = span.attributes
-    output = attributes.get("gen_ai.output", attributes.get("gen_ai.tool.output"))
+    # (any-agent's names first; `gen_ai.tool.call.result` is the semantic conventions' own, pydantic-ai's)
+    output = next((attributes[key] for key in ("gen_ai.output", "gen_ai.tool.output", "gen_ai.tool.call.result")
+                   if attributes.get(key) is not None), None)
     return ToolRun(_name(span, "gen_ai.tool.name", attributes.get("gen_ai.tool.name"))
                    or span.name.removeprefix("execute_tool "),
                    attributes.get("gen_ai.tool.args", attributes.get("gen_ai.tool.call.arguments")),
