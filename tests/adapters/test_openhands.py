@@ -43,6 +43,20 @@ def test_the_real_event_stream(agent_logs: Path, tmp_path: Path) -> None:
     assert run["source"]["missing_fields"] == []
 
 
+def test_completions_with_an_empty_id_are_each_counted(agent_logs: Path, tmp_path: Path) -> None:
+    """An empty `model_response.id` names no completion: the second step lost its tokens and text when "" was taken
+    for an id already counted."""
+    events = json.loads((agent_logs / "openhands_events" / "openhands_trajectory.json").read_text())
+    for event in events:
+        response = (event.get("tool_call_metadata") or {}).get("model_response")
+        if response is not None:
+            response["id"] = ""
+    log = tmp_path / "empty_ids.json"
+    log.write_text(json.dumps(events))
+    [run] = convert(log, tmp_path / "out.jsonl")
+    assert [(s["tokens_in"], s["tokens_out"]) for s in run["steps"]] == [(5863, 1042), (5996, 44)]
+
+
 def test_the_real_stream_is_detected_as_openhands_only(agent_logs: Path) -> None:
     # it embeds chat completions ("role": "assistant"), yet is not an openai-chat transcript
     assert detect(agent_logs / "openhands_events" / "openhands_trajectory.json").name == "openhands"

@@ -144,7 +144,8 @@ class _Stream:
         counts = usage_problem(response)
         if counts is not None:   # (a count of another type was no count, silently)
             raise bad_record(self.path, counts[1], record=index, field=f"tool_call_metadata.model_response.{counts[0]}")
-        response_id = response.get("id") if isinstance(response.get("id"), str) else None
+        # (an empty id names no completion: taken for one, it made later steps look counted already)
+        response_id = response.get("id") if isinstance(response.get("id"), str) and response["id"] else None
         first = response_id is None or response_id not in self.responses
         calls = [call_parts(c) for c in message.get("tool_calls") or [] if isinstance(c, Mapping)]
         call = next((c for c in calls if c[2] == dig(metadata, "tool_call_id")), None)
