@@ -4,6 +4,7 @@ function calls), on hand-made Responses items (reasoning, parallel and hosted ca
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from eebench.adapters import detect
@@ -94,6 +95,23 @@ def test_a_truncated_line_is_located_and_can_be_skipped(agent_logs: Path, tmp_pa
     assert_refused(log, tmp_path / "out.jsonl", r":2: malformed JSON")
     kept = convert(log, tmp_path / "out.jsonl", skip_invalid=True)
     assert [t["instance"] for t in kept] == ["0", "3"]
+
+
+def test_a_refusal_and_reasoning_at_the_end_are_kept(tmp_path: Path) -> None:
+    """A refusal part was a step with no text; reasoning after the last step (a cut-off response) was dropped."""
+    response = {"object": "response", "id": "resp_r", "model": "o4-mini", "output": [
+        {"type": "message", "role": "assistant", "content": [{"type": "refusal", "refusal": "I won't do that."}]},
+        {"type": "reasoning", "summary": [{"type": "summary_text", "text": "Maybe north after all"}]}]}
+    log = write_jsonl(tmp_path / "responses.jsonl", [response])
+    [trajectory] = convert(log, tmp_path / "out.jsonl", instance="maze/1", env="logged", fmt="openai-responses")
+    assert trajectory["steps"] == [{"action": "I won't do that.", "raw": "I won't do that."},
+                                   {"action": None, "reasoning": "Maybe north after all"}]
+    for item, field in (({"type": "reasoning", "summary": [{"type": "summary_text", "text": 42}]}, "summary[0].text"),
+                        ({"type": "message", "role": "assistant", "content": [{"type": "output_text",
+                                                                               "text": ["a"]}]}, "content[0].text")):
+        bad = write_jsonl(tmp_path / "bad.jsonl", [{**response, "output": [item]}])
+        assert_refused(bad, tmp_path / "bad_out.jsonl", re.escape(f":1: response.output[0].{field}: expected a string, "
+                                                                   "found "), fmt="openai-responses")
 
 
 def test_records_of_the_wrong_shape_say_what_was_expected(agent_logs: Path, tmp_path: Path) -> None:

@@ -69,6 +69,12 @@ class OpenAIResponsesAdapter(Adapter):
             if o.get("type", "message") == "message" and not isinstance(o.get("content"), (str, list, type(None))):
                 return bad(f"expected a string, a list of parts or null, found {json_type(o['content'])}",
                            f"response.output[{i}].content")   # (a message of another content was no step)
+            # the texts a step is made of (a number there was dropped, the step left without its text)
+            for key, field in (("summary", "text"), ("content", "text"), ("content", "refusal")):
+                for j, part in enumerate(o[key] if isinstance(o.get(key), list) else ()):
+                    if isinstance(part, Mapping) and not isinstance(part.get(field), (str, type(None))):
+                        return bad(f"expected a string, found {json_type(part[field])}",
+                                   f"response.output[{i}].{key}[{j}].{field}")
         usage = response.get("usage")
         for key in _USAGE_TOTALS.values() if isinstance(usage, Mapping) else ():
             problem = count_problem(dig(usage, key))
@@ -129,12 +135,22 @@ def chat_messages(items: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 messages.append({"role": "tool", "tool_call_id": call["id"], "content": _text(item["output"])})
                 calls_open = False
         elif kind == "message":
-            message = {"role": item.get("role"), "content": item.get("content")}
+            message = {"role": item.get("role"), "content": _refusals_as_text(item.get("content"))}
             if message["role"] == "assistant":
                 _take_reasoning(message, reasoning)
             messages.append(message)
             calls_open = False
+    if reasoning:   # the model's last output was reasoning alone (cut off): a step of its own, with no action
+        messages.append({"role": "assistant", "content": None, "reasoning_content": "\n".join(reasoning)})
     return messages
+
+
+def _refusals_as_text(content: Any) -> Any:
+    """A message's content with its `refusal` parts as text parts: what the model answered instead of acting."""
+    if not isinstance(content, list):
+        return content
+    return [{"type": "text", "text": part.get("refusal")} if isinstance(part, Mapping) and part.get("type") == "refusal"
+            else part for part in content]
 
 
 def _text(value: Any) -> str | None:
