@@ -194,11 +194,14 @@ def _assistant_steps(message: Mapping[str, Any], by_call: dict[str, LoggedStep])
         calls = [message["function_call"]]
     if not calls and type(content) is list:   # Anthropic's calls: `tool_use` content parts
         calls = [part for part in content if isinstance(part, dict) and part.get("type") == "tool_use"]
+    if type(calls) is list:
+        calls = [c for c in calls if isinstance(c, dict)]
     if not calls or type(calls) is not list:
-        return [LoggedStep(text=text, reasoning=reasoning, tokens_in=tokens_in, tokens_out=tokens_out)]
-    calls = [c for c in calls if isinstance(c, dict)]
-    if not calls:
-        return [LoggedStep(text=text, reasoning=reasoning, tokens_in=tokens_in, tokens_out=tokens_out)]
+        think, answer = split_think(text)   # an inline <think> block is reasoning; the action is read after it
+        if think is None:
+            return [LoggedStep(text=text, reasoning=reasoning, tokens_in=tokens_in, tokens_out=tokens_out)]
+        return [LoggedStep(text=answer, raw=text, reasoning="\n".join(t for t in (reasoning, think) if t),
+                           tokens_in=tokens_in, tokens_out=tokens_out)]
     steps = []
     thought = "\n".join(t for t in (reasoning, text) if t) or None
     for i, call in enumerate(calls):
@@ -270,8 +273,11 @@ def typed_chat_documents(messages: list[ChatMessage], reader: ActionReader) -> t
         if role == "assistant":
             text, usage, calls = message.content, message.usage, message.tool_calls
             if not calls:
-                action = from_text(text)
+                think, answer = split_think(text)   # (as in _assistant_steps)
+                action = from_text(answer)
                 document = {"action": action} if text is None else {"action": action, "raw": text}
+                if think is not None:
+                    document["reasoning"] = think
                 unreadable += action is None
                 documents.append(document)
                 waiting = [document]

@@ -369,3 +369,15 @@ def test_everything_shown_before_the_next_message_is_the_observation(tmp_path: P
            else write_json(tmp_path / "log.json", messages))
     [trajectory] = convert(log, tmp_path / "out.jsonl", instance=INSTANCE)
     assert [s.get("observation") for s in trajectory["steps"]] == ["moved", "orphan\n3 steps left.", "ok\ngo on"]
+
+
+@pytest.mark.parametrize("lines", [False, True], ids=["exact path", "typed path"])
+def test_an_inline_think_block_is_reasoning_and_the_action_is_read_after_it(tmp_path: Path, lines: bool) -> None:
+    messages = [{"role": "user", "content": "Start."},
+                {"role": "assistant", "content": "<think>Up is open.</think>\nMove: up"},
+                {"role": "user", "content": "moved"}]
+    log = (write_jsonl(tmp_path / "log.jsonl", [{"task_id": "t", "messages": messages}]) if lines
+           else write_json(tmp_path / "log.json", messages))
+    [trajectory] = convert(log, tmp_path / "out.jsonl", instance=INSTANCE)
+    assert trajectory["steps"] == [{"action": "up", "raw": "<think>Up is open.</think>\nMove: up",
+                                    "reasoning": "Up is open.", "observation": "moved"}]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from eebench.adapters.base import Adapter, Episode, as_label, scalars
-from eebench.adapters.chat import chat_steps, messages_problem, split_think
+from eebench.adapters.chat import chat_steps, messages_problem
 from eebench.adapters.records import JsonRecord, bad_item, grouped_records, head_value
 from eebench.documents import json_type
 from eebench.errors import InputError
@@ -55,11 +55,7 @@ class HarborTracesAdapter(Adapter):
         shape = messages_problem(messages, "conversations")
         if shape is not None:
             return bad_item(path, item, shape[1], shape[0])
-        steps = chat_steps(messages)
-        for step in steps:
-            reasoning, answer = split_think(step.text)
-            if reasoning is not None:
-                step.raw, step.text, step.reasoning = step.text, answer, reasoning
+        steps = chat_steps(messages)   # (an inline <think> block is the step's reasoning: chat's rule)
         run, trial = _trial(element) or ("", "")
         fields = {k: element.get(k) for k in _FIELDS}
         return Episode(id=f"{run}/{trial}", record=item.index, line=item.line, steps=steps,
