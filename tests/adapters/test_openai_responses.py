@@ -9,7 +9,7 @@ from pathlib import Path
 
 from eebench.adapters import detect
 from tests.adapters.conftest import assert_refused, convert, files_claimed
-from tests.conftest import write_jsonl
+from tests.conftest import write_json, write_jsonl
 
 SOKOBAN = "openai_responses/nemo-gym_grl_sokoban_example_rollouts.jsonl"
 OPENENV = "openai_responses/nemo-gym_openenv_example_rollouts.jsonl"
@@ -106,6 +106,7 @@ def test_a_refusal_and_reasoning_at_the_end_are_kept(tmp_path: Path) -> None:
     [trajectory] = convert(log, tmp_path / "out.jsonl", instance="maze/1", env="logged", fmt="openai-responses")
     assert trajectory["steps"] == [{"action": "I won't do that.", "raw": "I won't do that."},
                                    {"action": None, "reasoning": "Maybe north after all"}]
+    assert detect(write_json(tmp_path / "bare.json", response)).name == "openai-responses"   # (not ambiguous)
     for item, field in (({"type": "reasoning", "summary": [{"type": "summary_text", "text": 42}]}, "summary[0].text"),
                         ({"type": "message", "role": "assistant", "content": [{"type": "output_text",
                                                                                "text": ["a"]}]}, "content[0].text")):

@@ -27,7 +27,7 @@ MESSAGE_KEYS = ("messages", "traj", "conversation")
 OTHER_FORMATS = (b'"responses_create_params"', b'"trajectory_format"', b'"schema_version"', b'"conversations"',
                  b'"samples"', b'"spans"', b'"dotted_order"', b'"history"', b'"eebench"', b'"message_pool"',
                  b'"tool_call_metadata"', b'"extras"',   # OpenHands event streams
-                 b'"output_text"')   # Responses-API objects
+                 b'"output_text"', b'"object": "response"', b'"object":"response"')   # Responses-API objects
 
 
 def read_fast(raw: bytes) -> tuple[dict[str, Any], list[ChatMessage]] | None:
