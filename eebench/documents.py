@@ -464,12 +464,22 @@ def read_text(path: Path, limit: int | None = None) -> str:
     return decode_utf8(read_bytes(path, limit), str(path))
 
 
+GZIP_MAGIC = b"\x1f\x8b"   # what a gzip file starts with
+
+
+def compressed_problem(head: bytes) -> str | None:
+    """What to say of a file that is gzip-compressed where text was expected; None for any other."""
+    return "is gzip-compressed, expected text: decompress it first (gunzip)" if head.startswith(GZIP_MAGIC) else None
+
+
 def decode_utf8(data: bytes, file: str, *, line: int | None = None) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         if line is None:
             line = data.count(b"\n", 0, exc.start) + 1
+        if line == 1 and compressed_problem(data):
+            raise InputError.at(file, compressed_problem(data)) from None
         raise InputError.at(file, f"not UTF-8 text (byte 0x{data[exc.start]:02x})", line=line) from None
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from eebench.adapters.base import HEAD_BYTES, STEP_FIELDS, Adapter
-from eebench.documents import open_input
+from eebench.documents import compressed_problem, open_input
 from eebench.errors import InputError, did_you_mean, one_of
 
 ENTRY_POINT_GROUP = "eebench.adapters"
@@ -118,6 +118,8 @@ def detect(path: Path) -> Adapter:
     canonical = [a for a in candidates if a.name == "eebench"]
     if canonical:  # eebench's own trajectories may quote other formats' fields (meta.schema_version of ATIF)
         return canonical[0]
+    if not candidates and compressed_problem(head):
+        raise InputError.at(str(path), compressed_problem(head))  # type: ignore[arg-type]
     if not candidates:
         raise InputError.at(str(path), "no adapter recognizes this file; name its format with --from "
                                        f"({one_of(known_adapters().adapters)}; see `eebench formats`)")

@@ -87,6 +87,17 @@ def test_a_byte_order_mark_is_read_past(tmp_path: Path) -> None:
     assert [t["instance"] for t in convert(lines, tmp_path / "d.jsonl", fmt="openai-chat")] == ["t", "u"]
 
 
+@pytest.mark.parametrize("fmt", ["auto", "openai-chat"])
+def test_a_gzip_compressed_log_is_named_so(tmp_path: Path, fmt: str) -> None:
+    import gzip
+
+    log = tmp_path / "log.jsonl.gz"
+    log.write_bytes(gzip.compress(json.dumps(chat_episode("t", ["up"])).encode()))
+    with pytest.raises(InputError, match=r"log\.jsonl\.gz: is gzip-compressed, expected text: decompress it first "
+                                         r"\(gunzip\)$"):
+        convert(log, tmp_path / "out.jsonl", fmt=fmt)
+
+
 def test_deep_nesting_is_no_action_in_text_and_a_located_error_in_a_record(tmp_path: Path) -> None:
     deep = '{"a":' * 2000 + "1" + "}" * 2000
     assert ActionReader().from_text(deep) is None
