@@ -99,17 +99,19 @@ def message_problem(message: Mapping[str, Any]) -> tuple[str, str] | None:
     for k, part in enumerate(content if type(content) is list else ()):   # (a part of no text, an image, is read)
         if not isinstance(part, (str, dict)):
             return f"content[{k}]", f"expected a text or an object part, found {json_type(part)}"
-        if isinstance(part, dict) and part.get("type") == "tool_use" and not isinstance(part.get("name"), str):
+        if isinstance(part, dict) and part.get("type") == "tool_use" and not (isinstance(part.get("name"), str)
+                                                                             and part["name"]):
             return f"content[{k}].name", f"expected the tool's name as a string, found {json_type(part.get('name'))}"
         for key in ("text", "reasoning", "thinking"):   # what reasoning_of and text_of read of a part
             if isinstance(part, dict) and not isinstance(part.get(key), (str, type(None))):
                 return f"content[{k}].{key}", f"expected a string, found {json_type(part[key])}"
     legacy = message.get("function_call")
-    if legacy is not None and not (isinstance(legacy, dict) and isinstance(legacy.get("name"), str)):
+    if legacy is not None and not (isinstance(legacy, dict) and isinstance(legacy.get("name"), str) and legacy["name"]):
         return "function_call", "expected a call naming its function (`name`)"
     for k, call in enumerate(message.get("tool_calls") or ()):   # chat-completions' shape, or a flat one
         function = call.get("function", call.get("name")) if isinstance(call, dict) else None
-        if not (isinstance(function, str) or isinstance(function, dict) and isinstance(function.get("name"), str)):
+        name = function.get("name") if isinstance(function, dict) else function
+        if not (isinstance(name, str) and name):   # (an empty name was written as the action `()`)
             return f"tool_calls[{k}]", "expected a call naming its function (`function.name`)"
     return usage_problem(message) if "usage" in message else None
 
@@ -223,7 +225,7 @@ def _assistant_steps(message: Mapping[str, Any], by_call: dict[str, LoggedStep])
 # tracking them.
 
 class ChatFunction(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    name: str
+    name: Annotated[str, msgspec.Meta(min_length=1)]   # (an empty one: the exact path refuses it)
     arguments: str
 
 

@@ -210,11 +210,12 @@ def test_a_chat_message_field_of_the_wrong_type_is_refused_not_dropped(cli, tmp_
     log = write_jsonl(tmp_path / "log.jsonl", [damaged])
     refused = cli("convert", log, "--from", "openai-chat", "--out", tmp_path / "o.jsonl", code=2).stderr
     assert refused == f"error: {log}:1: messages[2].content[0].text: expected a string, found an integer\n"
-    damaged = json.loads(json.dumps(episode))
-    damaged["messages"][4]["tool_calls"][0]["function"] = None
-    log = write_jsonl(tmp_path / "log.jsonl", [damaged])
-    assert "messages[4].tool_calls[0]: expected a call naming its function" in cli(
-        "convert", log, "--from", "openai-chat", "--out", tmp_path / "o.jsonl", code=2).stderr
+    for function in (None, {"name": "", "arguments": "{}"}):   # (an empty name was written as the action `()`)
+        damaged = json.loads(json.dumps(episode))
+        damaged["messages"][4]["tool_calls"][0]["function"] = function
+        log = write_jsonl(tmp_path / "log.jsonl", [damaged])
+        assert "messages[4].tool_calls[0]: expected a call naming its function" in cli(
+            "convert", log, "--from", "openai-chat", "--out", tmp_path / "o.jsonl", code=2).stderr
 
 
 def _first(items: list, test) -> int:
