@@ -44,7 +44,8 @@ def test_an_alfworld_trace_splits_into_actions_with_the_location_as_state(tmp_pa
          "observation": "You arrive at the location. On the shelf 2, you see nothing.", "state": "shelf 2"},
         {"action": "put mug 1 in/on shelf 2", "observation": "You put the mug 1 in/on the shelf 2.",
          "state": "shelf 2"}]
-    assert episode["instance"] == episode["id"] == "alfworld/pick_and_place_simple-Mug-None-Shelf-308/trial_1"
+    assert episode["instance"] == "alfworld/pick_and_place_simple-Mug-None-Shelf-308/trial_1"
+    assert episode["id"] == "ADaPT_maxd3_alfworld_test/" + episode["instance"]
     assert episode["meta"] == {"reward": True, "problem": "You are in the middle of a room."}
     assert schema_problems(episode, "trajectory", "out") == []
 

@@ -36,7 +36,8 @@ def test_the_state_is_the_next_freelook_room_and_the_last_move_target(tmp_path: 
     [episode] = convert(path, tmp_path / "out.jsonl")
     assert [(s["action"], s["state"]) for s in episode["steps"]] == [
         ("look around", "kitchen"), ("go to hallway", "hallway"), ("go to outside", "outside")]
-    assert episode["instance"] == episode["id"] == "scienceworld/boil/3"
+    assert episode["instance"] == "scienceworld/boil/3"
+    assert episode["id"] == "task1/scienceworld/boil/3"   # (the file's stem: another run of the task converts too)
     assert episode["meta"] == {"taskName": "boil", "taskDescription": "Boil water.", "variationIdx": 3,
                                "final_score": "1.0", "completed": True}
     assert schema_problems(episode, "trajectory", "out") == []

@@ -10,8 +10,8 @@ WebShop keeps only `action_history` (`think[...]` folded alike), no observations
 
 ALFWorld's state is the agent's location: the target of the last `go to X` that did not answer "Nothing
 happens." (its observations use the old text, "You arrive at the location."). TextCraft has no location.
-Instances: `alfworld/<game path>`, `textcraft/env_<i>`, `webshop/fixed_<i>`; the model is read from ADaPT's
-file name (`ADaPT_maxd3_alfworld_text_davinci_003.json`: text-davinci-003).
+Instances: `alfworld/<game path>`, `textcraft/env_<i>`, `webshop/fixed_<i>`; trajectory ids `<file stem>/<instance>`;
+the model is read from ADaPT's file name (`ADaPT_maxd3_alfworld_text_davinci_003.json`: text-davinci-003).
 """
 
 from __future__ import annotations
@@ -99,7 +99,8 @@ def _episode(path: Path, world: str, record: str, game: str, entry: Any,
         meta["problem"] = entry["problem"]
     if after:
         meta["thoughts_after_end"] = after
-    return Episode(id=f"{world}/{game}", record=record, steps=steps, task=f"{world}/{game}", fields=entry,
+    # the id names the file too: two runs of one game (another model's) convert together
+    return Episode(id=f"{path.stem}/{world}/{game}", record=record, steps=steps, task=f"{world}/{game}", fields=entry,
                    agent=agent, meta=meta)
 
 

@@ -3,8 +3,9 @@
 Each step has `action`, `observation` (the text after it), `score`, `isCompleted`, `inventory` and `freelook`,
 the "look around" text taken *before* the action ("This room is called the greenhouse."). So a step's state
 (where it leaves the agent) is the room of the next step's freelook; for the last step, the target of "You move
-to the X." in its observation, else its own freelook's room. Instances are `scienceworld/<taskName>/<variation>`;
-the agent is whatever wrote the history (the files at hand are the rule-based oracle's).
+to the X." in its observation, else its own freelook's room. Instances are `scienceworld/<taskName>/<variation>`,
+trajectory ids `<file stem>/<instance>`; the agent is whatever wrote the history (the files at hand are the
+rule-based oracle's).
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ class ScienceWorldAdapter(Adapter):
             if rows:
                 meta["final_score"] = rows[-1].get("score")
                 meta["completed"] = rows[-1].get("isCompleted") in (True, "true")
-            yield Episode(id=task, record=key, steps=_steps(rows), task=task, fields=entry,
+            # the id names the file too: two runs of one task (another model's) convert together
+            yield Episode(id=f"{path.stem}/{task}", record=key, steps=_steps(rows), task=task, fields=entry,
                           agent={"harness": "scienceworld"}, meta=meta)
 
 
