@@ -868,7 +868,8 @@ def plot(kind: str, db: Path, out: Path, where: str | None, trajectory: str | No
 @click.option("--instance-from-name", metavar="REGEX", help="Or: each file's name (without .json etc.) names its "
               "instance: the group 'instance', or all groups joined by '/', e.g. "
               "'__(park2026-main)__(.+)__(seed-\\d+)$'; "
-              "groups named model, name, prompt or harness set those labels.")
+              "groups named model, name, prompt or harness set those labels. A name it does not match is searched "
+              "in the file's path (folders that name the task: '(?P<instance>[^/]+)__[^/]+/agent/trajectory$').")
 @click.option("--env", type=_Choice(["grid_dag", "rooms", "logged"]),
               help="grid_dag or rooms: a world of eebench's, graded by replay (actions read in its words). logged: "
                    "another environment, kept as text. "

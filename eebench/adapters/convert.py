@@ -602,10 +602,13 @@ def place(episode: Episode, path: Path, name: str, options: ConvertOptions) -> P
                                    f"found {json_type(value)}", **where)
         instance = str(value)
     elif options.instance_from_name:
-        read = from_name(options.name_pattern(), Path(name).name)  # type: ignore[arg-type]
+        pattern = options.name_pattern()
+        read = from_name(pattern, Path(name).name)  # type: ignore[arg-type]
+        if read is None and name != STDIN:   # the folders may name it (Harbor: <task>__<id>/agent/trajectory.json)
+            read = from_name(pattern, name)  # type: ignore[arg-type]
         if read is None:
-            raise InputError.at(name, f"--instance-from-name: '{options.instance_from_name}' does not match "
-                                      f"{name_stem(Path(name).name)!r}")
+            raise InputError.at(name, f"--instance-from-name: '{options.instance_from_name}' matches neither "
+                                      f"{name_stem(Path(name).name)!r} nor the file's path")
         instance = read.pop("instance")
         labels = read
     else:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from eebench.adapters.convert import from_name, name_stem
 from tests.adapters.test_convert import INSTANCE, chat_episode, corridor
-from tests.conftest import write_jsonl
+from tests.conftest import write_json, write_jsonl
 
 MODEL_FILE = "claude-3.5-sonnet__park2026-main__high-large__seed-2.json"
 
@@ -113,10 +113,23 @@ def test_a_folder_of_model_logs_converts_with_instance_and_model_from_names(cli,
     cli("grade", out, "--bench", bench, "--db", tmp_path / "r.duckdb")
 
 
+def test_instance_from_name_reads_the_folders_when_the_file_name_is_generic(cli, tmp_path: Path) -> None:
+    """Harbor writes every trial's ATIF log as <trial>/agent/trajectory.json, the task in the trial's folder name."""
+    for task in ("hello-world", "fix-git"):
+        write_json(tmp_path / "jobs" / f"{task}__x7Yq" / "agent" / "trajectory.json", {
+            "schema_version": "ATIF-v1.5", "session_id": f"s-{task}", "agent": {"name": "terminus-2"},
+            "steps": [{"step_id": 1, "source": "agent", "message": "ls"}]})
+    out = tmp_path / "o.jsonl"
+    cli("convert", tmp_path / "jobs", "--out", out, "--instance-from-name",
+        r"(?P<instance>[^/]+)__[^/]+/agent/trajectory$")
+    assert sorted(t["instance"] for t in lines(out)) == ["fix-git", "hello-world"]
+
+
 def test_instance_from_name_that_does_not_match_names_the_file(cli, tmp_path: Path) -> None:
     log = write_jsonl(tmp_path / "run.v2.jsonl", [chat_episode("t", ["up"])])
     result = cli("convert", log, "--out", tmp_path / "o.jsonl", "--instance-from-name", r"^x(\d)$", code=2)
-    assert result.stderr == f"error: {log}: --instance-from-name: '^x(\\d)$' does not match 'run.v2'\n"  # as typed
+    assert result.stderr == (f"error: {log}: --instance-from-name: '^x(\\d)$' matches neither 'run.v2' nor the "
+                             "file's path\n")   # the pattern as typed
     result = cli("convert", log, "--out", tmp_path / "o.jsonl", "--instance-from-name", "run", code=2)
     assert "--instance-from-name: the pattern needs a group" in result.stderr
 
