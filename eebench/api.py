@@ -126,7 +126,7 @@ def _load_suite(spec: str) -> Instances:
 
 def _load_named(name: str) -> Instance | Instances:
     """A shipped suite or preset by name, or one instance of a shipped suite by id."""
-    from eebench.suites import resolve_spec, shipped_instances, shipped_presets, shipped_suites
+    from eebench.suites import shipped_instance, shipped_instances, shipped_presets, shipped_suites
 
     if name in shipped_suites() or name in shipped_presets():
         return _load_suite(name)
@@ -134,15 +134,9 @@ def _load_named(name: str) -> Instance | Instances:
         from eebench.instances import load_instance
 
         return load_instance(shipped_instances()[name]).instance
-    for suite_name in shipped_suites():
-        if name.startswith(suite_name + "/"):
-            suite = resolve_spec(suite_name)
-            if name in suite.instance_ids():
-                return next(i for i in suite.instances() if i.id == name)
-            from eebench.errors import did_you_mean
-
-            raise InputError(f"{name}: no such instance in the shipped suite {suite_name!r}"
-                             f"{did_you_mean(name, suite.instance_ids())}")
+    shipped = shipped_instance(name)
+    if shipped is not None:
+        return shipped.instance
     return _load_suite(name)  # the message of an unknown name, with close names
 
 

@@ -52,7 +52,7 @@ from eebench.instances import (
     instance_files,
     load_instance,
 )
-from eebench.suites import Suite, load_suite, resolve_spec, shipped_suites, specs_root
+from eebench.suites import Suite, load_suite, resolve_spec, shipped_instance, shipped_suites, specs_root
 from eebench.world.kinds import WorldKind, kind_of
 
 CARD_FILE = "README.md"
@@ -576,6 +576,12 @@ def open_instances(target: str, seeds: list[int] | None = None) -> Iterator[Inst
     path = Path(target)
     if path.is_file() and path.name == INDEX_FILE:  # the listing `eebench generate` writes: its folder
         path = path.parent
+    shipped = None if path.exists() else shipped_instance(target)   # an id of a shipped suite's, as eebench.load
+    if shipped is not None:
+        if seeds:
+            raise InputError(f"{target}: --seeds picks the seeds of presets; an instance has its own")
+        yield Instances(1, iter([shipped]))
+        return
     if not path.exists() and ("/" in target or os.sep in target or archive_suffix(path)
                               or path.suffix.lower() in (".json", ".yaml", ".yml")):  # meant as a path, not a name
         raise InputError.at(target, "no such file")

@@ -485,6 +485,7 @@ def prompt(instance: str, bench: Path | None, step: int, trajectory: Path | None
     from eebench.bundles import open_bench
     from eebench.instances import InstanceLibrary, load_instance
     from eebench.prompts import PROMPT_VERSION, shown_at
+    from eebench.suites import shipped_instance
 
     if trajectory_id is not None and trajectory is None:
         raise InputError("--trajectory-id needs --trajectory FILE")
@@ -492,8 +493,8 @@ def prompt(instance: str, bench: Path | None, step: int, trajectory: Path | None
         if bench is not None:
             opened = stack.enter_context(open_bench(bench))
             loaded = InstanceLibrary(opened.root, label=opened.label).get(instance)
-        else:
-            loaded = load_instance(instance)
+        else:   # a file, or an id of a shipped suite's (as `show` and eebench.load take it)
+            loaded = (None if Path(instance).exists() else shipped_instance(instance)) or load_instance(instance)
     if loaded.kind.env != "grid_dag":  # the templates are Park et al.'s; no other world has a published prompt
         raise InputError.at(loaded.file, f"prompt templates exist for grid_dag instances (Park et al., Appendix "
                                          f"C.3), not for {loaded.kind.env}; `eebench play --observations` records "

@@ -28,7 +28,7 @@ from eebench.documents import (
     validate_schema,
 )
 from eebench.errors import InputError, Problem, did_you_mean, quote
-from eebench.instances import load_instance
+from eebench.instances import LoadedInstance, load_instance
 from eebench.world.kinds import DEFAULT_ENV, WorldKind, check_env, envs, kind_of, kinds
 
 VARIANTS = ("semantic", "symbolic")
@@ -107,6 +107,21 @@ def shipped_instance_envs() -> dict[str, str]:
                    else load_shipped(member.path).get("env", DEFAULT_ENV))
             envs.update(dict.fromkeys(one.instance_ids(), env))
     return envs
+
+
+def shipped_instance(instance_id: str) -> LoadedInstance | None:
+    """One instance of a shipped suite by its id (`park2026-main/low-small/seed-0`), generated as `eebench generate`
+    would; None when the id names no shipped suite; an InputError, with the close id, when the suite has no such
+    instance."""
+    suite_name = instance_id.split("/")[0]
+    if suite_name not in shipped_suites() or instance_id == suite_name:
+        return None
+    suite = resolve_spec(suite_name)
+    if instance_id not in suite.instance_ids():
+        raise InputError(f"{instance_id}: no such instance in the shipped suite {suite_name!r}"
+                         f"{did_you_mean(instance_id, suite.instance_ids())}")
+    instance = next(i for i in suite.instances() if i.id == instance_id)
+    return LoadedInstance(instance, sha256_hex(instance.to_document()), instance_id, kind_of(instance))
 
 
 @functools.cache

@@ -727,3 +727,16 @@ def test_a_shipped_suite_given_as_bench_is_told_how_to_freeze_it(cli, tmp_path: 
                   "first: eebench publish park2026-main --version 1.0.0 --out DIR, then --bench DIR; see `eebench "
                   "grade --help`")
     assert not (tmp_path / "r.duckdb").exists()
+
+
+def test_show_prompt_and_play_take_an_id_of_a_shipped_suite(cli, tmp_path: Path) -> None:
+    """As eebench.load does: the instance is generated as `eebench generate` would make it."""
+    instance_id = "park2026-main/low-small/seed-0"
+    assert cli("show", instance_id).stdout.startswith(f"{instance_id}: 7x6, budget 75")
+    assert cli("prompt", instance_id).stdout.startswith("[system]\n")
+    cli("play", instance_id, "--agent", "frontier", "--out", tmp_path / "runs.jsonl")
+    assert json.loads((tmp_path / "runs.jsonl").read_text())["instance"] == instance_id
+    for command in ("show", "prompt"):
+        assert_errors(cli(command, "park2026-main/low-small/seed-9", code=None),
+                      "park2026-main/low-small/seed-9: no such instance in the shipped suite 'park2026-main' (did "
+                      "you mean 'park2026-main/low-small/seed-2'?)")
