@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import networkx as nx
 import numpy as np
 
-from eebench.evaluator.orienteering import OrienteeringProblem, solve_within_steps
+from eebench.evaluator.orienteering import OrienteeringProblem, solve
 from eebench.generator.rng import StableRng
 from eebench.world.rooms import RoomsEnv, RoomsInstance, render_observation
 
@@ -37,9 +37,8 @@ def _ball(name: str) -> str:
 
 
 def best_route(graph: nx.Graph, here: Any, balls: Iterable[tuple[str, Any, int]], door_budget: int,
-               ball_limit: int, max_actions: int) -> list[str]:
-    """The actions of an optimal orienteering path: from `here`, at most `door_budget` doors and `ball_limit` balls,
-    and `max_actions` of the two together.
+               ball_limit: int) -> list[str]:
+    """The actions of an optimal orienteering path: from `here`, at most `door_budget` doors and `ball_limit` balls.
 
     `graph` joins rooms by edges carrying their door's name (`door`); `balls` are (name, room, reward). The solver
     (eebench.evaluator.orienteering) picks the balls; doors between them follow shortest paths in `graph`.
@@ -48,12 +47,9 @@ def best_route(graph: nx.Graph, here: Any, balls: Iterable[tuple[str, Any, int]]
     rooms = [here] + [room for _, room, _ in stops]
     lengths = {room: nx.single_source_shortest_path_length(graph, room) for room in set(rooms)}
     cost = np.array([[lengths[a].get(b, np.inf) for b in rooms] for a in rooms], dtype=np.float64)
-    prize = (0, *(reward for _, _, reward in stops))
-
-    def problem(visits: int, budget: int) -> OrienteeringProblem:
-        return OrienteeringProblem(cost, prize, budget, start=0, max_visits=visits)
-
-    path = solve_within_steps(problem, door_budget, ball_limit, max_actions).path
+    problem = OrienteeringProblem(cost, (0, *(reward for _, _, reward in stops)), door_budget, start=0,
+                                  max_visits=ball_limit)
+    path = solve(problem).path
     actions: list[str] = []
     room = here
     for node in path[1:]:
@@ -149,8 +145,7 @@ class ExplorerAgent:
             return step
         known = [(name, room, reward) for name, (room, reward) in self.balls.items()
                  if reward is not None and name not in self.collected]
-        self.plan = deque(best_route(self.links, self.room, known, obs["doors_left"], obs["balls_left"],
-                                     obs["actions_left"]))
+        self.plan = deque(best_route(self.links, self.room, known, obs["doors_left"], obs["balls_left"]))
         return self.plan.popleft() if self.plan else _finish(obs)
 
     def _towards_frontier(self, doors_left: int) -> str | None:
@@ -181,8 +176,7 @@ class OracleAgent:
         for door in sorted(instance.doors, key=lambda d: d.name, reverse=True):  # parallel doors: the first name
             graph.add_edge(*door.between, door=door.name)
         balls = [(b.name, b.room, b.reward) for b in instance.balls]
-        self.route = best_route(graph, instance.start, balls, instance.door_budget, instance.ball_limit,
-                                instance.effective_max_actions)
+        self.route = best_route(graph, instance.start, balls, instance.door_budget, instance.ball_limit)
         self.todo: deque[str] = deque()
 
     def act(self, observation: dict[str, Any]) -> str:

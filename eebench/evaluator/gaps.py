@@ -13,7 +13,6 @@ steps) and sample efficiency (steps up to the end of the first episode whose R_e
 
 from __future__ import annotations
 
-import functools
 from collections import OrderedDict
 from collections.abc import Sequence
 from itertools import chain, groupby
@@ -23,14 +22,12 @@ import numpy as np
 
 from eebench.errors import InputError, Problem
 from eebench.evaluator.families import FamilyColumns, Trajectory
-from eebench.evaluator.orienteering import OrienteeringProblem, Solution, SolverCache, Status, solve_within_steps
+from eebench.evaluator.orienteering import OrienteeringProblem, Solution, SolverCache, Status
 
 if TYPE_CHECKING:
     from eebench.world.rooms import EpisodeKnowledge, RoomsInstance, RoomsReplay
 
-# bump when any graded value for the same input would change (2: actions exactly; 3: R_max and R_exploit keep to
-# max_actions too, where it is below door_budget + ball_limit)
-METRIC_VERSION = "gaps/3"
+METRIC_VERSION = "gaps/2"      # bump when any graded value for the same input would change (2: actions exactly)
 SAMPLE_EFFICIENCY_SHARE = (9, 10)   # 90% of the largest R_exploit, as a ratio of integers (compared exactly)
 TIME_LIMIT = 10.0              # seconds per solve; a solve stopped by it is stored as `bound`, never as optimal
 STATES_KEPT = 50_000           # knowledge states remembered per instance (least recently used go): memory stays flat
@@ -51,18 +48,9 @@ class GapsTables:
         self._by_knowledge: OrderedDict[tuple[frozenset[str], frozenset[str]], Solution] = OrderedDict()
         self.lookups = 0             # R_exploit lookups by knowledge state, and how many found it solved
         self.state_hits = 0
-        self.max_solution = self.solve(None)
+        self.max_solution = self.cache.solve(self.problem(None), time_limit=TIME_LIMIT)
 
-    def solve(self, known: EpisodeKnowledge | None) -> Solution:
-        """The best return of one episode with knowledge `known` (None: the full instance), within the door budget,
-        the ball limit and the episode's steps (`max_actions`: each door and each ball is one)."""
-        instance = self.instance
-        return solve_within_steps(functools.partial(self.problem, known), instance.door_budget, instance.ball_limit,
-                                  instance.effective_max_actions,
-                                  functools.partial(self.cache.solve, time_limit=TIME_LIMIT))
-
-    def problem(self, known: EpisodeKnowledge | None, max_visits: int | None = None,
-                budget: int | None = None) -> OrienteeringProblem:
+    def problem(self, known: EpisodeKnowledge | None) -> OrienteeringProblem:
         """The orienteering problem of one episode with knowledge `known` (None: the full instance).
 
         Node 0 is the start room (no prize); then the known balls in instance order, each a node of its own (two
@@ -81,9 +69,8 @@ class GapsTables:
         cost = dist[np.ix_(nodes, nodes)]
         # a known ball was reached through known doors, so nothing is unreachable; kept unaffordable all the same
         cost[cost == self.rooms.UNREACHABLE] = instance.door_budget + 1
-        return OrienteeringProblem(cost, (0, *(b.reward for b in balls)),
-                                   instance.door_budget if budget is None else budget, start=0, end=None,
-                                   max_visits=instance.ball_limit if max_visits is None else max_visits)
+        return OrienteeringProblem(cost, (0, *(b.reward for b in balls)), instance.door_budget, start=0, end=None,
+                                   max_visits=instance.ball_limit)
 
     def exploit(self, known: EpisodeKnowledge) -> Solution:
         """R_exploit for knowledge `known`, solved once per knowledge state (rooms follow from the doors)."""
@@ -98,7 +85,7 @@ class GapsTables:
             fresh = SolverCache()
             fresh.hits, fresh.misses = self.cache.hits, self.cache.misses
             self.cache = fresh
-        found = self._by_knowledge[key] = self.solve(known)
+        found = self._by_knowledge[key] = self.cache.solve(self.problem(known), time_limit=TIME_LIMIT)
         if len(self._by_knowledge) > STATES_KEPT:
             self._by_knowledge.popitem(last=False)
         return found

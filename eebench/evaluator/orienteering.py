@@ -7,7 +7,6 @@ import math
 import time
 from dataclasses import dataclass, field
 from enum import Enum
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -426,24 +425,6 @@ def solve(problem: OrienteeringProblem, *, method: Method | None = None, time_li
         except _TooLong:
             pass
     return _cp_sat(problem, plan, time_limit)
-
-
-def solve_within_steps(problem_of: Callable[[int, int], OrienteeringProblem], budget: int, max_visits: int,
-                       steps: int, solve: Callable[[OrienteeringProblem], Solution] = solve) -> Solution:
-    """The best path whose travel cost (at most `budget`) and visits (at most `max_visits`) also fit `steps`
-    together: a room world's episode spends one action on each door and each ball, and ends at its
-    `max_actions`-th. `problem_of(visits, budget)` makes the problem under those limits.
-
-    When `steps` leaves room for both limits, that is the one problem. Otherwise a path of v visits and cost c fits
-    exactly when it fits the problem of k = v visits and budget min(budget, steps - k): the best over k is the
-    optimum (its status is BOUND, its bound the largest, when any of those solves stopped at a time limit)."""
-    if steps >= budget + max_visits:
-        return solve(problem_of(max_visits, budget))
-    found = [solve(problem_of(k, min(budget, steps - k))) for k in range(min(max_visits, steps) + 1)]
-    best = max(found, key=lambda s: s.value)   # (the first of equal values: fewest visits)
-    exact = all(s.status is Status.OPTIMAL for s in found)
-    return best._replace(status=Status.OPTIMAL if exact else Status.BOUND,
-                         bound=best.value if exact else max(s.bound for s in found))
 
 
 def _cp_sat_takes(prize: tuple[float, ...]) -> bool:

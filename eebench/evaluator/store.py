@@ -82,7 +82,7 @@ TRAJECTORY_COLUMNS = (
     Column("explore_error", "DOUBLE", "explore_errors / explore_steps; NULL when there is no such step."),
     Column("exploit_error", "DOUBLE", "exploit_errors / exploit_steps; NULL when there is no such step."),
     Column("metric_version", "VARCHAR NOT NULL",
-           f"Version of the metric family that graded the row (now `{METRIC_VERSION}` for grid_dag, `gaps/3` for "
+           f"Version of the metric family that graded the row (now `{METRIC_VERSION}` for grid_dag, `gaps/2` for "
            "rooms, `coverage/1` for logged)."),
     Column("graded_at", "TIMESTAMP NOT NULL", "When it was graded (UTC)."),
     Column("budget", "INTEGER", "The instance's budget."),

@@ -117,7 +117,7 @@ def test_rooms_through_grade(cli: Any, bench: Path, tmp_path: Path) -> None:
     cli("grade", runs, "--bench", bench, "--checkpoints", cp, "--db", db)
     # A (start), x ball in A, d1 to B, y ball in B (the ball limit ends episode 0): A and B twice each
     assert rows(db, "SELECT env, metric_version, checkpoints_total, checkpoints_hit, ecc, distinct_states, "
-                    "exploration_degree FROM trajectories") == [("rooms", "gaps/3", 6, 4, 4 / 6, 2, 1.0)]
+                    "exploration_degree FROM trajectories") == [("rooms", "gaps/2", 6, 4, 4 / 6, 2, 1.0)]
     assert rows(db, "SELECT state, visit_depth FROM steps ORDER BY t") == [("A", 1), ("B", 0), ("B", 1)]
     assert rows(db, "SELECT checkpoint_id, hit_after_steps FROM checkpoints ORDER BY 1") == [
         ("ball:x", 1), ("ball:y", 3), ("ball:z", None), ("room:A", 0), ("room:B", 2), ("room:C", None)]

@@ -79,22 +79,6 @@ def test_hand_worked_line() -> None:
     assert columns.steps["action"].tolist()[2] == "Y Ball "
 
 
-def test_an_action_limit_below_the_two_budgets_binds_r_max_and_r_exploit() -> None:
-    # LINE with max_actions 3: y + z = 14 needs d1, y, d2, z (4 actions); the best of 3 is d1, d2, z = 9 (y + x, 7,
-    # takes 3 too). The agent plays exactly that: R_agent = R_exploit = R_max = 9, every gap 0. Without the limit
-    # R_max was 14, a return no agent can reach, and the episode showed an explore gap of 5/14.
-    columns = grade({**LINE, "episodes": 1, "max_actions": 3}, ["d1 door", "d2 door", "z ball"])
-    assert episode_rows(columns, "agent_return", "exploit_return", "max_return", "total_gap", "solver_status") == [
-        (9, 9, 9, 0.0, "optimal")]
-    # the oracle and the explorer's last plan solve within the limit too: the oracle earns R_max
-    from eebench.agents.rooms import play_steps
-
-    limited = {**LINE, "episodes": 2, "max_actions": 3}
-    played = play_steps(RoomsInstance.from_document(limited), "oracle", 0)
-    columns = grade(limited, [s["action"] for s in played], [s["episode"] for s in played])
-    assert episode_rows(columns, "agent_return", "max_return") == [(9, 9), (9, 9)]
-
-
 def test_logged_episode_boundaries() -> None:
     # Episode 0 as logged: x, y? (y is in B: invalid in A), d1 to B. Episode 1 is skipped by the log (played with
     # no step: return 0, knowledge unchanged). Episode 2 does not exist (episodes: 3 -> 0, 1, 2 exist); it holds

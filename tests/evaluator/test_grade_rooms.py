@@ -42,7 +42,7 @@ def test_rooms_and_grid_dag_in_one_run(cli, bench: Path, tmp_path: Path) -> None
     assert rows(db, "SELECT trajectory_id, env, metric_version, success, budget, n_steps, ignored_actions, "
                     "invalid_moves, end_reason, n_episodes, max_return FROM trajectories ORDER BY 1") == [
         ("grid", "grid_dag", "park/1", True, 30, 9, 0, 0, "goal", None, None),
-        ("line", "rooms", "gaps/3", None, None, 7, 1, 1, "episodes", 2, 14.0)]
+        ("line", "rooms", "gaps/2", None, None, 7, 1, 1, "episodes", 2, 14.0)]
     # the hand-worked episodes of tests/evaluator/test_gaps.py::test_hand_worked_line
     assert rows(db, "SELECT episode, n_steps, agent_return, exploit_return, max_return, explore_gap, solver_status "
                     "FROM episodes ORDER BY episode") == [(0, 3, 7.0, 7.0, 14.0, 0.5, "optimal"),

@@ -25,7 +25,6 @@ from eebench.evaluator.orienteering import (
     path_cost,
     path_value,
     solve,
-    solve_within_steps,
 )
 
 BOTH = [Method.EXHAUSTIVE, Method.CP_SAT]
@@ -324,28 +323,6 @@ def test_both_methods_equal_brute_force_on_float_costs(problem):
         assert (solution is None) == (expected is None)
         if solution is not None:
             check(problem, solution, expected)
-
-
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(problems(), st.integers(0, 8))
-def test_the_best_path_within_a_step_limit_is_brute_force_s(problem: OrienteeringProblem, steps: int) -> None:
-    """A room world's episode spends a step on each door and each ball (max_actions): the best over k visits of
-    the problem with budget min(budget, steps - k) is the best path of cost + visits <= steps (Grams et al.'s
-    R_max is "the maximal achievable reward": an action limit below the two budgets binds)."""
-    if problem.end is not None or not float(problem.budget).is_integer():
-        return   # (room worlds: an open path, whole door counts)
-    budget, visits = int(problem.budget), problem.n if problem.max_visits is None else problem.max_visits
-
-    def problem_of(k: int, b: int) -> OrienteeringProblem:
-        return OrienteeringProblem(problem.cost, problem.prize, b, start=problem.start, max_visits=k)
-
-    found = solve_within_steps(problem_of, budget, visits, steps)
-    others = [j for j in range(problem.n) if j != problem.start and problem.prize[j] > 0]
-    best = max(path_value(problem, path) for size in range(min(visits, len(others)) + 1)
-               for path in ((problem.start, *seq) for seq in itertools.permutations(others, size))
-               if is_feasible(problem, path) and path_cost(problem, path) + size <= steps)
-    assert found.value == best and found.status is Status.OPTIMAL
-    assert path_cost(problem, found.path) + len(found.path) - 1 <= steps and is_feasible(problem, found.path)
 
 
 @st.composite
