@@ -3,9 +3,9 @@
 A grade of 50,000 steps or more replays in compiled code (park.COMPILED_FROM_STEPS); the first such grade after
 an install compiles every kernel first, 10-15 s on 2 cores, and every later one loads them from the cache in
 about 0.5 s. `make demo` and `make test` run this module after installing, so the first real grade does not pay
-that (nor both of the tests' workers, which compiled every kernel each). It grades a small run with every compiled path forced (the
-replay, the lines read bare, the per-step planning, coverage) as a real grade calls them, so the kernels are
-compiled for the types real runs use, and writes nothing but the cache.
+that (nor both of the tests' workers, which compiled every kernel each). It grades a small run with every
+compiled path forced (the replay, the lines read bare, the per-step planning, coverage) as a real grade calls
+them, so the kernels are compiled for the types real runs use, and writes nothing but the cache.
 """
 
 from __future__ import annotations
