@@ -161,14 +161,16 @@ def chat_turns(messages: Iterable[Any]) -> list[tuple[Mapping[str, Any], list[Lo
         if role == "assistant":
             waiting = _assistant_steps(message, by_call)
             turns.append((message, waiting))
-        elif role == "user" and _tool_results(message.get("content")):   # Anthropic's answers to tool_use parts
-            for part in _tool_results(message.get("content")):
+        elif role == "user":
+            content = message.get("content")
+            results = _tool_results(content)
+            for part in results:   # Anthropic's answers to tool_use parts, by id
                 step = by_call.get(str(part.get("tool_use_id"))) or (waiting[-1] if waiting else None)
                 text = text_of(part.get("content"))
                 if step is not None and text is not None:
                     step.observation = text if step.observation is None else f"{step.observation}\n{text}"
-        elif role == "user":
-            content = message.get("content")
+            if results:   # the message's other parts, as any user message
+                content = [part for part in content if not any(part is result for result in results)]
             text = content if type(content) is str else text_of(content)
             if waiting and text is not None:
                 step = waiting[-1]

@@ -341,11 +341,12 @@ def test_anthropic_content_parts_are_calls_answers_and_reasoning(tmp_path: Path)
             {"type": "tool_use", "id": "t2", "name": "move", "input": {"direction": "left"}}]},
         {"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": "t2", "content": [{"type": "text", "text": "a wall"}]},
-            {"type": "tool_result", "tool_use_id": "t1", "content": "moved"}]}])
+            {"type": "tool_result", "tool_use_id": "t1", "content": "moved"},
+            {"type": "text", "text": "Steps left: 3."}]}])   # (text beside the results: shown too)
     [trajectory] = convert(log, tmp_path / "out.jsonl", instance=INSTANCE)
     up, left = trajectory["steps"]
     assert (up["action"], up["reasoning"], up["observation"]) == ("up", "North first.\nTwo moves.", "moved")
-    assert (left["action"], left["observation"]) == ("left", "a wall")
+    assert (left["action"], left["observation"]) == ("left", "a wall\nSteps left: 3.")
     bad = write_json(tmp_path / "bad.json", [{"role": "assistant", "content": [{"type": "tool_use", "name": 5}]}])
     with pytest.raises(InputError, match=r"messages\[0\]\.content\[0\]\.name: expected the tool's name as a string, "
                                          r"found an integer$"):
