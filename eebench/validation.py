@@ -69,7 +69,7 @@ def _unique_key_records(path: Path, problems: list[Problem]) -> Iterator[Record]
         except InputError as exc:
             problems.extend(p for p in exc.problems if isinstance(p, Problem))
             return
-        except ValueError:   # (not JSON: read_records says where)
+        except (ValueError, RecursionError):   # (not JSON, or nested past the door's limit: read_records says where)
             pass
         yield from read_records(path, errors=problems)
         return

@@ -128,3 +128,10 @@ def test_a_key_given_twice_is_refused_where_it_is(cli, tmp_path: Path) -> None:
     listed.write_text(f"[{json.dumps(trajectory('z'))}, {twice}]")
     assert cli("validate", listed, code=2).stderr == (f"error: {listed}: malformed JSON: duplicate key 'id' in an "
                                                       "object\n")
+
+
+def test_a_json_list_nested_past_the_limit_is_refused_by_the_door_not_the_duplicate_check(cli, tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"   # (the duplicate-key check parses the text again: it must not crash first)
+    deep.write_text(json.dumps(trajectory("a")).replace('"steps"', '"meta": ' + "[" * 50_000 + "]" * 50_000
+                                                          + ', "steps"'))
+    assert cli("validate", deep, code=2).stderr == f"error: {deep}: refused JSON: nested more than 100 levels deep\n"
