@@ -19,7 +19,7 @@ import numpy as np
 import orjson
 
 from eebench.errors import InputError
-from eebench.evaluator.store import STORAGE, VIEW_SQL, results_file_problem
+from eebench.evaluator.store import READ_ONLY_CONFIG, STORAGE, VIEW_SQL, results_file_problem
 from eebench.report.stats import Estimate, Fit, bootstrap_mean, group_seed, least_squares
 
 GROUP_KEYS = ("agent_name", "model", "prompt", "harness", "metric_version")   # as the view agent_summary groups
@@ -267,8 +267,8 @@ def _connect(db: Path) -> duckdb.DuckDBPyConnection:
     problem = results_file_problem(db)
     if problem:
         raise InputError.at(str(db), problem)
-    try:
-        con = duckdb.connect(str(db), read_only=True)
+    try:   # (locked down as `eebench query`: a --where condition can read or write no other file)
+        con = duckdb.connect(str(db), read_only=True, config=READ_ONLY_CONFIG)
     except duckdb.Error as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError.at(str(db), f"cannot open as a DuckDB database: {first}") from None
@@ -281,6 +281,34 @@ def _connect(db: Path) -> duckdb.DuckDBPyConnection:
         if f"main.{table}" not in found and f"{STORAGE}.{table}" in found:
             con.execute(f"CREATE TEMP VIEW {table} AS {sql}")
     return con
+
+
+def _one_condition(con: duckdb.DuckDBPyConnection, where: str) -> None:
+    """A --where text that is one condition, not statements of its own or a closing parenthesis that widens it."""
+    try:
+        whole = len(con.extract_statements(f"SELECT 1 WHERE ({where})")) == 1 and _balanced(where)
+    except duckdb.Error as exc:
+        raise InputError(f"--where {where!r}: {str(exc).strip().splitlines()[0]}") from None
+    if not whole:
+        raise InputError(f"--where {where!r}: expected one SQL condition on the table trajectories, e.g. "
+                         "\"model = 'gpt-4o' AND n_steps > 10\"")
+
+
+def _balanced(text: str) -> bool:
+    """Parentheses outside quotes that never close more than they opened, and all closed."""
+    depth, quote = 0, None
+    for char in text:
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0 and quote is None
 
 
 def load_results(db: Path | str, where: str | None = None) -> Results:
@@ -306,6 +334,7 @@ def load_results(db: Path | str, where: str | None = None) -> Results:
         select += [f"{c}::DOUBLE AS {c}" for c in metric_cols]
         sql = f"SELECT {', '.join(select)} FROM trajectories"
         if where:
+            _one_condition(con, where)
             sql += f" WHERE ({where})"
         try:
             raw = con.execute(sql + " ORDER BY trajectory_id").fetchnumpy()

@@ -86,8 +86,9 @@ def _num(value: Any) -> float | None:
 
 
 def _json_for_script(doc: Any) -> str:
-    """JSON safe inside <script>: '</' and HTML comment openers cannot end the block early."""
-    return orjson.dumps(doc).decode().replace("</", "<\\/").replace("<!--", "<\\!--")
+    """JSON safe inside <script>: no '<' at all, so neither '</script' nor a comment opener '<!--' can end or bend
+    the block; `\\u003c` is the one escape of it that JSON.parse reads back (`<\\!--` was refused: a blank page)."""
+    return orjson.dumps(doc).decode().replace("<", "\\u003c")
 
 
 def render(results: Results, seed: int, maps: Maps) -> str:

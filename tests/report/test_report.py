@@ -136,6 +136,31 @@ def test_where_selects_and_bad_where_is_one_line(graded: Run, tmp_path: Path) ->
     assert not (tmp_path / "b.html").exists()
 
 
+@pytest.mark.parametrize("where, says", [
+    ("1=1) ; COPY trajectories TO 'LEAK' ; SELECT 1 WHERE (1=1", "expected one SQL condition on the table trajectories"),
+    ("model = 'model-b') OR (1=1", "expected one SQL condition on the table trajectories"),
+    ("trajectory_id NOT IN (SELECT content FROM read_text('LEAK'))", "Permission Error"),
+])
+def test_where_is_one_condition_that_reads_no_other_file(graded: Run, tmp_path: Path, where: str, says: str) -> None:
+    """As `eebench query`: statements of its own wrote files, a closing parenthesis widened the selection, and a
+    condition could read any file."""
+    leak = tmp_path / "leak.csv"
+    leak.write_text("a secret\n") if "read_text" in where else None
+    where = where.replace("LEAK", str(leak))
+    with pytest.raises(InputError, match=re.escape(says)):
+        load_results(graded.db, where)
+    assert not leak.exists() or leak.read_text() == "a secret\n"
+
+
+def test_data_that_opens_an_html_comment_keeps_the_page_readable(graded: Run, tmp_path: Path) -> None:
+    """`<!--` in a selected text was written `<\\!--`, which JSON.parse refused: the page was blank."""
+    page = write_report(graded.db, tmp_path / "c.html", where="trajectory_id NOT LIKE '%<!--%</script>%'")
+    text = page.path.read_text()
+    data = embedded(text, "eeb-data")
+    assert data["where"] == "trajectory_id NOT LIKE '%<!--%</script>%'"
+    assert "<!--" not in text.split('id="eeb-data">')[1].split("</script>")[0]
+
+
 def test_interval_of_a_group_does_not_depend_on_the_others(graded: Run) -> None:
     alone = load_results(graded.db, "model = 'model-d'").summaries(0)
     together = [s for s in load_results(graded.db).summaries(0) if s.labels["model"] == "model-d"]
