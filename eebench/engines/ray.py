@@ -166,8 +166,10 @@ def grade_ray(files: Sequence[str], bench: Any, out: str, *, address: str | None
     target, base = _filesystem(out)
     from pyarrow import fs
 
-    if target.get_file_info(base).type != fs.FileType.NotFound and target.get_file_info(
-            fs.FileSelector(base, recursive=False)):
+    found = target.get_file_info(base).type
+    if found not in (fs.FileType.NotFound, fs.FileType.Directory):   # (listing a file raised NotADirectoryError)
+        raise InputError.at(out, "is a file; the Parquet partitions of a run go into a new or empty folder")
+    if found is not fs.FileType.NotFound and target.get_file_info(fs.FileSelector(base, recursive=False)):
         raise InputError.at(out, "is not empty; the Parquet partitions of a run go into a new or empty folder")
     shards = [str(f) if "://" in str(f) else str(Path(f)) for f in files]
     for shard in shards:

@@ -116,6 +116,9 @@ def test_ray_refuses_bad_shards_and_a_used_folder(main_bundle: Path, tmp_path: P
     (out / "steps").mkdir(parents=True, exist_ok=True)
     used = cli("grade", bad, "--bench", main_bundle, "--engine", "ray", "--out", out, code=2)
     assert "is not empty" in used.stderr
+    a_file = cli("grade", bad, "--bench", main_bundle, "--engine", "ray", "--out", bad, code=2)   # (a traceback)
+    assert a_file.stderr == (f"error: {bad}: is a file; the Parquet partitions of a run go into a new or empty "
+                             "folder\n")
 
 
 def test_ingest_needs_partitions(tmp_path: Path, cli) -> None:
