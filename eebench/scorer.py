@@ -110,6 +110,21 @@ def _check_action(action: Any) -> None:
                         "eebench.gym action index is env.unwrapped.action_word(index))")
 
 
+def _actions(actions: Any, where: str = "actions") -> list[Any]:
+    """A list of actions as a trajectory holds them (each its text or None); a string would be read a letter an
+    action, so it is refused, as is anything not a list or tuple."""
+    if isinstance(actions, (str, bytes)) or not isinstance(actions, (list, tuple)):
+        raise TypeError(f"{where}: expected a list of actions (each its text or None), found "
+                        f"{type(actions).__name__}")
+    if not set(map(type, actions)) <= _ACTION_TYPES:   # (the types at C speed: batch grades millions of actions)
+        for action in actions:
+            _check_action(action)
+    return actions if isinstance(actions, list) else list(actions)
+
+
+_ACTION_TYPES = {str, type(None)}
+
+
 class GridDagScorer(Scorer):
     """Park et al.'s step record of each action of a grid_dag episode, as the action is played."""
 
@@ -234,6 +249,7 @@ class GridDagScorer(Scorer):
 
     def play(self, actions: Sequence[str | None]) -> list[StepRecord]:
         """Reset, then grade `actions` one by one until the episode ends (later actions are not graded)."""
+        actions = _actions(actions)
         self.reset()
         records = []
         for action in actions:
@@ -247,6 +263,9 @@ class GridDagScorer(Scorer):
 
         `trajectory` is each one's position in `trajectories`; the other columns are the `steps` table's.
         """
+        if isinstance(trajectories, (str, bytes)) or not isinstance(trajectories, (list, tuple)):
+            raise TypeError(f"trajectories: expected a list of action lists, found {type(trajectories).__name__}")
+        trajectories = [_actions(actions, f"trajectories[{k}]") for k, actions in enumerate(trajectories)]
         if _compiled_batch(sum(map(len, trajectories))):
             replays = replay_compiled_joined(self.tables, trajectories)
         else:

@@ -115,3 +115,17 @@ def test_large_batch_is_compiled_and_equal(main_suite: eebench.Instances) -> Non
     assert len(columns["t"]) == len(records) >= COMPILED_FROM_STEPS
     for field in STEP_FIELDS:
         assert columns[field].tolist() == [getattr(r, field) for r in records], field
+
+
+@pytest.mark.parametrize("call, says", [
+    (lambda s: s.batch(["up", "down"]), r"^trajectories\[0\]: expected a list of actions \(each its text or None\), "
+                                        r"found str$"),   # (each letter was graded as an action)
+    (lambda s: s.play("up"), r"^actions: expected a list of actions \(each its text or None\), found str$"),
+    (lambda s: s.batch(a for a in [["up"]]), r"^trajectories: expected a list of action lists, found generator$"),
+    (lambda s: s.batch([["up", {"a": 1}]]), r"^action \{'a': 1\}: expected the action's text or None"),
+    (lambda s: s.batch([[0, 1]]), r"^action 0: expected the action's text or None"),   # (graded as invalid moves)
+])
+def test_batch_and_play_refuse_what_is_not_lists_of_actions(call, says: str) -> None:
+    scorer = eebench.Scorer(make_instance(["..."], [0, 0], [("G", [2, 0], [])], "G", budget=9))
+    with pytest.raises(TypeError, match=says):
+        call(scorer)
