@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eebench.errors import InputError, Problem
+from eebench.errors import InputError, Problem, quote
 
 DOCUMENTS_PREFIX, DOCUMENTS_FILE = "eebench-trajectories-", "trajectories.jsonl"  # where dicts are written to grade
 
@@ -70,10 +70,17 @@ def load(source: str | Path | Mapping[str, Any]) -> Instance | Instances:
 
     if isinstance(source, Mapping):
         return check_instance_document(dict(source), "<instance>")
-    path = Path(source)
-    if path.is_dir():
+    path = _path("source", source)
+    if not str(source):   # (Path("") is the current folder: it was searched for instances)
+        raise InputError("source: an empty name; expected a file, a folder, a bundle, a shipped suite's name or an "
+                         "instance id")
+    try:
+        is_dir, is_file = path.is_dir(), path.is_file()
+    except OSError as exc:   # a name too long for a path, say
+        raise InputError(f"{quote(str(source), 100)}: {exc.strerror}") from None
+    if is_dir:
         return _load_folder(path)
-    if path.is_file():
+    if is_file:
         from eebench.archives import archive_suffix
 
         if archive_suffix(path):
@@ -86,6 +93,13 @@ def load(source: str | Path | Mapping[str, Any]) -> Instance | Instances:
             return _load_bundle(path.parent)
         return _load_suite(str(path))
     return _load_named(str(source))
+
+
+def _path(name: str, value: Any) -> Path:
+    """A path the caller gave (text or a Path), or a TypeError naming the argument."""
+    if isinstance(value, (str, Path)):
+        return Path(value)
+    raise TypeError(f"{name}: expected a path (str or pathlib.Path), found {type(value).__name__}")
 
 
 def _load_folder(path: Path) -> Instances:
@@ -218,11 +232,14 @@ def grade_files(trajectories: Any, *, bench: str | Path | Instances | Iterable[A
     processes grade pieces of the input in parallel (0: one per core), with the rows of one process."""
     from eebench.evaluator.grade import grade_files as grade_into
 
+    db = _path("db", db)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
+        raise TypeError(f"workers: expected a count of processes (an int >= 0; 0: one per core), found {workers!r}")
     with contextlib.ExitStack() as stack:
         files = _trajectory_files(trajectories, stack)
         opened = _open_bench(bench, stack)
         try:
-            report = grade_into(files, opened, Path(db), skip_invalid=skip_invalid, workers=workers)
+            report = grade_into(files, opened, db, skip_invalid=skip_invalid, workers=workers)
         except InputError as exc:
             raise InputError([_located(p, files) for p in exc.problems]) from None
         report.skipped[:] = [_located(p, files) for p in report.skipped]
@@ -314,6 +331,8 @@ def query_arrow(sql: str, db: str | Path) -> pyarrow.Table:
 
     from eebench.evaluator.store import READ_ONLY_CONFIG, _check_sql_text, _connect_reading, _refuse_writes, _sql_error
 
+    if not isinstance(sql, str):
+        raise TypeError(f"sql: expected the query's text, found {type(sql).__name__}")
     _check_sql_text(sql)
     with tempfile.TemporaryDirectory(prefix="eebench-query-") as spill:  # as `query_rows`: spills go here
         with contextlib.closing(_connect_reading(Path(db), {**READ_ONLY_CONFIG, "temp_directory": spill})) as con:

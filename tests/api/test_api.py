@@ -147,3 +147,22 @@ def test_load_of_any_document_is_an_instance_or_an_input_error(doc: dict) -> Non
         assert str(exc) and "\n" not in str(exc).splitlines()[0]
     else:
         assert isinstance(loaded, GridDagInstance)
+
+
+def test_arguments_of_the_wrong_type_or_empty_say_which(tmp_path: Path) -> None:
+    """load('') searched the current folder; None, numbers and bytes failed deep inside; workers='2' too."""
+    with pytest.raises(eebench.InputError, match=r"^source: an empty name; expected a file"):
+        eebench.load("")
+    for bad in (None, 5, b"park2026-main"):
+        with pytest.raises(TypeError, match=rf"^source: expected a path \(str or pathlib.Path\), found "
+                                            rf"{type(bad).__name__}$"):
+            eebench.load(bad)
+    with pytest.raises(eebench.InputError, match="File name too long"):
+        eebench.load("x/" + "9" * 5000)
+    for workers in ("2", 1.5, -1, True):
+        with pytest.raises(TypeError, match=r"^workers: expected a count of processes"):
+            eebench.grade_files([], bench=None, db=tmp_path / "r.duckdb", workers=workers)
+    with pytest.raises(TypeError, match=r"^db: expected a path"):
+        eebench.grade_files([], bench=None, db=None)
+    with pytest.raises(TypeError, match=r"^sql: expected the query's text, found NoneType$"):
+        eebench.query(None, tmp_path / "r.duckdb")
