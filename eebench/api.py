@@ -182,6 +182,18 @@ class Results:
     def steps(self) -> pyarrow.Table:
         return self["steps"]
 
+    @property
+    def episodes(self) -> pyarrow.Table:
+        return self["episodes"]
+
+    @property
+    def checkpoints(self) -> pyarrow.Table:
+        return self["checkpoints"]
+
+    @property
+    def meta(self) -> pyarrow.Table:
+        return self["meta"]
+
     def to_arrow(self, table: str = "trajectories") -> pyarrow.Table:
         return self[table]
 

@@ -73,6 +73,8 @@ def test_grade_in_memory_equals_grade_files(main_suite: eebench.Instances, main_
     polars_frame = results.to_polars("steps")
     assert polars_frame.shape == (results.steps.num_rows, results.steps.num_columns)
     assert isinstance(results.to_arrow("meta"), pa.Table)
+    for table in ("trajectories", "steps", "episodes", "checkpoints", "meta"):   # each the README names
+        assert getattr(results, table).equals(results[table]), table
 
 
 @pytest.mark.parametrize("library, method", [("polars", "to_polars"), ("pandas", "to_pandas")])
