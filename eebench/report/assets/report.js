@@ -189,8 +189,9 @@
       const atFloor = e[0] < f.floor;
       const c = sv("circle", {class: "point", cx: cx, cy: cy, r: 6, fill: atFloor ? "#fff" : colour, stroke: colour,
                               "stroke-width": 2, "data-model": p.model});
-      c.appendChild(sv("title", {}, `${p.model}: success ${fmt(s[0])} [${fmt(s[1])}, ${fmt(s[2])}], ${which} error ` +
-                                  `${fmt(e[0])} [${fmt(e[1])}, ${fmt(e[2])}], ${p.episodes} episodes` +
+      // each mean over the episodes that have the value (a rooms run has no success or errors of Park et al.'s)
+      c.appendChild(sv("title", {}, `${p.model}: success ${fmt(s[0])} [${fmt(s[1])}, ${fmt(s[2])}] over ${s[3]} ` +
+                                  `episodes, ${which} error ${fmt(e[0])} [${fmt(e[1])}, ${fmt(e[2])}] over ${e[3]} episodes` +
                                   (atFloor ? " (error 0: drawn at the axis floor, left out of the line)" : "")));
       g.appendChild(c);
       g.appendChild(sv("text", {class: "point-label", x: cx + 9, y: cy + 4, "font-size": 11}, p.model));
