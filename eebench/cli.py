@@ -35,6 +35,12 @@ def _terminated_as_exit() -> Iterator[None]:
     temporary file or folder of an output it was writing is removed (left behind, a hidden `.OUT.xxxx.tmp` folder
     stayed after a killed `generate`). Exit code 143, as a process killed by SIGTERM reports."""
     def stop(signum: int, frame: Any) -> None:
+        if frame is not None and _drops_exceptions(frame) and hasattr(signal, "setitimer"):
+            # raised here, the exit would be printed and dropped (the command ran on): raise it 10 ms later,
+            # from wherever the program is then
+            signal.signal(signal.SIGALRM, lambda _alarm, later: stop(signum, later))
+            signal.setitimer(signal.ITIMER_REAL, 0.01)
+            return
         raise SystemExit(128 + signum)
 
     try:
@@ -42,10 +48,21 @@ def _terminated_as_exit() -> Iterator[None]:
     except ValueError:   # not the main thread (a caller's thread running the CLI): its own handling stands
         yield
         return
+    alarm = signal.getsignal(signal.SIGALRM) if hasattr(signal, "SIGALRM") else None
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if alarm is not None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, alarm)
+
+
+def _drops_exceptions(frame: Any) -> bool:
+    """Whether an exception raised in `frame` would be printed and dropped, not propagated: a finalizer, or
+    importlib's weakref callback of a module lock (a SIGTERM in an import was lost so, and `generate` ran on)."""
+    code = frame.f_code
+    return code.co_name in ("cb", "__del__") or code.co_filename.startswith("<frozen importlib")
 
 
 # What a write to the standard output fails with when it cannot be written (`> /dev/full`, a full disk, a failing
