@@ -135,7 +135,7 @@ def _converted(adapter: OpenAIChatAdapter, path: Path, env: str | None, field: s
     return [item.data if isinstance(item, Converted) else str(InputError(item.problems)) for item in made]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(_chat_lines(), st.sampled_from([None, "logged"]),
        st.sampled_from(["task_id", "task_id", "messages[0].content", "messages", "traj.1.role"]))
 def test_the_fast_and_the_exact_path_convert_chat_logs_alike(data: bytes, env: str | None, field: str) -> None:

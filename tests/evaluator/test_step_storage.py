@@ -38,7 +38,7 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> CheckpointLibrary:
     return CheckpointLibrary(load_checkpoints(path))
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(st.lists(RUN, min_size=1, max_size=3))
 def test_the_views_show_each_id_s_latest_grade_in_the_order_graded(bench: Path, library: CheckpointLibrary,
                                                                     runs: list) -> None:

@@ -59,7 +59,7 @@ def grade_tables(tmp: Path, runs: list[tuple[str, list[dict[str, Any]]]], name: 
 
 
 @pytest.mark.parametrize("chunk_records", [1, 4096], ids=["one-per-chunk", "together"])
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(runs=runs_strategy, window=st.integers(1, 40), compiled=st.booleans())
 def test_windowed_columns_are_the_whole_columns(tmp_path_factory: Any, monkeypatch: pytest.MonkeyPatch,
                                                 chunk_records: int, runs: list[Any], window: int,

@@ -265,7 +265,7 @@ RECORD = st.one_of(
 )
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=6, deadline=None)
 @given(files=st.lists(st.lists(RECORD, min_size=2, max_size=12), min_size=1, max_size=3), skip_invalid=st.booleans(),
        piece_bytes=st.integers(40, 400))
 def test_any_input_grades_as_in_one_process(tmp_path_factory, files: list[list[str]], skip_invalid: bool,
