@@ -317,6 +317,10 @@ def draw(kind: str, db: Path | str, out: Path | str, *, where: str | None = None
     out = Path(out)
     if out.suffix.lower() not in FORMATS:
         raise InputError.at(str(out), f"expected a file ending in {one_of(FORMATS)}, found {out.suffix or 'no suffix'!r}")
+    for option, value, owner in (("--trajectory", trajectory, "replay"), ("--step", step, "replay"),
+                                 ("--bench", bench, "replay"), ("--model", model, "prompts")):
+        if value is not None and kind != owner:   # (it was silently ignored)
+            raise InputError(f"{option} goes with `eebench plot {owner}`; `plot {kind}` does not read it")
     if kind == "replay" and trajectory is not None:
         quoted = "'" + trajectory.replace("'", "''") + "'"
         where = f"trajectory_id = {quoted}" + (f" AND ({where})" if where else "")

@@ -260,9 +260,13 @@ def test_report_is_self_contained(page: str) -> None:
     ("replay", ".png", b"\x89PNG")])
 def test_plot_writes_each_kind(cli, graded: Run, tmp_path: Path, kind: str, suffix: str, magic: bytes) -> None:
     out = tmp_path / f"fig{suffix}"
-    cli("plot", kind, "--db", graded.db, "--out", out, "--bench", graded.bench,
-        "--trajectory", "model-d/default/seed-0/park2026-main/high-large/seed-0", "--step", "5")
+    replay = ["--bench", graded.bench, "--trajectory", "model-d/default/seed-0/park2026-main/high-large/seed-0",
+              "--step", "5"]
+    cli("plot", kind, "--db", graded.db, "--out", out, *(replay if kind == "replay" else []))
     assert out.read_bytes().startswith(magic)
+    if kind != "replay":   # the replay's options were silently ignored by the other figures
+        refused = cli("plot", kind, "--db", graded.db, "--out", tmp_path / f"other{suffix}", *replay, code=2)
+        assert refused.stderr == f"error: --trajectory goes with `eebench plot replay`; `plot {kind}` does not read it\n"
 
 
 def test_plot_bad_input(cli, graded: Run, tmp_path: Path) -> None:
