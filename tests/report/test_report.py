@@ -137,7 +137,8 @@ def test_where_selects_and_bad_where_is_one_line(graded: Run, tmp_path: Path) ->
 
 
 @pytest.mark.parametrize("where, says", [
-    ("1=1) ; COPY trajectories TO 'LEAK' ; SELECT 1 WHERE (1=1", "expected one SQL condition on the table trajectories"),
+    ("1=1) ; COPY trajectories TO 'LEAK' ; SELECT 1 WHERE (1=1",
+     "expected one SQL condition on the table trajectories"),
     ("model = 'model-b') OR (1=1", "expected one SQL condition on the table trajectories"),
     ("trajectory_id NOT IN (SELECT content FROM read_text('LEAK'))", "Permission Error"),
 ])
@@ -266,7 +267,8 @@ def test_plot_writes_each_kind(cli, graded: Run, tmp_path: Path, kind: str, suff
     assert out.read_bytes().startswith(magic)
     if kind != "replay":   # the replay's options were silently ignored by the other figures
         refused = cli("plot", kind, "--db", graded.db, "--out", tmp_path / f"other{suffix}", *replay, code=2)
-        assert refused.stderr == f"error: --trajectory goes with `eebench plot replay`; `plot {kind}` does not read it\n"
+        assert refused.stderr == (f"error: --trajectory goes with `eebench plot replay`; `plot {kind}` does not read "
+                                  "it\n")
 
 
 def test_plot_bad_input(cli, graded: Run, tmp_path: Path) -> None:
