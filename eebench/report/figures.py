@@ -210,7 +210,8 @@ def _replay(results: Results, args: dict[str, Any]) -> Figure:
     doc = next(replay_documents(results, maps))
     n = len(doc["x"])
     if args.get("step") is not None and args["step"] > n:
-        raise InputError(f"--step {args['step']}: trajectory {doc['id']!r} has {n} graded steps (0 to {n})")
+        raise InputError(f"--step {args['step']}: trajectory {doc['id']!r} has {n} graded "
+                         f"step{'' if n == 1 else 's'} (0 to {n})")
     k = n if args.get("step") is None else args["step"]
     if doc.get("env") == "rooms":
         return _rooms_replay(doc, maps.docs.get(doc["inst"]) if doc["inst"] else None, k)
