@@ -113,7 +113,7 @@ def _check_action(action: Any) -> None:
 def _actions(actions: Any, where: str = "actions") -> list[Any]:
     """A list of actions as a trajectory holds them (each its text or None); a string would be read a letter an
     action, so it is refused, as is anything not a list or tuple."""
-    if isinstance(actions, (str, bytes)) or not isinstance(actions, (list, tuple)):
+    if not isinstance(actions, (list, tuple)):
         raise TypeError(f"{where}: expected a list of actions (each its text or None), found "
                         f"{type(actions).__name__}")
     if not set(map(type, actions)) <= _ACTION_TYPES:   # (the types at C speed: batch grades millions of actions)
@@ -263,7 +263,7 @@ class GridDagScorer(Scorer):
 
         `trajectory` is each one's position in `trajectories`; the other columns are the `steps` table's.
         """
-        if isinstance(trajectories, (str, bytes)) or not isinstance(trajectories, (list, tuple)):
+        if not isinstance(trajectories, (list, tuple)):
             raise TypeError(f"trajectories: expected a list of action lists, found {type(trajectories).__name__}")
         trajectories = [_actions(actions, f"trajectories[{k}]") for k, actions in enumerate(trajectories)]
         if _compiled_batch(sum(map(len, trajectories))):

@@ -118,8 +118,9 @@ def detect(path: Path) -> Adapter:
     canonical = [a for a in candidates if a.name == "eebench"]
     if canonical:  # eebench's own trajectories may quote other formats' fields (meta.schema_version of ATIF)
         return canonical[0]
-    if not candidates and compressed_problem(head):
-        raise InputError.at(str(path), compressed_problem(head))  # type: ignore[arg-type]
+    compressed = compressed_problem(head)
+    if not candidates and compressed:
+        raise InputError.at(str(path), compressed)
     if not candidates:
         raise InputError.at(str(path), "no adapter recognizes this file; name its format with --from "
                                        f"({one_of(known_adapters().adapters)}; see `eebench formats`)")
