@@ -96,6 +96,7 @@ class Results:
     columns: dict[str, list[str]]          # table -> its columns, as the file has them
     trajectories: dict[str, np.ndarray]    # selected rows, ordered by trajectory_id
     metrics: list[Metric]                  # those present and not NULL everywhere in the selection
+    graded: str | None = None              # the selection's latest graded_at (UTC): the page's date, not the clock's
     notes: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
@@ -338,6 +339,9 @@ def load_results(db: Path | str, where: str | None = None) -> Results:
             sql += f" WHERE ({where})"
         try:
             raw = con.execute(sql + " ORDER BY trajectory_id").fetchnumpy()
+            graded = (con.execute(f"SELECT strftime(max(graded_at), '%Y-%m-%d %H:%M UTC') FROM trajectories"
+                                  + (f" WHERE ({where})" if where else "")).fetchone()[0]
+                      if "graded_at" in have else None)
         except duckdb.Error as exc:
             first = str(exc).strip().splitlines()[0]
             raise InputError(f"--where {where!r}: {first}") from None
@@ -355,7 +359,7 @@ def load_results(db: Path | str, where: str | None = None) -> Results:
     metrics = [m for m in METRICS if m.column in metric_cols and not np.isnan(rows[m.column]).all()]
     if not metrics:  # nothing selected: keep the columns the file has, so the table still shows its header
         metrics = [m for m in METRICS if m.column in metric_cols][:3]
-    return Results(path, where, meta, columns, rows, metrics)
+    return Results(path, where, meta, columns, rows, metrics, graded)
 
 
 # -- replay documents ----------------------------------------------------------------------------------

@@ -310,6 +310,10 @@ KINDS: dict[str, Callable[[Results, dict[str, Any]], Figure]] = {
 assert KINDS.keys() == FIGURE_KINDS.keys(), "every figure kind is described in kinds.py"
 
 
+# the same results draw the same bytes: no creation date in SVG or PDF (PNG has none)
+_NO_DATE = {"svg": {"Date": None}, "pdf": {"CreationDate": None}}
+
+
 def draw(kind: str, db: Path | str, out: Path | str, *, where: str | None = None, trajectory: str | None = None,
          step: int | None = None, bench: Path | None = None, seed: int = 0, model: str | None = None) -> Path:
     """Draw figure KIND of the selected trajectories into `out` (format from its suffix)."""
@@ -333,7 +337,9 @@ def draw(kind: str, db: Path | str, out: Path | str, *, where: str | None = None
     from eebench.documents import atomic_file
     try:
         with atomic_file(out, "wb") as handle:
-            figure.savefig(handle, format=out.suffix.lower()[1:], dpi=100)
+            fmt = out.suffix.lower()[1:]
+            with matplotlib.rc_context({"svg.hashsalt": "eebench"}):   # (else clip-path ids are random)
+                figure.savefig(handle, format=fmt, dpi=100, metadata=_NO_DATE.get(fmt))
     finally:
         plt.close(figure)
     return out

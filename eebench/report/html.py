@@ -7,7 +7,6 @@ is parsed and a large run stays small on disk.
 
 from __future__ import annotations
 
-import datetime as dt
 import time
 from collections.abc import Sequence
 from importlib import resources
@@ -48,7 +47,7 @@ def page_data(results: Results, seed: int, maps: Maps) -> dict[str, Any]:
     return {
         "eebench": REPORT_KIND,
         "db": str(results.db), "where": results.where, "meta": results.meta, "notes": results.notes,
-        "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), "version": __version__,
+        "graded": results.graded, "version": __version__,
         "bootstrap": {"resamples": BOOTSTRAP_RESAMPLES, "confidence": CONFIDENCE, "seed": seed},
         "metrics": [{"column": m.column, "label": m.label, "better": m.better.value, "view": m.view_column}
                     for m in results.metrics],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import time
 from pathlib import Path
 
 import duckdb
@@ -15,6 +16,7 @@ from eebench.evaluator import Bench, grade_files
 from eebench.instances import write_instances
 from eebench.report import load_results, write_report
 from eebench.report.data import decode_block
+from eebench.report.figures import draw
 from eebench.report.replay import ACHIEVED, DISCOVERED, node_events
 from eebench.world.grid_dag import GridDagWorld
 from tests.conftest import make_instance, write_jsonl
@@ -269,6 +271,22 @@ def test_plot_writes_each_kind(cli, graded: Run, tmp_path: Path, kind: str, suff
         refused = cli("plot", kind, "--db", graded.db, "--out", tmp_path / f"other{suffix}", *replay, code=2)
         assert refused.stderr == (f"error: --trajectory goes with `eebench plot replay`; `plot {kind}` does not read "
                                   "it\n")
+
+
+@pytest.mark.parametrize("suffix", [".svg", ".pdf", ".png"])
+def test_a_figure_drawn_twice_is_the_same_bytes(graded: Run, tmp_path: Path, suffix: str) -> None:
+    """SVG and PDF carried the clock (a date) and random clip-path ids: the same results gave other bytes."""
+    first, second = (draw("figure1", graded.db, tmp_path / f"{name}{suffix}") for name in ("a", "b"))
+    time.sleep(1.1)   # (a date to the second would differ now)
+    third = draw("figure1", graded.db, tmp_path / f"c{suffix}")
+    assert first.read_bytes() == second.read_bytes() == third.read_bytes()
+
+
+def test_the_page_is_dated_by_its_results_not_the_clock(graded: Run, page: str) -> None:
+    """A report made again of the same results is the same page: it shows when they were graded."""
+    (last,) = _sql(graded.db, "SELECT strftime(max(graded_at), '%Y-%m-%d %H:%M UTC') FROM trajectories")[0]
+    data = embedded(page, "eeb-data")
+    assert data["graded"] == last and "generated" not in data
 
 
 def test_plot_bad_input(cli, graded: Run, tmp_path: Path) -> None:

@@ -79,7 +79,8 @@
       `${DATA.trajectories.length.toLocaleString("en-US")} trajectories from ${DATA.db}` +
       (DATA.where ? ` where ${DATA.where}` : "") +
       ` \u00b7 results schema ${m.schema_version || "?"}, metric ${m.metric_version || "?"}, graded by eebench ` +
-      `${m.eebench_version || "?"} \u00b7 report by eebench ${DATA.version}, ${DATA.generated}`;
+      `${m.eebench_version || "?"}` + (DATA.graded ? `, last on ${DATA.graded}` : "") +
+      ` \u00b7 report by eebench ${DATA.version}`;
     const notes = document.getElementById("notes");
     for (const n of DATA.notes) notes.appendChild(el("li", {}, n));
   }
