@@ -135,10 +135,14 @@ class Grader:
         trajectories: dict[str, list[Any]] = {**dict(zip(RECORD_COLUMNS, map(list, zip(*rows)))),
                                               **dict(zip(BASE_COLUMNS, map(list, zip(*bases))))}
         batch = Batch(len(rows), trajectories)
-        groups: dict[tuple[MetricFamily, ...], list[int]] = {}
+        # one group per run of records of one world kind, usually the whole chunk: rows keep the input's order
+        groups: list[tuple[tuple[MetricFamily, ...], list[int]]] = []
         for position, (families, _) in enumerate(graded):
-            groups.setdefault(families, []).append(position)
-        for families, positions in groups.items():  # one group per world kind in the chunk, usually one
+            if groups and groups[-1][0] == families:
+                groups[-1][1].append(position)
+            else:
+                groups.append((families, [position]))
+        for families, positions in groups:
             where = np.asarray(positions, dtype=np.int32)
             steps: list[StepColumns] = []
             episodes: dict[str, np.ndarray] = {}

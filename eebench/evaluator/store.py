@@ -762,8 +762,8 @@ class Batch:
 
 def batch_tables(batch: Batch, keys: np.ndarray) -> Iterator[tuple[str, Columns]]:
     """A batch as NumPy columns of the staged tables, `keys` its rows' trajectory_key: the trajectories, then
-    each part of steps, episodes and checkpoints (parts with the same columns together; StepWindows a window at a
-    time, in their place)."""
+    each part of steps, episodes and checkpoints, in order (a run of parts with the same columns together;
+    StepWindows a window at a time)."""
     rows = _columns(batch.trajectories, TRAJECTORY_COLUMNS)
     yield "trajectories", {**rows, _KEY.name: keys}
 
@@ -773,17 +773,16 @@ def batch_tables(batch: Batch, keys: np.ndarray) -> Iterator[tuple[str, Columns]
                 **{name: values for name, values in part.items() if name != "trajectory"}}
 
     for table, parts in (("steps", batch.steps), ("episodes", batch.episodes), ("checkpoints", batch.checkpoints)):
-        kinds: dict[tuple[str, ...], list[Mapping[str, np.ndarray]]] = {}
+        same: list[Mapping[str, np.ndarray]] = []   # a run of parts with the same columns, in input order
         for part in [*parts, None]:
-            if part is None or isinstance(part, StepWindows):   # the dicts before it go first: rows stay in order
-                for same in kinds.values():
-                    yield table, table_of({name: concatenated([p[name] for p in same]) for name in same[0]})
-                kinds.clear()
-                if part is not None:
-                    for window in part.windows():
-                        yield table, table_of(window)
-            else:
-                kinds.setdefault(tuple(part), []).append(part)
+            if same and (part is None or isinstance(part, StepWindows) or tuple(part) != tuple(same[0])):
+                yield table, table_of({name: concatenated([p[name] for p in same]) for name in same[0]})
+                same = []
+            if isinstance(part, StepWindows):
+                for window in part.windows():
+                    yield table, table_of(window)
+            elif part is not None:
+                same.append(part)
 
 
 class Replaced(NamedTuple):

@@ -106,13 +106,15 @@ def _piece_records(piece: Piece) -> Iterator[Record]:
 
 
 class _PartWriter:
-    """A piece's rows as Arrow files in the layout of the run's staged tables: one per table and set of columns
-    given (a column no family fills stays out, so DuckDB gives it its default, as in one process)."""
+    """A piece's rows as Arrow files in the layout of the run's staged tables: one per table and run of writes
+    with the same columns (a column no family fills stays out, so DuckDB gives it its default, as in one process),
+    so rows keep their order."""
 
     def __init__(self, folder: Path, piece: Piece, schemas: dict[str, pa.Schema]):
         self.folder, self.piece, self.schemas = folder, piece, schemas
         self.parts: list[tuple[str, str]] = []   # (table, Arrow file), in the order made
-        self._writers: dict[tuple[str, tuple[str, ...]], Any] = {}
+        self._writers: list[Any] = []
+        self._last: dict[str, tuple[tuple[str, ...], Any]] = {}   # table -> its last file's columns and writer
         self._next = 0   # trajectory_key: the position in the piece (the parent adds the keys of earlier pieces)
 
     def write(self, batch: Batch) -> None:
@@ -125,15 +127,17 @@ class _PartWriter:
         for table, data in batch_tables(batch, keys):
             schema = pa.schema([field for field in self.schemas[table] if field.name in data])
             columns = [_arrow(data[field.name], field.type) for field in schema]
-            writer = self._writers.get((table, tuple(schema.names)))
-            if writer is None:
+            names, writer = self._last.get(table, ((), None))
+            if writer is None or names != tuple(schema.names):
                 file = str(self.folder / f"piece-{self.piece.index:06d}-{len(self.parts)}.{table}.arrow")
                 self.parts.append((table, file))
-                writer = self._writers[table, tuple(schema.names)] = pa.ipc.new_file(file, schema)
+                writer = pa.ipc.new_file(file, schema)
+                self._writers.append(writer)
+                self._last[table] = (tuple(schema.names), writer)
             writer.write_batch(pa.RecordBatch.from_arrays(columns, schema=schema))
 
     def close(self) -> list[tuple[str, str]]:
-        for writer in self._writers.values():
+        for writer in self._writers:
             writer.close()
         return self.parts
 

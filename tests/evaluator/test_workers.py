@@ -32,15 +32,22 @@ from tests.evaluator.test_gaps import LINE
 from tests.evaluator.test_grade import CORRIDOR, SOLVE, trajectory
 from tests.evaluator.test_grade_rooms import LINE_ACTIONS, rooms_trajectory
 
-ORDER = {"trajectories": "trajectory_id", "steps": "trajectory_id, t", "episodes": "trajectory_id, episode",
-         "checkpoints": "trajectory_id, checkpoint_id"}
+TABLES = ("trajectories", "steps", "episodes", "checkpoints")
 
 
 def table_rows(db: Path) -> dict[str, list[tuple]]:
-    """Every table's rows in a fixed order; when they were graded aside."""
+    """Every table's rows in the order stored (the order `SELECT *` gives, which workers keep); when they were
+    graded aside."""
     with duckdb.connect(str(db), read_only=True) as con:
         return {table: con.execute(f"SELECT *{' EXCLUDE (graded_at)' if table == 'trajectories' else ''} "
-                                   f"FROM {table} ORDER BY {order}").fetchall() for table, order in ORDER.items()}
+                                   f"FROM {table}").fetchall() for table in TABLES}
+
+
+def in_input_order(tables: dict[str, list[tuple]]) -> bool:
+    """Whether each table's rows come trajectory by trajectory in the order of the trajectories' rows."""
+    position = {row[0]: k for k, row in enumerate(tables["trajectories"])}
+    return all([position[row[0]] for row in rows] == sorted(position[row[0]] for row in rows)
+               for rows in tables.values())
 
 
 def summary(report: GradeReport) -> tuple:
@@ -72,6 +79,8 @@ def grade_both(tmp_path: Path, files: list[Path], bench: Path | None, **options:
         db = tmp_path / f"w{workers}.duckdb"
         report = grade_files(files, None if bench is None else Bench(bench), db, workers=workers, **options)
         found.append((table_rows(db), summary(report)))
+    for table in TABLES:
+        assert found[0][0][table] == found[1][0][table], table
     assert found[0] == found[1]
     assert no_staging_left(tmp_path)
     return found[0]
@@ -89,6 +98,8 @@ def test_every_world_kind_and_file_kind_give_one_process_rows(bench: Path, tmp_p
                                                          logged("l2", ["Cellar"], ["explore"])])
     tables, report = grade_both(tmp_path, [first, listed, last], bench, checkpoints=library([checkpoints]))
     assert report[0] == 16 and tables["episodes"] and tables["checkpoints"]
+    # steps of grid, rooms and grid again in one chunk: rows of the same columns were grouped, out of input order
+    assert in_input_order(tables)
     with duckdb.connect(str(tmp_path / "w2.duckdb"), read_only=True) as con:
         where = dict(con.execute("SELECT trajectory_id, (source_file, source_line) FROM trajectories").fetchall())
     assert where["g0"] == (str(first), 1) and where["g1"] == (str(first), 4) and where["g3"] == (str(first), 10)
@@ -288,6 +299,7 @@ def test_any_input_grades_as_in_one_process(tmp_path_factory, files: list[list[s
             try:
                 report = grade_files(paths, Bench(folder), db, workers=workers, skip_invalid=skip_invalid)
                 found.append((table_rows(db), summary(report)))
+                assert in_input_order(found[-1][0])
             except InputError as exc:
                 found.append((str(exc), db.exists()))
     finally:
