@@ -7,6 +7,7 @@ imported on first use, so `import eebench` (and the command line's start-up) sta
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -41,8 +42,31 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_LAZY])
 
 
-# Gymnasium finds environments only once they are registered: a program that has imported gymnasium gets
-# eebench/GridDag-v0 and eebench/Rooms-v0 with `import eebench` (else `import eebench.gym` registers them), and one
-# that has not pays nothing for them.
-if "gymnasium" in __import__("sys").modules:
+class _RegisterWithGymnasium:
+    """Gymnasium finds environments only once they are registered (1.x reads no plug-in entry points): this
+    finder registers eebench/GridDag-v0 and eebench/Rooms-v0 as gymnasium's own import ends, so `import eebench`
+    and `import gymnasium` in either order give them, and a program that never imports gymnasium pays nothing."""
+
+    @staticmethod
+    def find_spec(name: str, path: Any = None, target: Any = None) -> Any:
+        if name != "gymnasium":
+            return None
+        sys.meta_path.remove(_RegisterWithGymnasium)   # once; and the search below does not come back here
+        import importlib.util
+
+        spec = importlib.util.find_spec(name)
+        loader = getattr(spec, "loader", None)
+        if loader is not None and hasattr(loader, "exec_module"):
+            run = loader.exec_module
+
+            def run_and_register(module: Any) -> None:
+                run(module)
+                importlib.import_module("eebench.gym")
+            loader.exec_module = run_and_register
+        return spec
+
+
+if "gymnasium" in sys.modules:
     importlib.import_module("eebench.gym")
+elif _RegisterWithGymnasium not in sys.meta_path:
+    sys.meta_path.insert(0, _RegisterWithGymnasium)

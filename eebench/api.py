@@ -50,6 +50,12 @@ class Instances(Mapping[str, "Instance"]):
             raise InputError(f"{self.source}: no instance {instance_id!r}{did_you_mean(instance_id, self.members)}"
                              ) from None
 
+    def __contains__(self, instance_id: object) -> bool:   # (Mapping's own asks __getitem__, which raises InputError)
+        return instance_id in self.members
+
+    def get(self, instance_id: str, default: Any = None) -> Any:
+        return self.members.get(instance_id, default)
+
     def __iter__(self) -> Iterator[str]:
         return iter(self.members)
 
@@ -111,6 +117,8 @@ def _load_folder(path: Path) -> Instances:
         return _load_bundle(enclosing)
     library = InstanceLibrary(path)
     ids = library.ids()
+    if library.unreadable:   # as `eebench show` and `play` rule: a malformed file is bad input, not skipped
+        raise InputError(library.unreadable)
     if not ids:
         raise InputError.at(str(path), "holds no instance files (`eebench generate` writes them)")
     return Instances(str(path), {i: library.get(i).instance for i in ids})
@@ -208,26 +216,27 @@ class Results:
         return polars.from_arrow(self[table])
 
 
-def _installed(module: str, method: str) -> None:
+def _installed(module: str, method: str, name: str | None = None) -> None:
     """An ImportError that says which extra to install, for a DataFrame library eebench does not depend on."""
     import importlib.util
 
     if importlib.util.find_spec(module) is None:
-        raise ImportError(f"Results.{method} needs {module}: pip install 'eebench[{module}]'")
+        raise ImportError(f"{name or f'Results.{method}'} needs {module}: pip install 'eebench[{module}]'")
 
 
-def grade(trajectories: Any, *, bench: str | Path | Instances | Iterable[Any] | None, skip_invalid: bool = False
-          ) -> Results:
+def grade(trajectories: Any, *, bench: str | Path | Instances | Iterable[Any] | None = None,
+          checkpoints: str | Path | Iterable[str | Path] = (), skip_invalid: bool = False) -> Results:
     """Grade trajectories in memory and return their tables (as `eebench grade` would write them).
 
     `trajectories`: a trajectory file (JSONL) or several, or trajectory/1 documents (a dict or dicts; a float
     NaN or infinity in one is written as null, as JSON has neither).
     `bench`: a folder of instances or a bundle (verified), the name of a shipped suite, instances from `load` (or
-    one), or None when every trajectory is `env: logged`.
+    one), or None (the default) when every trajectory is `env: logged`.
+    `checkpoints`: checkpoint files (checkpoints/1) coverage applies besides the shipped sets, as `--checkpoints`.
     """
     with tempfile.TemporaryDirectory(prefix="eebench-grade-") as tmp:
         db = Path(tmp) / "results.duckdb"
-        report = grade_files(trajectories, bench=bench, db=db, skip_invalid=skip_invalid)
+        report = grade_files(trajectories, bench=bench, db=db, checkpoints=checkpoints, skip_invalid=skip_invalid)
         import duckdb
 
         from eebench.evaluator.store import TABLES
@@ -238,20 +247,26 @@ def grade(trajectories: Any, *, bench: str | Path | Instances | Iterable[Any] | 
     return Results(tables, report)
 
 
-def grade_files(trajectories: Any, *, bench: str | Path | Instances | Iterable[Any] | None, db: str | Path,
-                skip_invalid: bool = False, workers: int = 1) -> GradeReport:
+def grade_files(trajectories: Any, *, bench: str | Path | Instances | Iterable[Any] | None = None, db: str | Path,
+                checkpoints: str | Path | Iterable[str | Path] = (), skip_invalid: bool = False, workers: int = 1
+                ) -> GradeReport:
     """Grade trajectories into the DuckDB file `db` in one transaction, as `eebench grade` does; `workers`
     processes grade pieces of the input in parallel (0: one per core), with the rows of one process."""
+    from eebench.checkpoints import library
     from eebench.evaluator.grade import grade_files as grade_into
 
     db = _path("db", db)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
         raise TypeError(f"workers: expected a count of processes (an int >= 0; 0: one per core), found {workers!r}")
+    given = [checkpoints] if isinstance(checkpoints, (str, Path)) else checkpoints
+    if not isinstance(given, Iterable):
+        raise TypeError(f"checkpoints: expected checkpoint files (paths), found {type(checkpoints).__name__}")
+    sets = library([_path("checkpoints", file) for file in given])   # checked before any grading, as the CLI's
     with contextlib.ExitStack() as stack:
         files = _trajectory_files(trajectories, stack)
         opened = _open_bench(bench, stack)
         try:
-            report = grade_into(files, opened, db, skip_invalid=skip_invalid, workers=workers)
+            report = grade_into(files, opened, db, skip_invalid=skip_invalid, workers=workers, checkpoints=sets)
         except InputError as exc:
             raise InputError([_located(p, files) for p in exc.problems]) from None
         report.skipped[:] = [_located(p, files) for p in report.skipped]
@@ -329,12 +344,16 @@ def _open_bench(bench: Any, stack: contextlib.ExitStack) -> Bench | None:
 
     tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="eebench-bench-")))
     write_instances(instances, tmp / "instances", {"api": "eebench.grade"})
-    return Bench(tmp / "instances", label=getattr(bench, "source", "the instances given"))
+    bundle = getattr(bench, "bundle", None)   # a verified bundle's name, version and digest go on the rows
+    return Bench(tmp / "instances", label=getattr(bench, "source", "the instances given"),
+                 **(dict(zip(("name", "version", "digest"), bundle)) if bundle else {}))
 
 
 def query(sql: str, db: str | Path) -> pandas.DataFrame:
     """Run read-only SQL against a results file (as `eebench query` does) and return a pandas DataFrame."""
-    return query_arrow(sql, db).to_pandas()
+    table = query_arrow(sql, db)
+    _installed("pandas", "query", "eebench.query")
+    return table.to_pandas()
 
 
 def query_arrow(sql: str, db: str | Path) -> pyarrow.Table:
@@ -345,9 +364,10 @@ def query_arrow(sql: str, db: str | Path) -> pyarrow.Table:
 
     if not isinstance(sql, str):
         raise TypeError(f"sql: expected the query's text, found {type(sql).__name__}")
+    db = _path("db", db)
     _check_sql_text(sql)
     with tempfile.TemporaryDirectory(prefix="eebench-query-") as spill:  # as `query_rows`: spills go here
-        with contextlib.closing(_connect_reading(Path(db), {**READ_ONLY_CONFIG, "temp_directory": spill})) as con:
+        with contextlib.closing(_connect_reading(db, {**READ_ONLY_CONFIG, "temp_directory": spill})) as con:
             try:
                 _refuse_writes(con, sql)
                 return con.sql(sql).to_arrow_table()

@@ -168,3 +168,71 @@ def test_arguments_of_the_wrong_type_or_empty_say_which(tmp_path: Path) -> None:
         eebench.grade_files([], bench=None, db=None)
     with pytest.raises(TypeError, match=r"^sql: expected the query's text, found NoneType$"):
         eebench.query(None, tmp_path / "r.duckdb")
+
+
+def test_instances_are_a_mapping_that_answers_in_and_get(main_suite: eebench.Instances) -> None:
+    """`in` and `.get` asked __getitem__, whose InputError is no KeyError: both raised."""
+    one = "park2026-main/low-small/seed-0"
+    assert one in main_suite and "nope" not in main_suite and 5 not in main_suite
+    assert main_suite.get(one) is main_suite[one] and main_suite.get("nope") is None
+    assert main_suite.get("nope", "default") == "default"
+
+
+def test_a_folder_with_a_malformed_instance_file_is_refused_as_the_cli_does(tmp_path: Path, cli) -> None:
+    """load(folder) skipped the file silently, or said 'holds no instance files' when it was the only one."""
+    doc = instance_doc(["..", ".."], [0, 0], [("G", [1, 1], [])], "G", instance_id="t/ok")
+    for others in ([write_json(tmp_path / "f" / "ok.json", doc)], []):
+        folder = tmp_path / ("f" if others else "g")
+        folder.mkdir(exist_ok=True)
+        (folder / "x.json").write_text('{"eebench": "instance/1",\n')
+        printed = cli("show", folder, code=2).stderr.strip()
+        with pytest.raises(eebench.InputError) as caught:
+            eebench.load(folder)
+        assert printed == f"error: {caught.value}" and f"{folder / 'x.json'}:2: malformed JSON" in printed
+
+
+def test_grading_against_loaded_bundle_records_the_bundle(main_bundle: Path) -> None:
+    """Instances loaded from a verified bundle carry its name, version and digest onto the rows, as a path does."""
+    doc = {"eebench": "trajectory/1", "id": "x", "instance": "park2026-main/low-small/seed-0",
+           "steps": [{"action": "up"}]}
+    columns = ["bench_name", "bench_version", "bench_digest"]
+    by_path = eebench.grade(doc, bench=main_bundle)["trajectories"].select(columns).to_pylist()
+    loaded = eebench.grade(doc, bench=eebench.load(main_bundle))["trajectories"].select(columns).to_pylist()
+    assert loaded == by_path and by_path[0]["bench_name"] == "park2026-main" and by_path[0]["bench_digest"]
+
+
+def test_grade_applies_checkpoint_files_and_needs_no_bench_for_logged(tmp_path: Path) -> None:
+    """As `grade --checkpoints FILE` with no --bench: the API had neither."""
+    from tests.evaluator.test_coverage_store import CHECKPOINTS, logged
+
+    given = tmp_path / "cp.yaml"
+    given.write_text(CHECKPOINTS)
+    run = logged("text", ["Kitchen", "Hall", "Kitchen"])
+    assert eebench.grade(run)["trajectories"]["ecc"].to_pylist() == [None]   # no set for tw/* ships
+    for checkpoints in (given, str(given), [given]):
+        results = eebench.grade(run, checkpoints=checkpoints)
+        assert results["trajectories"]["ecc"].to_pylist() == [0.5]
+        assert results["checkpoints"].to_pydict() == {"trajectory_id": ["text", "text"],
+                                                      "checkpoint_id": ["kitchen", "cellar"],
+                                                      "hit_after_steps": [1, None]}
+    with pytest.raises(eebench.InputError, match=r"nope\.yaml"):
+        eebench.grade(run, checkpoints=tmp_path / "nope.yaml")
+    with pytest.raises(TypeError, match=r"^checkpoints: expected a path"):
+        eebench.grade(run, checkpoints=[5])
+    db = tmp_path / "r.duckdb"
+    eebench.grade_files([run], db=db, checkpoints=given)
+    assert eebench.query("SELECT ecc FROM trajectories", db)["ecc"].tolist() == [0.5]
+
+
+def test_query_names_a_wrong_typed_db_and_the_missing_pandas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
+    for db in (None, 5):
+        with pytest.raises(TypeError, match=rf"^db: expected a path \(str or pathlib.Path\), found "
+                                            rf"{type(db).__name__}$"):
+            eebench.query("SELECT 1", db)
+    db = tmp_path / "r.duckdb"
+    eebench.grade_files([{"eebench": "trajectory/1", "id": "x", "instance": "park2026-main/low-small/seed-0",
+                          "steps": [{"action": "up"}]}], bench="park2026-main", db=db)
+    monkeypatch.setitem(sys.modules, "pandas", None)   # (as if not installed)
+    with pytest.raises(ImportError, match=r"^eebench.query needs pandas: pip install 'eebench\[pandas\]'$"):
+        eebench.query("SELECT 1", db)

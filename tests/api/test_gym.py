@@ -115,14 +115,18 @@ def test_rooms_actions_name_every_door_and_ball(rooms_instance) -> None:
     assert env.action_word("Khaki  BALL") == "Khaki  BALL"  # text is passed on as written
 
 
-def test_import_eebench_after_gymnasium_registers_the_environments() -> None:
+@pytest.mark.parametrize("imports", ["gymnasium, eebench", "eebench, gymnasium", "eebench, gymnasium.spaces",
+                                     "eebench.gym, gymnasium"])
+def test_the_environments_are_registered_whatever_the_order_of_imports(imports: str) -> None:
+    """Importing gymnasium after eebench left the ids unknown (NamespaceNotFound): gymnasium 1.x reads no plug-ins."""
     import subprocess
     import sys
 
-    code = ("import sys, gymnasium, eebench; env = gymnasium.make('eebench/GridDag-v0', instance=eebench.load("
-            "'park2026-main/low-small/seed-0')); env.reset(seed=0); print(env.spec.id)")
+    code = (f"import sys, {imports}; import gymnasium; env = gymnasium.make('eebench/GridDag-v0', "
+            "instance=eebench.load('park2026-main/low-small/seed-0')); env.reset(seed=0); print(env.spec.id, "
+            "gymnasium.make('eebench/Rooms-v0', instance=eebench.load('grams2025-rooms/4x4/seed-0')).spec.id)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "eebench/GridDag-v0"
+    assert done.stdout.strip() == "eebench/GridDag-v0 eebench/Rooms-v0"
 
 
 def test_an_action_outside_the_space_is_refused_not_wrapped() -> None:
