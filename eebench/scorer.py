@@ -101,6 +101,28 @@ class Scorer(abc.ABC):
     def step(self, action: Any) -> Any:
         """Grade one action and advance."""
 
+    @property
+    @abc.abstractmethod
+    def done(self) -> bool:
+        """Whether the episode (rooms: the run) has ended: `step` needs `reset()` first."""
+
+    def play(self, actions: Sequence[Any]) -> list[Any]:
+        """Reset, then grade `actions` one by one until the episode (rooms: the run) ends; later actions are not
+        graded, as `eebench grade` does not grade them."""
+        actions = _actions(actions)
+        self.reset()
+        records = []
+        for action in actions:
+            records.append(self.step(action))
+            if self.done:
+                break
+        return records
+
+    @abc.abstractmethod
+    def batch(self, trajectories: Sequence[Sequence[Any]]) -> dict[str, np.ndarray]:
+        """The step columns of many trajectories of this instance, each played as `play` does (`trajectory`: each
+        one's position in `trajectories`)."""
+
 
 def _check_action(action: Any) -> None:
     """An action is text as a log holds it, or None (none read), as in a trajectory; a Gymnasium action index
@@ -108,6 +130,12 @@ def _check_action(action: Any) -> None:
     if action is not None and not isinstance(action, str):
         raise TypeError(f"action {action!r}: expected the action's text or None, as a trajectory holds it (an "
                         "eebench.gym action index is env.unwrapped.action_word(index))")
+
+
+def _trajectories(trajectories: Any) -> list[list[Any]]:
+    if not isinstance(trajectories, (list, tuple)):
+        raise TypeError(f"trajectories: expected a list of action lists, found {type(trajectories).__name__}")
+    return [_actions(actions, f"trajectories[{k}]") for k, actions in enumerate(trajectories)]
 
 
 def _actions(actions: Any, where: str = "actions") -> list[Any]:
@@ -247,25 +275,13 @@ class GridDagScorer(Scorer):
             self._case, self._targets, self._n_targets = _case(
                 self._pending, self._goal_pending, world.node_cell[world.goal], self._unobserved)
 
-    def play(self, actions: Sequence[str | None]) -> list[StepRecord]:
-        """Reset, then grade `actions` one by one until the episode ends (later actions are not graded)."""
-        actions = _actions(actions)
-        self.reset()
-        records = []
-        for action in actions:
-            records.append(self.step(action))
-            if self.end is not None:
-                break
-        return records
-
     def batch(self, trajectories: Sequence[Sequence[str | None]]) -> dict[str, np.ndarray]:
-        """The step columns of many trajectories of this instance at once, as `eebench grade` writes them.
+        """The step columns of many trajectories of this instance at once, as `eebench grade` writes them: replayed
+        together over flat arrays, not a record at a time.
 
         `trajectory` is each one's position in `trajectories`; the other columns are the `steps` table's.
         """
-        if not isinstance(trajectories, (list, tuple)):
-            raise TypeError(f"trajectories: expected a list of action lists, found {type(trajectories).__name__}")
-        trajectories = [_actions(actions, f"trajectories[{k}]") for k, actions in enumerate(trajectories)]
+        trajectories = _trajectories(trajectories)
         if _compiled_batch(sum(map(len, trajectories))):
             replays = replay_compiled_joined(self.tables, trajectories)
         else:
@@ -276,6 +292,9 @@ class GridDagScorer(Scorer):
                                         dtype=object, count=len(columns["t"]))
         columns["visit_depth"] = _visit_depths(self.tables.world.start, self.tables.n_cells, replays.cells_to,
                                                replays.lengths)
+        for name, cases in (("explore_error", EXPLORE_CASES), ("exploit_error", EXPLOIT_CASES)):   # as the record's
+            columns[name] = np.where(np.isin(columns["case_id"], list(cases)), columns["error"], 0
+                                     ).astype(columns["error"].dtype)
         return columns
 
 
@@ -378,7 +397,22 @@ class RoomsScorer(Scorer):
         self._return = 0
         self._n_steps = 0
         self._visits = {self.instance.start: 1}   # per room id, over the run; each episode's start is a visit
-        self.done = False
+        self._over = False
+
+    @property
+    def done(self) -> bool:
+        """Whether the run's last episode has ended."""
+        return self._over
+
+    def batch(self, trajectories: Sequence[Sequence[Any]]) -> dict[str, np.ndarray]:
+        """The columns of `RoomsStepRecord` (`end` and `episode_record` aside) of many runs of this instance, each
+        played as `play` does (`trajectory`: each one's position in `trajectories`); a run at a time."""
+        records = [(k, record) for k, actions in enumerate(_trajectories(trajectories))
+                   for record in self.play(actions)]
+        columns = {"trajectory": np.fromiter((k for k, _ in records), dtype=np.int64, count=len(records))}
+        for name, dtype in _ROOMS_COLUMNS.items():
+            columns[name] = np.array([getattr(record, name) for _, record in records], dtype=dtype)
+        return columns
 
     @property
     def episode(self) -> int:
@@ -417,7 +451,7 @@ class RoomsScorer(Scorer):
         record = None
         if result.end is not None:
             record = self._close()
-            self.done = len(self._returns) >= self.instance.episodes
+            self._over = len(self._returns) >= self.instance.episodes
         t = self.t
         self.t += 1
         depth = self._visits.get(outcome.room, 0)
@@ -447,6 +481,11 @@ class RoomsScorer(Scorer):
         episodes = GAPS.columns([graded]).episodes
         assert episodes is not None  # the gaps family always fills its episodes
         return EpisodeRecord(*(_plain(episodes[name][-1]) for name in EpisodeRecord._fields))
+
+
+_ROOMS_COLUMNS = {"t": np.int64, "action": object, "episode": np.int64, "room": object, "valid": np.bool_,
+                  "reward": np.int64, "return_so_far": np.int64, "visit_depth": np.int64}
+assert [*_ROOMS_COLUMNS, "end", "episode_record"] == list(RoomsStepRecord._fields)
 
 
 def _plain(value: Any) -> Any:

@@ -86,6 +86,16 @@ def test_records_equal_grade(rooms_suite: eebench.Instances, draws: list[tuple[i
         # the grade also closes an episode the log cut short; the scorer only those the world ended
         assert [tuple(e) for e in ended] == [tuple(r[f] for f in EpisodeRecord._fields) for r in rows[:len(ended)]]
         assert len(rows) - len(ended) in (0, 1)
+        assert scorer.play([step["action"] for step in trajectory["steps"]]) == records   # play resets, then steps
+    # the batch form: each run's records as columns, one after another
+    scorers = [eebench.Scorer(rooms_suite[t["instance"]]) for t in trajectories]
+    for k, (scorer, trajectory) in enumerate(zip(scorers, trajectories)):
+        actions = [step["action"] for step in trajectory["steps"]]
+        columns = scorer.batch([actions, [], actions])
+        records = scorer.play(actions)
+        assert columns["trajectory"].tolist() == [0] * len(records) + [2] * len(records)
+        for name in columns.keys() - {"trajectory"}:
+            assert columns[name].tolist() == [getattr(r, name) for r in records] * 2, name
 
 
 def test_check_env_and_text(instance) -> None:

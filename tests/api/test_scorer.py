@@ -12,7 +12,7 @@ from eebench.scorer import EndReason, GridDagScorer, StepRecord
 from tests.conftest import make_instance
 
 WORDS = ["up", "down", "left", "right", " Left ", "UP", "jump", None]
-STEP_FIELDS = [f for f in StepRecord._fields if f != "end"]
+STEP_FIELDS = [f for f in StepRecord._fields if f != "end"] + ["explore_error", "exploit_error"]
 
 
 def test_hand_worked_corridor() -> None:
@@ -71,13 +71,13 @@ def test_records_equal_grade(main_suite: eebench.Instances, draws: list[tuple[in
     for trajectory in trajectories:
         actions = [s["action"] for s in trajectory["steps"]]
         scorer = eebench.Scorer(main_suite[trajectory["instance"]])
-        stepped = [r._asdict() for r in scorer.play(actions)]
+        stepped = [{f: getattr(r, f) for f in STEP_FIELDS} for r in scorer.play(actions)]
         rows = sorted(by_id[trajectory["id"]], key=lambda row: row["t"])
-        assert [{f: r[f] for f in STEP_FIELDS} for r in stepped] == [{f: r[f] for f in STEP_FIELDS} for r in rows]
+        assert stepped == [{f: r[f] for f in STEP_FIELDS} for r in rows]
         columns = scorer.batch([actions])
         batch = [{f: columns[f][i].item() if hasattr(columns[f][i], "item") else columns[f][i]
                   for f in STEP_FIELDS} for i in range(len(columns["t"]))]
-        assert batch == [{f: r[f] for f in STEP_FIELDS} for r in stepped]
+        assert batch == stepped
         ends = [r.end for r in scorer.play(actions)]
         assert ends[:-1] == [None] * (len(ends) - 1)
 
