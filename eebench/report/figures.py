@@ -107,8 +107,9 @@ def _prompts(results: Results, args: dict[str, Any]) -> Figure:
 def _rooms_replay(doc: dict[str, Any], inst: dict[str, Any] | None, k: int) -> Figure:
     """A rooms trajectory: rooms and doors, the path between rooms by episode; returns and gaps per episode."""
     n = len(doc["x"])
-    figure = plt.figure(figsize=(WIDTH_INCHES, 5.2), layout="constrained")
-    grid = figure.add_gridspec(2, 2, width_ratios=[1.1, 1])
+    rows = 3 if doc.get("ecc") else 2
+    figure = plt.figure(figsize=(WIDTH_INCHES, 5.2 if rows == 2 else 6.4), layout="constrained")
+    grid = figure.add_gridspec(rows, 2, width_ratios=[1.1, 1])
     ax = figure.add_subplot(grid[:, 0])
     if inst is not None:
         at = {r["id"]: (r["x"], r["y"]) for r in inst["rooms"]}
@@ -164,6 +165,10 @@ def _rooms_replay(doc: dict[str, Any], inst: dict[str, Any] | None, k: int) -> F
     if k:
         for chart in (returns, gaps):
             chart.axvline(doc["episode"][k - 1] + 1, color="black", ls=":", lw=1)
+    if rows == 3:   # ECC is per step, not per episode: an axis of its own
+        ecc = _ecc_chart(figure, grid[2, 1], None, doc["ecc"])
+        ecc.set_xlabel("step")
+        ecc.axvline(k, color="black", ls=":", lw=1)
     return figure
 
 
@@ -217,8 +222,9 @@ def _replay(results: Results, args: dict[str, Any]) -> Figure:
         return _rooms_replay(doc, maps.docs.get(doc["inst"]) if doc["inst"] else None, k)
     if doc.get("env") == "logged":
         return _states_replay(doc, k)
-    figure = plt.figure(figsize=(WIDTH_INCHES, 5.2), layout="constrained")
-    grid = figure.add_gridspec(3, 2, width_ratios=[1.1, 1])
+    rows = 4 if doc.get("ecc") else 3
+    figure = plt.figure(figsize=(WIDTH_INCHES, 5.2 if rows == 3 else 6.4), layout="constrained")
+    grid = figure.add_gridspec(rows, 2, width_ratios=[1.1, 1])
     ax = figure.add_subplot(grid[:, 0])
     inst = maps.docs.get(doc["inst"]) if doc["inst"] else None
     xs = [doc["start"][0], *doc["x"]]
@@ -266,10 +272,22 @@ def _replay(results: Results, args: dict[str, Any]) -> Figure:
     case.bar(steps, np.ones(n), width=1.0, color=[CASE_COLOURS[int(c)] for c in doc["case"]])
     case.set_yticks([])
     case.set_ylabel("case")
-    case.set_xlabel("step")
-    for chart in (stale, errs, case):
+    charts = [stale, errs, case]
+    if rows == 4:
+        charts.append(_ecc_chart(figure, grid[3, 1], stale, doc["ecc"]))
+    charts[-1].set_xlabel("step")
+    for chart in charts:
         chart.axvline(k, color="black", ls=":", lw=1)
     return figure
+
+
+def _ecc_chart(figure: Figure, where: Any, sharex: Any, ecc: list[float | None]) -> Any:
+    """ECC after each step (NULL, a gap, where the trajectory's checkpoints are not yet known)."""
+    chart = figure.add_subplot(where, sharex=sharex)
+    chart.plot(np.arange(1, len(ecc) + 1), [np.nan if v is None else v for v in ecc], color=PALETTE[2])
+    chart.set_ylabel("ECC")
+    chart.set_ylim(-0.02, 1.02)
+    return chart
 
 
 def _rooms_gaps(results: Results, args: dict[str, Any]) -> Figure:

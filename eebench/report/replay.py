@@ -129,6 +129,16 @@ def _clip(value: Any) -> str | None:
     return text if len(text) <= MAX_TEXT_CHARS else text[:MAX_TEXT_CHARS] + f" ... [{len(text) - MAX_TEXT_CHARS} more characters]"
 
 
+def _where_graded(file: str, db: Path) -> str:
+    """A trajectory file as grade was given it: a relative path is read from here, or else from the results
+    file's folder (`grade runs.jsonl --db results.duckdb` run there, the report made from elsewhere)."""
+    path = Path(file)
+    if path.is_absolute() or path.exists():
+        return file
+    beside = Path(db).parent / path
+    return str(beside) if beside.exists() else file
+
+
 def step_texts(results: Results) -> dict[str, dict[str, list[str | None]]]:
     """Observation, raw output and reasoning per graded step, read back from the trajectory files."""
     rows = results.trajectories
@@ -142,7 +152,7 @@ def step_texts(results: Results) -> dict[str, dict[str, list[str | None]]]:
     for file, entries in wanted.items():
         lines = {line for line, _ in entries}
         try:
-            for record in read_raw_records(file):
+            for record in read_raw_records(_where_graded(file, results.db)):
                 if record.line not in lines:
                     continue
                 raw = record.value

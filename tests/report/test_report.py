@@ -117,6 +117,23 @@ def test_replays_carry_the_logs_text(graded: Run, page: str) -> None:
     assert "text" not in docs["random/seed-0/park2026-main/low-small/seed-0"]   # played without text
 
 
+def test_a_log_graded_by_a_relative_path_is_read_back_from_the_results_folder(graded: Run, tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """`grade runs.jsonl --db r.duckdb` in a folder, `report --db folder/r.duckdb` from elsewhere: the steps lost
+    their text (source_file is stored as given)."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    shutil.copy(graded.runs / "noisy.jsonl", folder / "noisy.jsonl")
+    monkeypatch.chdir(folder)
+    grade_files([Path("noisy.jsonl")], Bench(graded.bench), Path("r.duckdb"))
+    monkeypatch.chdir(tmp_path)
+    page = write_report(folder / "r.duckdb", tmp_path / "r.html").path.read_text()
+    data = embedded(page, "eeb-data")
+    assert not any("could not be read back" in note for note in data["notes"])
+    texts = [decode_block(b).get("text") for b in embedded(page, "eeb-replays")]
+    assert texts and all(text and text["raw"] for text in texts)
+
+
 def test_node_events_worked_by_hand() -> None:
     # x: 0 1 2 3 -- B needs A; the agent starts at 3, visits B (too early), A, then B again
     world = GridDagWorld(make_instance(["...."], [3, 0], [("A", [0, 0], []), ("B", [1, 0], [["A"]])], "B"))
@@ -271,6 +288,19 @@ def test_plot_writes_each_kind(cli, graded: Run, tmp_path: Path, kind: str, suff
         refused = cli("plot", kind, "--db", graded.db, "--out", tmp_path / f"other{suffix}", *replay, code=2)
         assert refused.stderr == (f"error: --trajectory goes with `eebench plot replay`; `plot {kind}` does not read "
                                   "it\n")
+
+
+def test_plot_replay_draws_the_ecc_curve_of_every_world(graded: Run, tmp_path: Path) -> None:
+    """Issue 12: a replay shows the ECC curve beside the map; `plot replay` drew none (grid_dag, rooms)."""
+    from eebench.report.figures import KINDS
+
+    tid = "model-d/default/seed-0/park2026-main/high-large/seed-0"
+    results = load_results(graded.db, f"trajectory_id = '{tid}'")
+    figure = KINDS["replay"](results, {"bench": graded.bench, "step": 3, "seed": 0, "model": None})
+    (ecc,) = [axis for axis in figure.axes if axis.get_ylabel() == "ECC"]
+    (ecc_steps,) = _sql(graded.db, f"SELECT list(ecc ORDER BY t) FROM steps WHERE trajectory_id = '{tid}'")[0]
+    assert list(ecc.lines[0].get_ydata()) == pytest.approx([np.nan if v is None else v for v in ecc_steps],
+                                                           nan_ok=True)
 
 
 @pytest.mark.parametrize("suffix", [".svg", ".pdf", ".png"])

@@ -228,8 +228,12 @@ def test_graded_rooms_in_the_browser(graded_rooms: tuple[Path, Path], browser: A
         time.sleep(0.02)
     rooms = len(_sql(db, f"SELECT DISTINCT r.room FROM steps r WHERE trajectory_id = '{tid}'"))
     assert len(browser.find_elements(By.CSS_SELECTOR, "#rooms g.room-group")) >= rooms
-    for k in (1, n // 2):
+    cursor = []
+    for k in (1, 2, n // 2):
         browser.execute_script("const s = document.getElementById('slider'); s.value = arguments[0]; "
                                "s.dispatchEvent(new Event('input'));", k)
         assert browser.execute_script("return document.querySelectorAll('#path line.seg').length") == k
+        cursor.append(float(browser.find_element(By.CSS_SELECTOR, "#chart-ecc .cursor").get_attribute("x1")))
+    # the ECC curve, per step: its cursor moves with the step, within an episode too
+    assert browser.find_elements(By.CSS_SELECTOR, "#chart-ecc polyline") and cursor == sorted(set(cursor))
     assert [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == []

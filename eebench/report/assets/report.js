@@ -674,7 +674,7 @@
     const at = k === 0 ? doc.start : doc.room[k - 1];
     if (agent && R.centres[at]) { agent.setAttribute("cx", R.centres[at][0]); agent.setAttribute("cy", R.centres[at][1]); }
     const episode = k === 0 ? 0 : doc.episode[k - 1];
-    document.querySelectorAll("#charts .cursor").forEach((c) => { const x = c.__scale(episode + 0.5); c.setAttribute("x1", x); c.setAttribute("x2", x); });
+    document.querySelectorAll("#charts .cursor").forEach((c) => { const x = c.__scale(c.__perStep ? k : episode + 0.5); c.setAttribute("x1", x); c.setAttribute("x2", x); });
     const info = document.getElementById("step-info"); info.textContent = "";
     if (k === 0) {
       info.appendChild(el("span", {id: "step-label"}, `step 0 of ${doc.x.length}: in the start room ${label(doc.start)}`));
@@ -708,6 +708,7 @@
     svg.appendChild(cursor);
     return svg;
   }
+  function stepCursor(svg) { svg.querySelector(".cursor").__perStep = true; return svg; }
   function drawEpisodeCharts(doc) {
     const charts = document.getElementById("charts"); charts.textContent = "";
     const eps = doc.episodes || [], n = eps.length;
@@ -723,6 +724,8 @@
       {name: "exploitation", colour: "#D55E00", values: col("exploit_gap")}], n, "gap"));
     charts.appendChild(episodeChart("chart-coverage", "Coverage per episode", [
       {name: "coverage", colour: "#009E73", values: col("coverage")}], n, "rooms known / all"));
+    // ECC is per step: its own axis, and its cursor follows the step (it is not an episode chart)
+    if (doc.ecc) charts.appendChild(stepCursor(lineChart("chart-ecc", "ECC", [{name: "ECC", colour: "#009E73", values: doc.ecc}], doc.x.length, "ECC")));
   }
 
   // -- logged worlds (text games eebench cannot simulate): the states read from the log, a row each ----------
