@@ -30,7 +30,6 @@ WORDS = ("up", "down", "left", "right")
 ROOMS = ("Kitchen", "Cellar", "Attic", "Garden", "Hall", "Study", "Pantry", "Bedroom", "Bathroom", "Library",
          "Garage", "Porch")
 LOGGED_MB = 100
-REAL_MB = 50
 RUNS = 5   # of the main-suite grade with and without coverage, in turns (the best of each is the figure)
 CHECKPOINTS = """eebench: checkpoints/1
 name: bench-text
@@ -157,35 +156,52 @@ def _grade_and_parse(runs: Path, db: Path, checkpoints: Any = None) -> tuple[flo
     return seconds, time.perf_counter() - start, report
 
 
+# the text-game logs of ../shared/data/text-games, converted as `make textgames` converts them
+TEXT_GAMES = (("balrog-textworld-llama-3.1-8b", {}), ("balrog-expt-coincollector/AgentCC/results", {}),
+              ("alfworld-textcraft-adapt/results", {}), ("scienceworld-oracle", {"name": "oracle"}))
+REAL_MB = 100
+
+
 def _real_logs(tmp: Path) -> list[Result]:
-    """The BALROG TextWorld logs of the text-game data, converted, their lines repeated (new ids) to REAL_MB and
-    graded with the shipped checkpoint sets: 60 room regexes a step on a CoinCollector map, about 300 bytes a
-    step. Skipped when the data is not there (TEXTGAMES_DATA, default ../shared/data/text-games)."""
+    """Every text-game log of the data, converted, then copied under new ids to REAL_MB as the issue's 100 MB, each
+    copy's texts made its own (a copy number after each observation: a text seen in another copy would be found in
+    what the plan's regexes already found, where a real log of that size shows new games), graded with the shipped
+    checkpoint sets (60 room regexes a step on a CoinCollector map), end to end, median of three. Skipped when the
+    data is not there (TEXTGAMES_DATA, default ../shared/data/text-games)."""
     import os
+    import statistics
 
     import orjson
 
     from eebench.adapters.convert import ConvertOptions, convert_files
 
     data = Path(os.environ.get("TEXTGAMES_DATA", Path(__file__).parents[2] / "shared" / "data" / "text-games"))
-    logs = data / "balrog-textworld-llama-3.1-8b"
-    if not logs.is_dir():
-        return []
-    convert_files([logs], "auto", tmp / "tw.jsonl", ConvertOptions())
-    lines = [orjson.loads(line) for line in (tmp / "tw.jsonl").read_bytes().splitlines()]
-    runs = tmp / "tw-many.jsonl"
+    lines = []
+    for folder, labels in TEXT_GAMES:
+        if not (data / folder).is_dir():
+            return []
+        convert_files([data / folder], "auto", tmp / "tg.jsonl", ConvertOptions(labels=labels))
+        lines += [orjson.loads(line) for line in (tmp / "tg.jsonl").read_bytes().splitlines()]
+    runs = tmp / "tg-many.jsonl"
     size, copy = 0, 0
     with runs.open("wb") as handle:
         while size < REAL_MB * 1_000_000:
             for doc in lines:
-                line = orjson.dumps({**doc, "id": f"{doc['id']}/copy-{copy}"}) + b"\n"
+                steps = [{**step, "observation": f"{step['observation']}\n(copy {copy})"}
+                         if isinstance(step.get("observation"), str) else step for step in doc["steps"]]
+                line = orjson.dumps({**doc, "id": f"{doc['id']}/copy-{copy}", "steps": steps}) + b"\n"
                 handle.write(line)
                 size += len(line)
             copy += 1
-    seconds, parse, report = _grade_and_parse(runs, tmp / "tw.duckdb")
-    return [Result(f"grade {size / 1e6:.0f} MB of real BALROG TextWorld logs ({report.trajectories:,}, shipped "
-                   "checkpoint sets); baseline: json.loads", size / 1e6 / seconds, "MB/s", size / 1e6 / parse,
-                   ">= 20 MB/s")]
+    timings = []
+    for _ in range(3):
+        (tmp / "tg.duckdb").unlink(missing_ok=True)
+        timings.append(_grade_and_parse(runs, tmp / "tg.duckdb"))
+    seconds, parse = (statistics.median(t[k] for t in timings) for k in (0, 1))
+    return [Result(f"grade {size / 1e6:.0f} MB of the real text-game logs ({timings[0][2].trajectories:,} "
+                   "trajectories, shipped checkpoint sets); baseline: json.loads", size / 1e6 / seconds, "MB/s",
+                   size / 1e6 / parse, ">= 20 MB/s", note=f"{len(lines)} trajectories copied {copy} times, each copy's "
+                   "texts its own")]
 
 
 def run() -> list[Result]:

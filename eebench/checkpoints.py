@@ -13,7 +13,7 @@ import re
 import warnings
 from collections.abc import Iterable
 from enum import Enum
-from fnmatch import fnmatchcase
+from fnmatch import translate
 from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -100,17 +100,22 @@ class CheckpointSet(NamedTuple):
         return _matches(self.instances, instance_id)
 
 
-def _matches(patterns: Iterable[str], instance_id: str) -> bool:
-    """fnmatch, case-sensitive on every platform (`*` also crosses `/`). A pattern whose literal start the id does
-    not begin with is passed over uncompiled (each compiled pattern cost 0.5 ms of a grade's start)."""
-    return any(instance_id.startswith(_literal_start(pattern)) and fnmatchcase(instance_id, pattern)
-               for pattern in patterns)
+def _matches(patterns: tuple[str, ...], instance_id: str) -> bool:
+    """fnmatch, case-sensitive on every platform (`*` also crosses `/`): one regex per set's patterns, compiled
+    when an id first begins with one's literal start (each compiled pattern cost 0.5 ms of a grade's start), so a
+    log of 20,000 trajectories, each its own instance, asks each set once per id, not each pattern."""
+    return instance_id.startswith(_literal_starts(patterns)) and _set_regex(patterns).match(instance_id) is not None
 
 
 @functools.cache
-def _literal_start(pattern: str) -> str:
-    """A pattern's text before its first wildcard (`*`, `?`, `[`): every id it matches begins with it."""
-    return re.split(r"[*?\[]", pattern, maxsplit=1)[0]
+def _literal_starts(patterns: tuple[str, ...]) -> tuple[str, ...]:
+    """The patterns' texts before their first wildcard (`*`, `?`, `[`): every id one matches begins with its own."""
+    return tuple(re.split(r"[*?\[]", p, maxsplit=1)[0] for p in patterns)
+
+
+@functools.cache
+def _set_regex(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(translate(p) for p in patterns))
 
 
 class CheckpointLibrary(NamedTuple):
@@ -185,8 +190,26 @@ def _shipped_set(n: int) -> CheckpointSet:
 
 def _shipped_for(instance_id: str) -> tuple[CheckpointSet, ...]:
     """The shipped sets that match an instance id, in file order."""
-    return tuple(_shipped_set(n) for n, (_, doc, i) in enumerate(_shipped_raw())
-                 if _matches(doc["sets"][i]["instances"], instance_id))
+    lengths, by_start = _shipped_index()
+    near = {n for length in lengths for n in by_start.get(instance_id[:length], ())}   # (a dict look-up a length)
+    patterns = _shipped_patterns()
+    return tuple(_shipped_set(n) for n in sorted(near) if _set_regex(patterns[n]).match(instance_id))
+
+
+@functools.cache
+def _shipped_index() -> tuple[tuple[int, ...], dict[str, tuple[int, ...]]]:
+    """The shipped sets by the literal starts of their patterns, and those starts' lengths: a set can match only an
+    id that begins with one of its starts (asking all 17 sets of each id of a large log took a tenth of its grade)."""
+    by_start: dict[str, list[int]] = {}
+    for n, patterns in enumerate(_shipped_patterns()):
+        for start in _literal_starts(patterns):
+            by_start.setdefault(start, []).append(n)
+    return tuple(sorted({len(start) for start in by_start})), {k: tuple(v) for k, v in by_start.items()}
+
+
+@functools.cache
+def _shipped_patterns() -> tuple[tuple[str, ...], ...]:
+    return tuple(tuple(doc["sets"][i]["instances"]) for _, doc, i in _shipped_raw())
 
 
 def _compile_set(name: str, file: str, index: int, raw: dict[str, Any], problems: list[Problem]) -> CheckpointSet:

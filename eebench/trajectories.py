@@ -11,6 +11,7 @@ import json
 import math
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from itertools import chain
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -265,6 +266,7 @@ def usage_bound(key: str) -> float:
 
 
 _BIGINT_LIMIT = 1 << 63
+_USAGE_KEYS = frozenset(USAGE_FIELDS)
 
 
 def usage_totals(steps: list[dict[str, Any]], file: str, line: int | None) -> dict[str, int | float | None]:
@@ -275,6 +277,8 @@ def usage_totals(steps: list[dict[str, Any]], file: str, line: int | None) -> di
             return totals
         numbered: Iterable[tuple[int, dict[str, Any]]] = sorted(steps.others.items())
     elif {1}.issuperset(map(len, steps)):  # only actions, the common case: checked in one C-level pass
+        return totals
+    elif _USAGE_KEYS.isdisjoint(chain.from_iterable(steps)):   # no step says its usage: every key seen in C
         return totals
     else:
         numbered = enumerate(steps)

@@ -176,4 +176,22 @@ def test_a_pattern_is_passed_over_only_when_fnmatch_would_not_match(patterns: li
 
     from eebench.checkpoints import _matches
 
-    assert _matches(patterns, instance_id) == any(fnmatchcase(instance_id, p) for p in patterns)
+    assert _matches(tuple(patterns), instance_id) == any(fnmatchcase(instance_id, p) for p in patterns)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_the_shipped_sets_of_an_id_are_those_fnmatch_finds(data: Any) -> None:
+    """`_shipped_for` looks sets up by their patterns' literal starts: the same sets, in file order, as asking every
+    shipped set's patterns with fnmatch."""
+    from fnmatch import fnmatchcase
+
+    from eebench.checkpoints import _shipped_for, _shipped_raw, _shipped_set
+
+    patterns = [p for _, doc, i in _shipped_raw() for p in doc["sets"][i]["instances"]]
+    base = data.draw(st.sampled_from(patterns))
+    instance_id = data.draw(st.sampled_from([base, base.replace("*", ""), base.replace("*", "x/y"),
+                                             base[:-1], base + "z", "z" + base]))
+    expected = tuple(_shipped_set(n) for n, (_, doc, i) in enumerate(_shipped_raw())
+                     if any(fnmatchcase(instance_id, p) for p in doc["sets"][i]["instances"]))
+    assert _shipped_for(instance_id) == expected

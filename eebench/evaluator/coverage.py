@@ -53,6 +53,30 @@ class Plan(NamedTuple):
     balls: dict[str, tuple[int, ...]]                    # rooms ball name -> its `collected` checkpoints
     alls: tuple[tuple[int, tuple[int, ...]], ...]        # members before the checkpoints that need them
     reader: StateReader | None                           # logged: how a state is read from a step
+    seen: SeenTexts                                      # what by_field's regexes found in texts searched
+
+
+class SeenTexts:
+    """What each field's regexes found in the texts already searched, kept across the trajectories a plan grades
+    up to LIMIT characters (then forgotten): a text game shows a room's description at every visit, in every
+    episode of the game, and its rooms' regexes, 60 on a CoinCollector map, were half of grading such a log."""
+
+    LIMIT = 8_000_000   # characters held: the texts stay alive while they are keys
+
+    __slots__ = ("found", "chars")
+
+    def __init__(self) -> None:
+        self.found: dict[str, dict[str, tuple[int, ...]]] = {}   # field -> text -> the checkpoints found there
+        self.chars = 0
+
+    def search(self, field: str, text: str, checkpoints: tuple[tuple[int, Any], ...]) -> tuple[int, ...]:
+        """Search a text not seen before, and keep what was found (`found[field]` may be a new dict after)."""
+        found = tuple(i for i, regex in checkpoints if regex.search(text))
+        if self.chars + len(text) > self.LIMIT:
+            self.found, self.chars = {}, 0
+        self.found.setdefault(field, {})[text] = found
+        self.chars += len(text)
+        return found
 
 
 def _plan(sets: Sequence[CheckpointSet], states: dict[str, Hashable] | None,
@@ -100,7 +124,7 @@ def _plan(sets: Sequence[CheckpointSet], states: dict[str, Hashable] | None,
                 by_field.setdefault(field, []).append((i, checkpoint.regex))
     return Plan(tuple(index), {k: tuple(v) for k, v in by_state.items()}, tuple(state_regex),
                 tuple((f, tuple(v)) for f, v in by_field.items()), {k: tuple(v) for k, v in achieved.items()},
-                {k: tuple(v) for k, v in balls.items()}, tuple(alls), reader)
+                {k: tuple(v) for k, v in balls.items()}, tuple(alls), reader, SeenTexts())
 
 
 class GridTables:
@@ -286,21 +310,19 @@ def _hits(plan: Plan, first: Sequence[tuple[Hashable, int]], steps: Sequence[dic
 
 def _field_hits(plan: Plan, steps: Sequence[dict[str, Any]], hits: Any) -> None:
     """Lower `hits` (a list, or a row of the compiled path's array) to the first step whose field a checkpoint's
-    regex finds.
-
-    A text the trajectory has shown before is not searched again: what its regexes found there is kept (a text
-    game shows a room's description at each visit, and its rooms' regexes, 60 of them on a CoinCollector map,
-    were half of grading such a log)."""
+    regex finds (a text searched before is not searched again: `plan.seen`)."""
+    seen = plan.seen
     for field, checkpoints in plan.by_field:
         waiting = len(checkpoints)
-        found_in: dict[str, tuple[int, ...]] = {}   # text -> the checkpoints whose regex finds it
+        known = seen.found.setdefault(field, {})
         for k, step in enumerate(steps, start=1):
             text = step.get(field)
             if type(text) is not str:
                 continue
-            found = found_in.get(text)
+            found = known.get(text)
             if found is None:
-                found = found_in[text] = tuple(i for i, regex in checkpoints if regex.search(text))
+                found = seen.search(field, text, checkpoints)
+                known = seen.found[field]
             for i in found:
                 if hits[i] > k:
                     waiting -= hits[i] == NEVER
@@ -338,6 +360,9 @@ class CoverageFamily:
 
     def __init__(self, checkpoints: CheckpointLibrary | None = None):
         self.checkpoints = checkpoints
+        # a logged world's plan depends on its sets alone: a log of 20,000 games, each its own instance, compiled
+        # the same sets 20,000 times (by the sets' identities, checked: the sets are kept so those stay theirs)
+        self._logged_plans: dict[tuple[int, ...], tuple[tuple[CheckpointSet, ...], Plan]] = {}
 
     def configure(self, checkpoints: CheckpointLibrary) -> CoverageFamily:
         """The family as a grading run uses it: with the run's checkpoint sets."""
@@ -351,7 +376,12 @@ class CoverageFamily:
         if isinstance(instance, GridDagInstance):
             return GridTables(instance, sets)
         if isinstance(instance, LoggedInstance):
-            return _plan(sets, None, {})
+            key = tuple(map(id, sets))
+            known, plan = self._logged_plans.get(key, ((), None))
+            if plan is None or len(known) != len(sets) or any(a is not b for a, b in zip(known, sets)):
+                plan = _plan(sets, None, {})
+                self._logged_plans[key] = (sets, plan)
+            return plan
         return _rooms_tables(instance, sets)
 
     def replay(self, tables: Any, instance: Any, trajectory: Trajectory) -> Coverage:

@@ -343,11 +343,15 @@ def test_the_compiled_grid_path_equals_the_plain_one(tmp_path_factory: Any, inst
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_field_hits_are_each_checkpoints_first_step_whose_field_a_regex_finds(data: Any) -> None:
-    """`_field_hits` (which keeps what a text's regexes found for the trajectory's next showing of it) against the
-    definition: the least of a checkpoint's earlier hit and the first step whose field one of its regexes finds."""
+    """`_field_hits` (which keeps what a text's regexes found for its next showing, in this trajectory or the next
+    ones of the plan, up to a budget of characters) against the definition: the least of a checkpoint's earlier hit
+    and the first step whose field one of its regexes finds."""
     from types import SimpleNamespace
 
-    from eebench.evaluator.coverage import _field_hits
+    from eebench.evaluator.coverage import SeenTexts, _field_hits
+
+    class Budget(SeenTexts):
+        LIMIT = data.draw(st.sampled_from([0, 2, 5, SeenTexts.LIMIT]))   # forgotten at once, now and then, never
 
     texts = st.sampled_from(["a", "b", "ab", "ba", "c", None, 3])
     n = data.draw(st.integers(1, 5))
@@ -356,9 +360,11 @@ def test_field_hits_are_each_checkpoints_first_step_whose_field_a_regex_finds(da
         for field in data.draw(st.lists(st.sampled_from(["observation", "raw"]), min_size=1, max_size=2, unique=True)))
     steps = data.draw(st.lists(st.fixed_dictionaries({"observation": texts, "raw": texts}), max_size=10))
     start = data.draw(st.lists(st.sampled_from([NEVER, 0, 2, 5]), min_size=n, max_size=n))
-    hits = list(start)
-    _field_hits(SimpleNamespace(by_field=by_field), steps, hits)
+    plan = SimpleNamespace(by_field=by_field, seen=Budget())
     expected = [min([start[i]] + [k for k, step in enumerate(steps, start=1) for field, checkpoints in by_field
                                   for j, regex in checkpoints if j == i and isinstance(step[field], str)
                                   and regex.search(step[field])]) for i in range(n)]
-    assert hits == expected
+    for _ in range(2):   # a second trajectory of the plan, its texts seen before
+        hits = list(start)
+        _field_hits(plan, steps, hits)
+        assert hits == expected
