@@ -185,6 +185,8 @@ def _work(worker: int, tasks: Any, results: Any, stop: Any, bench: Bench | None,
     failed one are not wanted (`stop`), or the parent is gone."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
     parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_die_with, args=(parent,), daemon=True).start()
     try:
         grader = Grader(bench, graded_at, checkpoints=checkpoints)
         while True:
@@ -201,6 +203,13 @@ def _work(worker: int, tasks: Any, results: Any, stop: Any, bench: Bench | None,
     except BaseException as exc:  # noqa: BLE001  (reported to the parent, which decides)
         known = exc if isinstance(exc, EebenchError) else None
         results.put(_Failed(worker, known, "".join(traceback.format_exception(exc))))
+
+
+def _die_with(parent: Any) -> None:
+    """Exit the moment the parent is gone, even in the middle of a piece: a parent killed with SIGKILL sends no
+    word, and its workers graded on for the rest of the input (the queue is only asked between pieces)."""
+    parent.join()   # (waits on the parent's sentinel, which closes when it dies)
+    os._exit(1)
 
 
 def worth_workers(files: Sequence[Path]) -> bool:

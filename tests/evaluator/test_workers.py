@@ -206,6 +206,46 @@ def test_a_worker_killed_stops_the_run_named_and_writes_nothing(bench: Path, tmp
     assert not [c for c in multiprocessing.active_children() if c.name.startswith("eebench grade worker")]
 
 
+_KILLED_PARENT = r"""
+import multiprocessing, sys, time
+from pathlib import Path
+import eebench.evaluator.workers as workers
+from eebench.evaluator import Bench, grade_files
+
+def told(records, steps):
+    if not told.done:
+        print(" ".join(str(c.pid) for c in multiprocessing.active_children()), flush=True)
+        told.done = True
+    time.sleep(0.05)   # (the parent is slow to take results: the workers are still grading when it is killed)
+told.done = False
+
+if __name__ == "__main__":
+    workers.PIECE_BYTES = 300
+    grade_files([Path(sys.argv[1])], Bench(Path(sys.argv[2])), Path(sys.argv[3]), workers=2, progress=told)
+"""
+
+
+def test_workers_die_with_a_parent_killed_mid_run(bench: Path, tmp_path: Path) -> None:
+    """SIGKILL sends no word: the workers graded on for the rest of the input, the forkserver with them."""
+    import subprocess
+    import sys
+    import time
+
+    runs = write_jsonl(tmp_path / "runs.jsonl", [trajectory(f"g{k}", SOLVE) for k in range(3000)])
+    with subprocess.Popen([sys.executable, "-c", _KILLED_PARENT, str(runs), str(bench), str(tmp_path / "r.duckdb")],
+                          stdout=subprocess.PIPE, text=True) as parent:
+        pids = [int(pid) for pid in parent.stdout.readline().split()]
+        parent.kill()
+    assert len(pids) == 2
+    deadline = time.monotonic() + 10
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+        alive = [pid for pid in pids if Path(f"/proc/{pid}").exists()
+                 and Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][0] != "Z"]
+    assert not alive, "workers outlived their killed parent"
+
+
 def test_workers_option(cli, bench: Path, tmp_path: Path, small_pieces) -> None:
     runs = write_jsonl(tmp_path / "runs.jsonl", [trajectory(f"g{k}", SOLVE) for k in range(6)])
     for value in ("2", "auto", "0"):
