@@ -15,6 +15,7 @@ beginning of each rooms episode) is one visit before the first step; a logged tr
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Hashable, Sequence
 from itertools import chain, groupby
 from typing import Any, NamedTuple
@@ -22,7 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from eebench.checkpoints import CheckpointLibrary, CheckpointSet, Field, Rule, StateReader
-from eebench.documents import json_type
+from eebench.documents import json_type, load_schema, scalar_problem
 from eebench.errors import InputError, Problem, did_you_mean
 from eebench.evaluator.families import FamilyColumns, Trajectory, WordList, step_columns_of
 from eebench.long_lines import StepList
@@ -246,6 +247,17 @@ def _check_phase(phase: Any, i: int, trajectory: Trajectory) -> None:
                                  f"expected explore or act, found {phase!r}{did_you_mean(phase, PHASES)}"))
 
 
+def _check_episode(episode: Any, i: int, trajectory: Trajectory) -> None:
+    if (problem := scalar_problem(episode, _episode_rule())) is not None:
+        raise InputError(Problem(trajectory.file, trajectory.line, f"steps[{i}].episode", problem))
+
+
+@functools.cache
+def _episode_rule() -> dict[str, Any]:
+    """The trajectory schema's rule of a step's `episode` (one place for it: validate applies the same)."""
+    return load_schema("trajectory")["$defs"]["step"]["properties"]["episode"]
+
+
 class Coverage(NamedTuple):
     """One trajectory graded: per graded step its state's visit depth, phase and (logged) state; the hits."""
 
@@ -392,6 +404,8 @@ class CoverageFamily:
                 _check_texts(tables.plan, steps, trajectory)
                 for i, step in enumerate(steps):
                     _check_phase(step.get("phase"), i, trajectory)
+                    if "episode" in step:   # ignored for grid_dag, but refused where validate refuses it
+                        _check_episode(step["episode"], i, trajectory)
             return _PendingGrid(tables, instance, steps, (trajectory.earlier or {}).get("park"),  # type: ignore
                                 simple)
         _check_texts(tables.plan if isinstance(tables, RoomsTables) else tables, steps, trajectory)

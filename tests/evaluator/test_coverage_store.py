@@ -253,3 +253,21 @@ def test_coverage_notes_stay_one_line_each(cli, tmp_path: Path) -> None:
     notes = [line for line in out.splitlines() if line.startswith("coverage: ")]
     assert len(notes) == 2 and all(line.startswith("coverage: ") for line in out.splitlines()[:2])
     assert "(instances q\\nw)" in notes[0] and "hit by no graded trajectory: a\\nb (all:" in notes[1]
+
+
+@pytest.mark.parametrize("episode, message", [
+    ("x", 'expected integer, found a string "x"'), (1.0, "expected integer, found a number 1.0"),
+    (-1, "expected a number >= 0, found -1"), (32767, "expected a number <= 32766, found 32767"),
+    (None, "expected integer, found null"),
+])
+def test_grid_dag_ignores_a_step_episode_but_refuses_what_validate_refuses(cli: Any, bench: Path, tmp_path: Path,
+                                                                         episode: Any, message: str) -> None:
+    """A grid_dag step's `episode` was stored as 0 whatever it held, where validate refuses it."""
+    doc = trajectory("g", SOLVE)
+    doc["steps"][1]["episode"] = episode
+    runs = write_jsonl(tmp_path / "runs.jsonl", [doc])
+    for command in (("validate", runs), ("grade", runs, "--bench", bench, "--db", tmp_path / "r.duckdb")):
+        assert cli(*command, code=2).stderr == f"error: {runs}:1: steps[1].episode: {message}\n"
+    doc["steps"][1]["episode"] = 3   # an index: ignored
+    cli("grade", write_jsonl(runs, [doc]), "--bench", bench, "--db", tmp_path / "r.duckdb")
+    assert rows(tmp_path / "r.duckdb", "SELECT count(*) FROM steps") == [(len(SOLVE),)]
