@@ -19,7 +19,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
-from eebench.errors import InputError, Problem, did_you_mean, one_of, quote
+from eebench.errors import InputError, Problem, did_you_mean, one_of, quote, quoted
 
 if TYPE_CHECKING:   # (imported where a schema is checked: 40-80 ms that reading trajectories need not pay)
     import jsonschema
@@ -524,7 +524,8 @@ def document_kind(document: dict[str, Any], file: str, *, line: int | None = Non
         raise InputError.at(file, "missing required field (expected e.g. 'instance/1')", line=line, field="eebench")
     match = _KIND_RE.match(tag) if isinstance(tag, str) else None
     if not match:
-        raise InputError.at(file, f"expected 'kind/N' (e.g. 'instance/1'), found {tag!r}", line=line, field="eebench")
+        raise InputError.at(file, f"expected 'kind/N' (e.g. 'instance/1'), found {quoted(tag)}", line=line,
+                            field="eebench")
     kind, version = match.group(1), int(match.group(2))
     if kind not in KNOWN_KINDS:
         raise InputError.at(

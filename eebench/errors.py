@@ -52,6 +52,11 @@ def quote(text: str, limit: int = QUOTE_CHARS) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
+def quoted(value: Any, limit: int = QUOTE_CHARS) -> str:
+    """A value an input holds, as a message shows it (its repr), cut as `quote` cuts text."""
+    return repr(quote(value, limit)) if isinstance(value, str) else quote(repr(value), limit)
+
+
 class EebenchError(Exception):
     """Root of every error eebench raises on purpose."""
 

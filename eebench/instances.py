@@ -23,7 +23,7 @@ from eebench.documents import (
     sha256_hex,
     special_file,
 )
-from eebench.errors import InputError, Problem, did_you_mean, quote
+from eebench.errors import InputError, Problem, did_you_mean, quote, quoted
 from eebench.world.kinds import WorldKind, check_env
 
 INDEX_FILE = "index.json"
@@ -85,7 +85,7 @@ def check_trajectory_env(env: Any, loaded: LoadedInstance | None, file: str, lin
     and never replayed, so they are refused before their instance is even looked up.
     """
     if env == LOGGED:
-        raise InputError(Problem(file, line, "env", f"{env!r} trajectories are kept as text and not graded by "
+        raise InputError(Problem(file, line, "env", f"{quoted(env)} trajectories are kept as text and not graded by "
                                                     "replay; expected the world kind of its instance, or no env. If it was played "
                                                     "in an instance of the bench, convert its log again with "
                                                     "`eebench convert ... --bench BENCH` (or --instance ID)"))
@@ -94,7 +94,7 @@ def check_trajectory_env(env: Any, loaded: LoadedInstance | None, file: str, lin
     if env is None or env == loaded.kind.env:
         return loaded.kind
     raise InputError(Problem(file, line, "env", f"expected {loaded.kind.env!r} (the kind of instance "
-                                                f"{loaded.instance.id!r}) or no env, found {env!r}"))
+                                                f"{loaded.instance.id!r}) or no env, found {quoted(env)}"))
 
 
 def load_instance(path: Path | str) -> LoadedInstance:

@@ -494,6 +494,25 @@ def test_a_huge_unknown_key_is_not_echoed_whole(cli, tmp_path: Path) -> None:
     assert result.stderr == f"error: {path}: {quote(key)}: unknown field\n"
 
 
+@pytest.mark.parametrize("field, change", [
+    ("goal", {"goal": "G" * 900}), ("env", {"env": "r" * 900}),
+    ("nodes[0].requires[0][0]", {"nodes": [{"id": "A", "pos": [1, 0], "requires": [["Z" * 900]]}]}),
+])
+def test_a_long_value_is_quoted_cut_to_the_limit(cli, tmp_path: Path, field: str, change: dict) -> None:
+    """Unknown ids and kinds were quoted whole (900 characters), where messages quote at most 100."""
+    path = instance_file(tmp_path, **change)
+    line = cli("validate", path, code=2).stderr
+    value = next(iter(re.findall(r"'([A-Za-z.]{90,})'", line)))
+    assert f": {field}: " in line and len(value) == 100 and value.endswith("...")
+
+
+def test_a_long_phase_is_quoted_cut_to_the_limit(cli, tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "runs.jsonl", [{**trajectory("t", ["left"]), "env": "logged",
+                                                   "steps": [{"action": "go", "phase": "x" * 900}]}])
+    line = cli("grade", path, "--db", tmp_path / "r.duckdb", code=2).stderr
+    assert "steps[0].phase: expected explore or act, found '" + "x" * 97 + "...'" in line
+
+
 def test_quote_cuts_to_the_limit() -> None:
     assert quote("abc") == "abc"
     assert quote("x" * 101) == "x" * 97 + "..."

@@ -24,7 +24,7 @@ import numpy as np
 
 from eebench.checkpoints import CheckpointLibrary, CheckpointSet, Field, Rule, StateReader
 from eebench.documents import json_type, load_schema, scalar_problem
-from eebench.errors import InputError, Problem, did_you_mean
+from eebench.errors import InputError, Problem, did_you_mean, quoted
 from eebench.evaluator.families import FamilyColumns, Trajectory, WordList, step_columns_of
 from eebench.long_lines import StepList
 from eebench.world.grid_dag import GridDagInstance, GridDagWorld
@@ -244,7 +244,7 @@ def _check_texts(plan: Plan, steps: Any, trajectory: Trajectory) -> None:
 def _check_phase(phase: Any, i: int, trajectory: Trajectory) -> None:
     if phase is not None and phase not in PHASES:
         raise InputError(Problem(trajectory.file, trajectory.line, f"steps[{i}].phase",
-                                 f"expected explore or act, found {phase!r}{did_you_mean(phase, PHASES)}"))
+                                 f"expected explore or act, found {quoted(phase)}{did_you_mean(phase, PHASES)}"))
 
 
 def _check_episode(episode: Any, i: int, trajectory: Trajectory) -> None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, NamedTuple
 
-from eebench.errors import EebenchError, did_you_mean
+from eebench.errors import EebenchError, did_you_mean, quoted
 
 ACTIONS: tuple[str, ...] = ("up", "down", "left", "right")
 DELTAS: tuple[tuple[int, int], ...] = ((0, -1), (0, 1), (-1, 0), (1, 0))  # up = y-1: rows count from the top
@@ -124,7 +124,7 @@ def semantic_problems(doc: dict[str, Any]) -> list[tuple[str, str]]:
     cells: dict[tuple[int, int], int] = {}
     for i, node in enumerate(doc["nodes"]):
         if node["id"] in ids:
-            problems.append((f"nodes[{i}].id", f"duplicate id {node['id']!r} (also nodes[{ids[node['id']]}])"))
+            problems.append((f"nodes[{i}].id", f"duplicate id {quoted(node['id'])} (also nodes[{ids[node['id']]}])"))
         ids.setdefault(node["id"], i)
         pos = tuple(node["pos"])
         if not free(node["pos"]):
@@ -142,17 +142,17 @@ def semantic_problems(doc: dict[str, Any]) -> list[tuple[str, str]]:
             for k, parent in enumerate(alternative):
                 where = f"nodes[{i}].requires[{j}][{k}]"
                 if parent not in ids:
-                    problems.append((where, f"names unknown node {parent!r}{did_you_mean(parent, ids)}"))
+                    problems.append((where, f"names unknown node {quoted(parent)}{did_you_mean(parent, ids)}"))
                 elif parent == node["id"]:
-                    problems.append((where, f"node {parent!r} requires itself"))
+                    problems.append((where, f"node {quoted(parent)} requires itself"))
                 elif alternative.index(parent) != k:
-                    problems.append((where, f"{parent!r} appears twice in one alternative"))
+                    problems.append((where, f"{quoted(parent)} appears twice in one alternative"))
                 else:
                     parents[node["id"]].add(parent)
 
     goal = doc["goal"]
     if goal not in ids:
-        problems.append(("goal", f"names unknown node {goal!r}{did_you_mean(goal, ids)}"))
+        problems.append(("goal", f"names unknown node {quoted(goal)}{did_you_mean(goal, ids)}"))
     if problems:
         return problems
 
@@ -166,13 +166,14 @@ def semantic_problems(doc: dict[str, Any]) -> list[tuple[str, str]]:
             children[u].add(v)
     for u in ids:
         if u != goal and not children[u]:
-            problems.append((f"nodes[{ids[u]}]", f"{u!r} is a sink but not the goal; the goal must be the one sink"))
+            problems.append((f"nodes[{ids[u]}]",
+                             f"{quoted(u)} is a sink but not the goal; the goal must be the one sink"))
     if children[goal]:
-        problems.append(("goal", f"{goal!r} is required by {sorted(children[goal])}; the goal must be a sink"))
+        problems.append(("goal", f"{quoted(goal)} is required by {sorted(children[goal])}; the goal must be a sink"))
     ancestors = _ancestors(goal, parents)
     for u in ids:
         if u != goal and u not in ancestors and children[u]:
-            problems.append((f"nodes[{ids[u]}]", f"{u!r} is not an ancestor of the goal {goal!r}"))
+            problems.append((f"nodes[{ids[u]}]", f"{quoted(u)} is not an ancestor of the goal {quoted(goal)}"))
 
     unreachable = _unreachable(rows, tuple(start))
     if unreachable:

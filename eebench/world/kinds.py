@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from eebench.errors import InputError, did_you_mean, one_of
+from eebench.errors import InputError, did_you_mean, one_of, quoted
 
 DEFAULT_ENV = "grid_dag"  # what documents written before there were several worlds mean (suite inline presets)
 
@@ -221,10 +221,11 @@ def kind(env: str) -> WorldKind:
     """The kind of `env`; InputError naming the known ones (and a close name) when there is none."""
     factory = _FACTORIES.get(env)
     if factory is None:
-        raise InputError(f"unknown world kind {env!r}{did_you_mean(env, _FACTORIES)}; known: {one_of(_FACTORIES)}")
+        raise InputError(f"unknown world kind {quoted(env)}{did_you_mean(env, _FACTORIES)}; "
+                         f"known: {one_of(_FACTORIES)}")
     made = factory()
     if made.env != env:  # a factory registered under another name would split one world in two
-        raise RuntimeError(f"world kind {made.env!r} is registered as {env!r}")
+        raise RuntimeError(f"world kind {made.env!r} is registered as {quoted(env)}")
     return made
 
 
@@ -248,5 +249,5 @@ def check_env(env: Any, file: str, *, field: str = "env", line: int | None = Non
         raise InputError.at(file, f"missing required field (expected {one_of(known)})", field=field, line=line)
     if not isinstance(env, str) or env not in _FACTORIES:  # a list or a mapping is no name (nor hashable)
         hint = did_you_mean(env, known) if isinstance(env, str) else ""
-        raise InputError.at(file, f"expected one of {one_of(known)}, found {env!r}{hint}", field=field, line=line)
+        raise InputError.at(file, f"expected one of {one_of(known)}, found {quoted(env)}{hint}", field=field, line=line)
     return kind(env)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from eebench.errors import EebenchError, InputError, Problem, did_you_mean
+from eebench.errors import EebenchError, InputError, Problem, did_you_mean, quoted
 
 # networkx (150 ms to import) and NumPy (60 ms) are imported in the functions that use them: reading the rooms
 # kind's presets, as `convert` and grid_dag runs do, needs neither
@@ -133,11 +133,11 @@ def semantic_problems(doc: dict[str, Any]) -> list[tuple[str, str]]:
     rooms: dict[str, int] = {}
     for i, room in enumerate(doc["rooms"]):
         if room in rooms:
-            problems.append((f"rooms[{i}]", f"duplicate room id {room!r} (also rooms[{rooms[room]}])"))
+            problems.append((f"rooms[{i}]", f"duplicate room id {quoted(room)} (also rooms[{rooms[room]}])"))
         rooms.setdefault(room, i)
 
     def unknown(room: str) -> str:
-        return f"names unknown room {room!r}{did_you_mean(room, rooms)}"
+        return f"names unknown room {quoted(room)}{did_you_mean(room, rooms)}"
 
     if doc["start"] not in rooms:
         problems.append(("start", unknown(doc["start"])))
@@ -150,7 +150,7 @@ def semantic_problems(doc: dict[str, Any]) -> list[tuple[str, str]]:
         for i, item in enumerate(items):
             key = _key(item["name"])
             if key in names:
-                problems.append((f"{what}s[{i}].name", f"duplicate {what} name {item['name']!r} (also {what}s"
+                problems.append((f"{what}s[{i}].name", f"duplicate {what} name {quoted(item['name'])} (also {what}s"
                                                        f"[{names[key]}]; names ignore case)"))
             names.setdefault(key, i)
     for i, door in enumerate(doc["doors"]):
@@ -159,7 +159,8 @@ def semantic_problems(doc: dict[str, Any]) -> list[tuple[str, str]]:
         for j, r in bad:
             problems.append((f"doors[{i}].between[{j}]", unknown(r)))
         if not bad and a == b:
-            problems.append((f"doors[{i}].between", f"joins room {a!r} to itself; a door joins two distinct rooms"))
+            problems.append((f"doors[{i}].between",
+                             f"joins room {quoted(a)} to itself; a door joins two distinct rooms"))
         elif not bad:
             graph.add_edge(a, b)
     for i, ball in enumerate(doc["balls"]):
@@ -172,20 +173,20 @@ def semantic_problems(doc: dict[str, Any]) -> list[tuple[str, str]]:
             if room not in rooms:
                 problems.append((f"layout.{room}", unknown(room)))
             elif tuple(pos) in cells:
-                problems.append((f"layout.{room}", f"{pos} is also the position of room {cells[tuple(pos)]!r}"))
+                problems.append((f"layout.{room}", f"{pos} is also the position of room {quoted(cells[tuple(pos)])}"))
             cells.setdefault((pos[0], pos[1]), room)
         missing = [r for r in rooms if r not in layout]
         if missing:
             more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
-            problems.append(("layout", f"has no position for room {missing[0]!r}{more}; give every room one"))
+            problems.append(("layout", f"has no position for room {quoted(missing[0])}{more}; give every room one"))
     door_problems = any(where.startswith("doors[") for where, _ in problems)
     if doc["start"] in rooms and not door_problems:  # a broken door is the problem to fix, not what it cuts off
         reached = nx.node_connected_component(graph, doc["start"])
         cut_off = [r for r in rooms if r not in reached]
         if cut_off:
             more = f" and {len(cut_off) - 1} more" if len(cut_off) > 1 else ""
-            problems.append((f"rooms[{rooms[cut_off[0]]}]", f"room {cut_off[0]!r}{more} cannot be reached from the "
-                                                            f"start {doc['start']!r} through the doors"))
+            problems.append((f"rooms[{rooms[cut_off[0]]}]", f"room {quoted(cut_off[0])}{more} cannot be reached from "
+                                                            f"the start {quoted(doc['start'])} through the doors"))
     return problems
 
 
@@ -383,7 +384,7 @@ class RoomsEnv:
         episode = (options or {}).get("episode", self.next_episode)
         total = self.world.instance.episodes
         if isinstance(episode, bool) or not hasattr(episode, "__index__"):   # (a NumPy integer is one)
-            raise EebenchError(f"episode {episode!r}: expected an episode index, 0 to {total - 1}")
+            raise EebenchError(f"episode {quoted(episode)}: expected an episode index, 0 to {total - 1}")
         episode = operator.index(episode)
         if not 0 <= episode < total:
             raise EebenchError(f"episode {episode} does not exist: the instance has {total} episodes (0 to {total - 1})")

@@ -17,7 +17,7 @@ from typing import Any
 from eebench.adapters.base import Adapter, Episode, LoggedStep, as_int, count_problem, scalars, text_of
 from eebench.adapters.records import JsonRecord, bad_item, json_records
 from eebench.documents import json_type
-from eebench.errors import InputError
+from eebench.errors import InputError, quoted
 
 _SCHEMA = re.compile(rb'"schema_version"\s*:\s*"ATIF-')
 
@@ -44,7 +44,8 @@ class AtifAdapter(Adapter):
             return bad(f"expected an ATIF trajectory object, found {json_type(doc)}")
         version = doc.get("schema_version")
         if not (isinstance(version, str) and version.startswith("ATIF-")):
-            return bad(f"expected an ATIF schema_version such as 'ATIF-v1.5', found {version!r}", "schema_version")
+            return bad(f"expected an ATIF schema_version such as 'ATIF-v1.5', found {quoted(version)}",
+                       "schema_version")
         raw_steps = doc.get("steps")
         if not isinstance(raw_steps, list):
             return bad(f"expected a list of steps, found {json_type(raw_steps)}", "steps")
