@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from eebench.errors import EebenchError, InputError
+from eebench.errors import EebenchError, InputError, quote
 
 # Float costs are scaled by a power of two before CP-SAT sees them (exact in binary): this one, or a smaller one
 # that keeps the scaled budget within 2**40, far from CP-SAT's integer limits.
@@ -355,6 +355,10 @@ def _cp_sat(problem: OrienteeringProblem, plan: _Plan, time_limit: float) -> Sol
         status = solver.Solve(model)
         if status == cp_model.INFEASIBLE:
             raise _no_path(problem)
+        if status == cp_model.MODEL_INVALID:   # (not a time limit: no bound to report)
+            why = quote(model.Validate() or "an invalid model")
+            raise _fail("prize", f"CP-SAT cannot take this problem ({why}); prizes and costs must stay well within "
+                                 "64-bit integers")
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             # Time ran out before any solution: the empty path is the best known (when it is one).
             if not is_feasible(problem, best_path):

@@ -220,6 +220,17 @@ def test_bad_problems_are_refused_with_one_line():
         assert "\n" not in str(caught.value)
 
 
+def test_prizes_cp_sat_cannot_sum_are_an_error_not_a_bound():
+    """CP-SAT refuses a model whose objective may overflow 64 bits: that was reported as a BOUND of the empty path
+    (R_max 0) though no time limit was hit."""
+    problem = OrienteeringProblem(np.array([[0, 1, 1], [1, 0, 1], [1, 1, 0]]), (0, 2 ** 62, 2 ** 62), 10, 0)
+    with pytest.raises(InputError, match=r"^orienteering problem: prize: CP-SAT cannot take this problem \(.*\); "
+                                         r"prizes and costs must stay well within 64-bit integers$") as caught:
+        solve(problem, method=Method.CP_SAT)
+    assert "\n" not in str(caught.value)
+    assert solve(problem, method=Method.EXHAUSTIVE).value == 2 ** 63   # (exact in Python's integers)
+
+
 def test_problems_compare_by_content_and_the_cache_counts():
     cost = np.array([[0, 1], [1, 0]])
     a = OrienteeringProblem(cost, (0, 5), 1)

@@ -127,6 +127,15 @@ def test_the_schema_refuses_a_ball_with_a_negative_reward_and_a_name_with_spaces
     assert [p.field for p in schema_problems(bad, "instance.rooms", "x.json")] == ["balls[0].name", "balls[0].reward"]
 
 
+def test_a_reward_is_at_most_2_to_the_31_minus_1() -> None:
+    """Rewards of 2^62 passed: CP-SAT's objective overflowed and R_max was stored as 0 with status 'bound'."""
+    assert not schema_problems(doc(balls=[{"name": "gold", "room": "A", "reward": 2 ** 31 - 1}]), "instance.rooms",
+                               "x.json")
+    (problem,) = schema_problems(doc(balls=[{"name": "gold", "room": "A", "reward": 2 ** 31}]), "instance.rooms",
+                                 "x.json")
+    assert problem.field == "balls[0].reward" and "<= 2147483647" in problem.message
+
+
 # -- actions ----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("text, expected", [
