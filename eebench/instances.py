@@ -85,7 +85,7 @@ def check_trajectory_env(env: Any, loaded: LoadedInstance | None, file: str, lin
     and never replayed, so they are refused before their instance is even looked up.
     """
     if env == LOGGED:
-        raise InputError(Problem(file, line, "env", f"{quoted(env)} trajectories are kept as text and not graded by "
+        raise InputError(Problem(file, line, "env", f"{env!r} trajectories are kept as text and not graded by "
                                                     "replay; expected the world kind of its instance, or no env. If it was played "
                                                     "in an instance of the bench, convert its log again with "
                                                     "`eebench convert ... --bench BENCH` (or --instance ID)"))
