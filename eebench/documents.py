@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import hashlib
 import json
@@ -864,11 +865,22 @@ def atomic_file(path: Path | str, mode: str = "w", buffering: int = -1) -> Itera
             yield handle
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         _remove_folders(created)
+        _name_the_output(exc, path)
         raise
+
+
+# what writing a file fails with when the disk or quota is full: blamed on the file being written, by name
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+def _name_the_output(exc: BaseException, path: Path) -> None:
+    """A write that failed for want of space, as one line naming the output (its OSError names no file)."""
+    if isinstance(exc, OSError) and exc.errno in _FULL and exc.filename is None:
+        raise InputError.at(str(path), f"cannot write: {exc.strerror}; nothing was written") from None
 
 
 @contextlib.contextmanager
@@ -901,7 +913,8 @@ def atomic_directory(dest: Path | str, *, marker: str) -> Iterator[Path]:
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, dest)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         _remove_folders(created)
+        _name_the_output(exc, dest)
         raise

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -705,6 +706,19 @@ def test_an_output_that_cannot_be_written_is_one_line(args: list[str]) -> None:
         done = subprocess.run([sys.executable, "-m", "eebench", *args], stdout=full, stderr=subprocess.PIPE,
                               text=True, timeout=60)
     assert (done.returncode, done.stderr) == (2, "error: cannot write the output: No space left on device\n")
+
+
+@pytest.mark.parametrize("command, out", [
+    (["generate", "park2026-main", "--out"], "instances"),
+    (["play", "park2026-main", "--agent", "random", "--seeds", "0-9", "--out"], "runs.jsonl"),
+])
+def test_an_output_file_a_full_disk_refuses_is_named(cli, small_disk: Path, command: list[str], out: str) -> None:
+    """`play`/`generate` on a full disk said 'cannot write the output', naming no file; nothing is left behind."""
+    free = os.statvfs(small_disk)
+    (small_disk / "filler").write_bytes(b"\0" * (free.f_bavail * free.f_frsize - 8192))
+    result = cli(*command, small_disk / out, code=2)
+    assert result.stderr == f"error: {small_disk / out}: cannot write: No space left on device; nothing was written\n"
+    assert sorted(p.name for p in small_disk.iterdir()) == ["filler"]
 
 
 @pytest.mark.parametrize("args, said", [

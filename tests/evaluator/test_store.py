@@ -353,20 +353,6 @@ def test_a_damaged_results_file_is_one_line_and_stays_as_it_was(cli, bench: Path
 
 # -- a full disk -----------------------------------------------------------------------------------------
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 13 MiB tmpfs (needs root); skipped where it cannot be mounted."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=13m", "tmpfs", str(mount)], capture_output=True)
-    if made.returncode:
-        pytest.skip(f"cannot mount a small tmpfs: {made.stderr.decode().strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", str(mount)], check=True)
-
-
 def test_a_full_disk_while_grading_or_committing_is_one_line_and_the_results_stay(cli, bench: Path, tmp_path: Path,
                                                                                   small_disk: Path) -> None:
     db = small_disk / "r.duckdb"
