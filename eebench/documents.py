@@ -680,7 +680,7 @@ def _explain(error: jsonschema.ValidationError) -> list[tuple[str, str]]:
     if kind == "const":
         return [(here, f"expected {_short(value)}, found {_short(instance)}")]
     if kind == "enum":
-        words = [str(v) for v in value]
+        words = [v if isinstance(v, str) else json.dumps(v) for v in value]   # (null, not Python's None)
         return [(here, f"expected one of {', '.join(words)}, found {_short(instance)}"
                        f"{did_you_mean(str(instance), words)}")]
     if kind in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):

@@ -135,3 +135,11 @@ def test_a_json_list_nested_past_the_limit_is_refused_by_the_door_not_the_duplic
     deep.write_text(json.dumps(trajectory("a")).replace('"steps"', '"meta": ' + "[" * 50_000 + "]" * 50_000
                                                           + ', "steps"'))
     assert cli("validate", deep, code=2).stderr == f"error: {deep}: refused JSON: nested more than 100 levels deep\n"
+
+
+def test_an_enum_with_null_says_null(cli, tmp_path: Path) -> None:
+    """The schema's enum of a phase holds null: it was listed as Python's None."""
+    path = write_jsonl(tmp_path / "t.jsonl", [{"eebench": "trajectory/1", "id": "x", "instance": "a/b", "env": "logged",
+                                               "steps": [{"action": "go", "phase": "x"}]}])
+    assert cli("validate", path, code=2).stderr == (f'error: {path}:1: steps[0].phase: expected one of explore, act, '
+                                                    'null, found "x"\n')
