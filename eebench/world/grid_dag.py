@@ -7,6 +7,7 @@ and an action, so replaying a trajectory is a plain loop and a state can be kept
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, NamedTuple
@@ -427,8 +428,10 @@ def describe_prerequisites(requires: list[list[str]]) -> str:
 class GridDagEnv:
     """The world behind the Gymnasium API shape: `reset(seed=...)` and `step(action) -> 5-tuple`."""
 
-    def __init__(self, instance: GridDagInstance):
-        self.world = GridDagWorld(instance)
+    def __init__(self, instance: GridDagInstance | Mapping[str, Any]):
+        from eebench.world.kinds import instance_for
+
+        self.world = GridDagWorld(instance_for("grid_dag", instance, "GridDagEnv"))
         self.state = self.world.initial_state()
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict]:

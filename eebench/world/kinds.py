@@ -242,6 +242,19 @@ def kind_of(value: Any) -> WorldKind:
     raise TypeError(f"{type(value).__name__} is no instance or preset of a registered world kind")
 
 
+def instance_for(env: str, value: Any, who: str) -> Any:
+    """What an env of world `env` plays: an instance of it (eebench.load), or its document, validated as `eebench
+    validate` validates it; else a TypeError naming `who`."""
+    if isinstance(value, Mapping):
+        from eebench.instances import check_instance_document
+
+        value = check_instance_document(dict(value), "<instance>")
+    if not isinstance(value, kind(env).instance_type):
+        raise TypeError(f"{who} plays {kind(env).instance_type.__name__} (eebench.load) or its document, not "
+                        f"{type(value).__name__}")
+    return value
+
+
 def check_env(env: Any, file: str, *, field: str = "env", line: int | None = None) -> WorldKind:
     """The kind a document's `env` names; InputError at file, line and field otherwise."""
     known = list(_FACTORIES)

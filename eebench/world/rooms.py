@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -373,8 +373,10 @@ class RoomsEnv:
     reward is the collected ball's. A reset after the last episode raises EebenchError.
     """
 
-    def __init__(self, instance: RoomsInstance):
-        self.world = RoomsWorld(instance)
+    def __init__(self, instance: RoomsInstance | Mapping[str, Any]):
+        from eebench.world.kinds import instance_for
+
+        self.world = RoomsWorld(instance_for("rooms", instance, "RoomsEnv"))
         self.state: RoomsState | None = None
         self.next_episode = 0
 

@@ -370,3 +370,17 @@ def test_render_text_is_the_oracle_view() -> None:
     env.step("down")
     env.step("right")
     assert env.render().splitlines()[1:4] == ["S a #", "b @ .", "# . G"]
+
+
+def test_the_env_takes_an_instance_document_or_says_what_it_plays() -> None:
+    """GridDagEnv(document) ended in AttributeError: 'dict' object has no attribute 'width'."""
+    import eebench
+    from eebench.world.grid_dag import GridDagEnv
+
+    instance = eebench.load("park2026-main/low-small/seed-0")
+    from_document = GridDagEnv(instance.to_document())
+    assert from_document.reset()[0] == GridDagEnv(instance).reset()[0]
+    for bad, says in ((5, "not int"), (eebench.load("grams2025-rooms/4x4/seed-0"), "not RoomsInstance")):
+        with pytest.raises(TypeError, match=rf"^GridDagEnv plays GridDagInstance \(eebench.load\) or its document, "
+                                            rf"{says}$"):
+            GridDagEnv(bad)
