@@ -168,12 +168,13 @@ class InstanceLibrary:
         self._cache_size = cache_size
         self._paths: dict[str, Path] | None = None
         self.unreadable: list[Problem] = []  # files of the folder that are not JSON or YAML mappings, skipped
+        self._conflicts: dict[str, list[Path]] = {}   # id -> the files that define it differently
 
     def _listed(self) -> dict[str, Path]:
         """id -> path from index files and, failing those, from reading every instance file."""
         if self._paths is not None:
             return self._paths
-        paths: dict[str, Path] = {}
+        paths: dict[str, list[Path]] = {}
         if self.root.is_file() and self.root.name not in (INDEX_FILE, MANIFEST_FILE):
             # one file named on purpose: whatever is wrong with it is the answer, not "no instances here"
             self._paths = {check_instance_document(load_document(self.root), str(self.root)).id: self.root}
@@ -187,10 +188,10 @@ class InstanceLibrary:
                 listing = loads_json(read_bytes(index))  # within the limits: no RecursionError, no huge read
                 for entry in listing.get("instances", []):
                     if isinstance(entry["id"], str) and isinstance(entry["path"], str):  # else not an index of ours
-                        paths.setdefault(entry["id"], index.parent / entry["path"])
+                        _claim(paths, entry["id"], index.parent / entry["path"])
             except (OSError, ValueError, KeyError, TypeError, AttributeError, InputError):
                 continue  # not an index of ours: the scan below still finds its instances
-        indexed = set(paths.values())
+        indexed = {file for found in paths.values() for file in found}
         for file in files:
             if file.name in (INDEX_FILE, MANIFEST_FILE) or file in indexed:
                 continue
@@ -201,9 +202,12 @@ class InstanceLibrary:
                 continue
             tag = doc.get("eebench")
             if isinstance(tag, str) and tag.startswith("instance/") and isinstance(doc.get("id"), str):
-                paths.setdefault(doc["id"], file)
-        self._paths = paths
-        return paths
+                _claim(paths, doc["id"], file)
+        self._paths = {i: found[0] for i, found in paths.items()}
+        for instance_id, found in paths.items():   # one id in several files: the same instance, or refused by name
+            if len(found) > 1 and len({_sha_of(file) for file in found}) > 1:
+                self._conflicts[instance_id] = found
+        return self._paths
 
     def path_for(self, instance_id: str) -> Path | None:
         if self.root.is_dir() and not instance_id_problem(instance_id):  # else no file is named by it (too long)
@@ -228,6 +232,10 @@ class InstanceLibrary:
             self._cache.move_to_end(instance_id)
             return hit
         path = self.path_for(instance_id)
+        if instance_id in self._conflicts and path != self.root / instance_relpath(instance_id):
+            first, second = self._conflicts[instance_id][:2]
+            raise InputError(f"instance {quoted(instance_id)} {self.where} is defined differently by {first} and "
+                             f"{second}; keep one (or give --bench the folder of the one meant)")
         if path is None:
             close = did_you_mean(instance_id, self.ids())
             # a damaged file of the folder may be the one that held it: name it rather than only a close id
@@ -245,6 +253,20 @@ class InstanceLibrary:
     def __iter__(self) -> Iterator[LoadedInstance]:
         for instance_id in self.ids():
             yield self.get(instance_id)
+
+
+def _claim(paths: dict[str, list[Path]], instance_id: str, file: Path) -> None:
+    """Note that `file` defines `instance_id` (the first file found is the one read)."""
+    found = paths.setdefault(instance_id, [])
+    if file not in found:
+        found.append(file)
+
+
+def _sha_of(file: Path) -> str | None:
+    try:
+        return sha256_hex(load_document(file))
+    except InputError:
+        return None
 
 
 def _walk(root: Path) -> Iterator[Path]:

@@ -434,3 +434,18 @@ def test_a_document_json_cannot_hold_is_checked_as_ever(record: Path) -> None:
     with pytest.raises(InputError, match="budget"):
         check_instance_document({**base(), "budget": float("nan")}, "a.json")
     assert not record.exists()
+
+
+def test_one_id_in_two_files_is_refused_unless_they_are_the_same_instance(tmp_path: Path) -> None:
+    """Two files of a bench defining one id: the first found was graded, silently (its budget, say)."""
+    doc = instance_doc(["..", ".."], [0, 0], [("G", [1, 1], [])], "G", budget=24, instance_id="t/a")
+    write_json(tmp_path / "a" / "x.json", doc)
+    write_json(tmp_path / "b" / "y.json", doc)   # a copy: the same instance
+    assert InstanceLibrary(tmp_path).get("t/a").instance.budget == 24
+    write_json(tmp_path / "b" / "y.json", {**doc, "budget": 30})
+    with pytest.raises(InputError, match=rf"^instance 't/a' under {re.escape(str(tmp_path))} is defined differently "
+                                         rf"by {re.escape(str(tmp_path / 'a' / 'x.json'))} and "
+                                         rf"{re.escape(str(tmp_path / 'b' / 'y.json'))}; keep one"):
+        InstanceLibrary(tmp_path).get("t/a")
+    write_json(tmp_path / "t" / "a.json", doc)   # the file at the id's own path is the one meant
+    assert InstanceLibrary(tmp_path).get("t/a").instance.budget == 24
