@@ -165,8 +165,34 @@ def json_document(path: Path) -> Any:
     except JsonLimitError as exc:
         raise InputError.at(str(path), json_problem(exc)) from None
     except json.JSONDecodeError as exc:
-        where = "truncated JSON" if _cut_short(text) else f"malformed JSON: {exc.msg}"
-        raise InputError.at(str(path), f"{where} (column {exc.colno})", line=exc.lineno) from None
+        raise InputError.at(str(path), _why_not_json(text, exc), line=exc.lineno) from None
+
+
+def _why_not_json(text: str, exc: json.JSONDecodeError) -> str:
+    return f"{'truncated JSON' if _cut_short(text) else f'malformed JSON: {exc.msg}'} (column {exc.colno})"
+
+
+def broken_json(data: bytes) -> tuple[int, str] | None:
+    """Where a whole file that opens like JSON does not parse, as one document or as JSON Lines (whose first line
+    parses alone): (line, reason); None when it parses, or does not open like JSON, or is not UTF-8."""
+    try:
+        text = data.removeprefix(BOM).decode()
+    except UnicodeDecodeError:
+        return None
+    if text.lstrip()[:1] not in ("{", "["):
+        return None
+    try:
+        loads_json(text)
+        return None
+    except json.JSONDecodeError as exc:
+        whole = exc
+    lines = [(number, line) for number, line in enumerate(text.splitlines(), 1) if line.strip()]
+    for k, (number, line) in enumerate(lines):
+        try:
+            loads_json(line)
+        except json.JSONDecodeError as exc:
+            return (number, _why_not_json(line, exc)) if k else (whole.lineno, _why_not_json(text, whole))
+    return None   # JSON Lines, every line whole
 
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')

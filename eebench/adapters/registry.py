@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from eebench.adapters.base import HEAD_BYTES, STEP_FIELDS, Adapter
+from eebench.adapters.records import broken_json
 from eebench.documents import compressed_problem, open_input
 from eebench.errors import InputError, did_you_mean, one_of
 
@@ -121,8 +122,14 @@ def detect(path: Path) -> Adapter:
     compressed = compressed_problem(head)
     if not candidates and compressed:
         raise InputError.at(str(path), compressed)
+    broken = broken_json(head) if not candidates and len(head) < HEAD_BYTES else None
+    if broken is not None:   # (a log cut short: the parse error says where, not "no adapter recognizes it")
+        line, problem = broken
+        raise InputError.at(str(path), f"{problem}; no adapter can tell the format of JSON that does not parse",
+                            line=line)
     if not candidates:
         raise InputError.at(str(path), "no adapter recognizes this file; name its format with --from "
                                        f"({one_of(known_adapters().adapters)}; see `eebench formats`)")
     names = [a.name for a in candidates]
     raise InputError.at(str(path), f"ambiguous format: {one_of(names)} all read this file; choose one with --from")
+

@@ -222,6 +222,28 @@ def test_wrong_from_suggests_close_names(cli, tmp_path: Path) -> None:
                                     "known: auto, ")
 
 
+@pytest.mark.parametrize("log", ["openai_chat/tau-bench_gpt-4o-airline.first7.json",
+                                 "openhands_events/openhands_trajectory.json"])
+@pytest.mark.parametrize("size", [300, 3000])
+def test_a_log_cut_short_is_named_truncated_at_its_line_not_unknown(cli, agent_logs: Path, tmp_path: Path, log: str,
+                                                                    size: int) -> None:
+    """A log cut before any format could tell it apart said only 'no adapter recognizes this file'."""
+    source = tmp_path / "cut.json"
+    source.write_bytes((agent_logs / log).read_bytes()[:size])
+    result = cli("convert", source, "--out", tmp_path / "o.jsonl", code=2)
+    assert re.fullmatch(rf"error: {re.escape(str(source))}:\d+: truncated JSON \(column \d+\); no adapter can tell "
+                        r"the format of JSON that does not parse\n", result.stderr), result.stderr
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_a_json_lines_log_with_a_line_cut_short_names_that_line(cli, tmp_path: Path) -> None:
+    source = tmp_path / "cut.jsonl"
+    source.write_text('{"a": 1}\n\n{"b": \n')
+    result = cli("convert", source, "--out", tmp_path / "o.jsonl", code=2)
+    assert result.stderr == (f"error: {source}:3: truncated JSON (column 7); no adapter can tell the format of JSON "
+                             "that does not parse\n")
+
+
 def test_auto_fails_with_the_candidates(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     source = tmp_path / "notes.md"
     source.write_text("# just notes\n")
