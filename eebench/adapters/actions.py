@@ -74,10 +74,15 @@ def room_object(phrase: str) -> str | None:
     """
     text = re.sub(r"\s+", " ", phrase.replace("\\", "").strip().lower())
     text = _PUNCT.sub("", text)
-    text = re.sub(r"^(?:interact(?: with)?|go(?: through| to)?|open|pick up|collect|take|walk through|use)\s+", "",
-                  text)
+    text = _ROOM_VERB.sub("", text)
     text = re.sub(r"^(?:the|a|an)\s+", "", text)
     return text if _ROOM_OBJECT.match(text) else None
+
+
+# what a model says before the object it acts on: `I will go through the`, `let me walk to`, `pick up`
+_ROOM_VERB = re.compile(r"^(?:(?:i will|i'll|i am going to|i'm going to|let me|let's|lets|now|next|then|so)\s+)*"
+                        r"(?:interact(?: with)?|go(?: through| to| into)?|walk(?: through| to| into)?|move"
+                        r"(?: through| to| into)?|enter|open|pick up|collect|grab|take|use)\s+")
 
 
 def as_text(phrase: str) -> str | None:

@@ -82,6 +82,10 @@ def test_room_objects_after_grams_et_al() -> None:
     assert rooms.from_text("<think>maybe the door</think> nothing yet") is None
     assert room_object("rosewood   BALL") == "rosewood ball"
     assert room_object("a sofa") is None
+    # what a model says before the object: it was kept, a door no instance has, and not counted as unread
+    assert room_object("I will go through the dark_gray door.") == "dark_gray door"
+    assert room_object("walk to gray door") == room_object("Let me walk through the gray door") == "gray door"
+    assert room_object("I'll pick up the red ball") == "red ball"
 
 
 def test_open_text_keeps_what_the_model_wrote() -> None:
