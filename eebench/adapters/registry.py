@@ -132,4 +132,3 @@ def detect(path: Path) -> Adapter:
                                        f"({one_of(known_adapters().adapters)}; see `eebench formats`)")
     names = [a.name for a in candidates]
     raise InputError.at(str(path), f"ambiguous format: {one_of(names)} all read this file; choose one with --from")
-

@@ -178,11 +178,19 @@ def step_texts(results: Results) -> dict[str, dict[str, list[str | None]]]:
 def _rooms_steps(cols: dict[str, np.ndarray] | None, episodes: list[dict[str, Any]]) -> dict[str, Any]:
     """A rooms replay: the room after each step, its episode, and the returns and gaps of each episode."""
     n = 0 if cols is None else len(cols["t"])
-    return {"env": "rooms", "room": [] if cols is None else [None if r is None else str(r) for r in cols["room"]],
-            "episode": [] if cols is None else [int(e) for e in cols["episode"]],
+    return {"env": "rooms", "room": [] if cols is None else _texts(cols["room"]),
+            "episode": [] if cols is None else cols["episode"].astype(np.int64).tolist(),
             "valid": "" if cols is None else _digits(cols["valid"]),
-            "action": [] if cols is None else [None if a is None else str(a) for a in cols["action"]],
+            "action": [] if cols is None else _texts(cols["action"]),
             "episodes": episodes, "x": [0] * n}
+
+
+def _texts(column: np.ndarray) -> list[str | None]:
+    """A text column as a list: its values are str or None already (DuckDB's VARCHAR), read in C; anything else
+    as its text."""
+    values = column.tolist()
+    return values if {str, type(None)}.issuperset(map(type, values)) else [
+        None if v is None else str(v) for v in values]
 
 
 def _logged_steps(cols: dict[str, np.ndarray] | None) -> dict[str, Any]:
@@ -221,7 +229,7 @@ def replay_documents(results: Results, maps: Maps) -> Iterator[dict[str, Any]]:
                        case=_digits(cols["case_id"]), err=_digits(cols["error"]),
                        xe=_digits(cols["explore_error"]), ye=_digits(cols["exploit_error"]),
                        valid=_digits(cols["valid"]), stale=cols["stale"].tolist(),
-                       action=[None if a is None else str(a) for a in cols["action"]],
+                       action=_texts(cols["action"]),
                        nodes=node_events(maps.worlds[instance_id], xs, ys, cols["valid"])
                        if instance_id in maps.worlds else [])
         if cols is not None and "ecc" in cols and any(v is not None for v in cols["ecc"]):
