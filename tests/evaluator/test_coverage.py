@@ -340,7 +340,7 @@ def test_the_compiled_grid_path_equals_the_plain_one(tmp_path_factory: Any, inst
             np.testing.assert_array_equal(mine, theirs, err_msg=name)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.data())
 def test_field_hits_are_each_checkpoints_first_step_whose_field_a_regex_finds(data: Any) -> None:
     """`_field_hits` (which keeps what a text's regexes found for its next showing, in this trajectory or the next
