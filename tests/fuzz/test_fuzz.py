@@ -25,7 +25,7 @@ from click.testing import CliRunner
 from eebench.cli import main
 from tests.fuzz.corpus import Case, Seeds, cases
 
-FAST_CASES = 240
+FAST_CASES = 160
 SLOW_CASES = 3200
 CASE_SECONDS = 30  # a case that takes longer has hung (issue 9 found 15)
 OUTPUTS = ("out.jsonl", "r.duckdb", "gen", "pub")
