@@ -54,13 +54,15 @@ class Plan(NamedTuple):
     balls: dict[str, tuple[int, ...]]                    # rooms ball name -> its `collected` checkpoints
     alls: tuple[tuple[int, tuple[int, ...]], ...]        # members before the checkpoints that need them
     reader: StateReader | None                           # logged: how a state is read from a step
-    seen: SeenTexts                                      # what by_field's regexes found in texts searched
+    seen: SeenTexts | None                               # logged: what by_field's regexes found in texts searched
 
 
 class SeenTexts:
-    """What each field's regexes found in the texts already searched, kept across the trajectories a plan grades
-    up to LIMIT characters (then forgotten): a text game shows a room's description at every visit, in every
-    episode of the game, and its rooms' regexes, 60 on a CoinCollector map, were half of grading such a log."""
+    """What each field's regexes found in the texts already searched, up to LIMIT characters (then forgotten): a
+    text game shows a room's description at every visit, in every episode of the game, and its rooms' regexes, 60
+    on a CoinCollector map, were half of grading such a log. A logged world's plan, one per combination of sets,
+    keeps it across its trajectories; a simulated world's plans (one per instance, up to hundreds held) keep it
+    for one trajectory, so what they hold stays what one trajectory shows."""
 
     LIMIT = 8_000_000   # characters held: the texts stay alive while they are keys
 
@@ -81,7 +83,7 @@ class SeenTexts:
 
 
 def _plan(sets: Sequence[CheckpointSet], states: dict[str, Hashable] | None,
-          rules: dict[Rule, list[tuple[str, str, Hashable]]]) -> Plan:
+          rules: dict[Rule, list[tuple[str, str, Hashable]]], seen: SeenTexts | None = None) -> Plan:
     """Compile `sets` for one instance. `states`: the world's state texts -> state keys (None: logged, open);
     `rules`: per rule, (checkpoint id, kind, key) with kind `state`, `achieved` or `ball`."""
     index: dict[str, int] = {}
@@ -125,7 +127,7 @@ def _plan(sets: Sequence[CheckpointSet], states: dict[str, Hashable] | None,
                 by_field.setdefault(field, []).append((i, checkpoint.regex))
     return Plan(tuple(index), {k: tuple(v) for k, v in by_state.items()}, tuple(state_regex),
                 tuple((f, tuple(v)) for f, v in by_field.items()), {k: tuple(v) for k, v in achieved.items()},
-                {k: tuple(v) for k, v in balls.items()}, tuple(alls), reader, SeenTexts())
+                {k: tuple(v) for k, v in balls.items()}, tuple(alls), reader, seen)
 
 
 class GridTables:
@@ -322,8 +324,8 @@ def _hits(plan: Plan, first: Sequence[tuple[Hashable, int]], steps: Sequence[dic
 
 def _field_hits(plan: Plan, steps: Sequence[dict[str, Any]], hits: Any) -> None:
     """Lower `hits` (a list, or a row of the compiled path's array) to the first step whose field a checkpoint's
-    regex finds (a text searched before is not searched again: `plan.seen`)."""
-    seen = plan.seen
+    regex finds (a text searched before is not searched again: `plan.seen`, or this trajectory's)."""
+    seen = plan.seen if plan.seen is not None else SeenTexts()
     for field, checkpoints in plan.by_field:
         waiting = len(checkpoints)
         known = seen.found.setdefault(field, {})
@@ -391,7 +393,7 @@ class CoverageFamily:
             key = tuple(map(id, sets))
             known, plan = self._logged_plans.get(key, ((), None))
             if plan is None or len(known) != len(sets) or any(a is not b for a, b in zip(known, sets)):
-                plan = _plan(sets, None, {})
+                plan = _plan(sets, None, {}, SeenTexts())
                 self._logged_plans[key] = (sets, plan)
             return plan
         return _rooms_tables(instance, sets)

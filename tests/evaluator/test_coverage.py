@@ -360,11 +360,11 @@ def test_field_hits_are_each_checkpoints_first_step_whose_field_a_regex_finds(da
         for field in data.draw(st.lists(st.sampled_from(["observation", "raw"]), min_size=1, max_size=2, unique=True)))
     steps = data.draw(st.lists(st.fixed_dictionaries({"observation": texts, "raw": texts}), max_size=10))
     start = data.draw(st.lists(st.sampled_from([NEVER, 0, 2, 5]), min_size=n, max_size=n))
-    plan = SimpleNamespace(by_field=by_field, seen=Budget())
     expected = [min([start[i]] + [k for k, step in enumerate(steps, start=1) for field, checkpoints in by_field
                                   for j, regex in checkpoints if j == i and isinstance(step[field], str)
                                   and regex.search(step[field])]) for i in range(n)]
-    for _ in range(2):   # a second trajectory of the plan, its texts seen before
-        hits = list(start)
-        _field_hits(plan, steps, hits)
-        assert hits == expected
+    for plan in (SimpleNamespace(by_field=by_field, seen=Budget()), SimpleNamespace(by_field=by_field, seen=None)):
+        for _ in range(2):   # a second trajectory of the plan, its texts seen before (or not: `seen` None)
+            hits = list(start)
+            _field_hits(plan, steps, hits)
+            assert hits == expected
