@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     Instance = GridDagInstance | RoomsInstance
 
 
-
 @dataclass(frozen=True)
 class Instances(Mapping[str, "Instance"]):
     """The instances of a suite, a folder or a bundle, by id, in their listed order.

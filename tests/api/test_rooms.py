@@ -89,7 +89,7 @@ def test_records_equal_grade(rooms_suite: eebench.Instances, draws: list[tuple[i
         assert scorer.play([step["action"] for step in trajectory["steps"]]) == records   # play resets, then steps
     # the batch form: each run's records as columns, one after another
     scorers = [eebench.Scorer(rooms_suite[t["instance"]]) for t in trajectories]
-    for k, (scorer, trajectory) in enumerate(zip(scorers, trajectories)):
+    for scorer, trajectory in zip(scorers, trajectories):
         actions = [step["action"] for step in trajectory["steps"]]
         columns = scorer.batch([actions, [], actions])
         records = scorer.play(actions)
