@@ -24,7 +24,7 @@ from eebench.errors import InputError
 _noise = st.text(alphabet='[]{}"\\\\a', max_size=40)
 
 
-@settings(max_examples=400)
+@settings(max_examples=250)
 @given(st.integers(MAX_DEPTH - 3, MAX_DEPTH + 3), _noise, _noise, st.sampled_from("[{"), st.booleans())
 def test_too_deep_judges_as_the_depth_gauge_on_any_bytes(opened: int, before: str, inside: str, bracket: str,
                                                          in_string: bool) -> None:
@@ -33,7 +33,7 @@ def test_too_deep_judges_as_the_depth_gauge_on_any_bytes(opened: int, before: st
     assert too_deep(data) == (not DepthGauge().feed(data))
 
 
-@settings(max_examples=400)
+@settings(max_examples=250)
 @given(st.text(alphabet="[]{}", max_size=30), st.integers(0, MAX_DEPTH + 3), st.booleans())
 def test_too_deep_judges_many_brackets_as_the_depth_gauge(noise: str, wide: int, nested: bool) -> None:
     # past MAX_DEPTH brackets in all: shallow ones (a trajectory's steps) are judged in C, the rest by numpy
@@ -235,7 +235,7 @@ _label_text = st.lists(st.sampled_from(["Action", "ACTION", "move", "MoVe", "nex
                      max_size=14).map("".join)
 
 
-@settings(max_examples=500)
+@settings(max_examples=300)
 @given(_label_text)
 @example("I think up is bad.\n  > Action: left")
 def test_the_label_patterns_match_from_the_first_label_word_as_from_the_start(text: str) -> None:

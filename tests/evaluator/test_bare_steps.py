@@ -131,7 +131,7 @@ def grade_both_ways(tmp: Path, text: bytes, monkeypatch: pytest.MonkeyPatch, **o
     return out[0], out[1]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(steps_strategy, layouts), min_size=1, max_size=5), st.booleans())
 def test_a_run_read_bare_grades_as_lines_read_whole(tmp_path_factory: Any, monkeypatch: pytest.MonkeyPatch,
                                                    runs: list[tuple[list[Any], str]], skip_invalid: bool) -> None:

@@ -56,7 +56,7 @@ def grade_both_ways(tmp: Path, text: str, monkeypatch: pytest.MonkeyPatch) -> tu
     return out[0], out[1]
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(steps_strategy, min_size=1, max_size=4))
 def test_a_long_line_grades_as_a_line_read_whole(tmp_path_factory: Any, monkeypatch: pytest.MonkeyPatch,
                                                  runs: list[list[dict[str, Any]]]) -> None:

@@ -383,7 +383,7 @@ def test_a_full_disk_while_grading_or_committing_is_one_line_and_the_results_sta
 
 # -- invariants of regrading -----------------------------------------------------------------------------
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(first=st.sets(st.integers(0, 9), min_size=1, max_size=6),  # an empty input is an error, not an empty run
        second=st.sets(st.integers(0, 9), min_size=1, max_size=6),
        lengths=st.lists(st.integers(0, 12), min_size=10, max_size=10))
