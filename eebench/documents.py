@@ -10,9 +10,9 @@ import json
 import math
 import os
 import re
+import secrets
 import shutil
 import stat
-import tempfile
 from collections.abc import Callable, Iterator
 from importlib import resources
 from pathlib import Path
@@ -854,12 +854,13 @@ def atomic_file(path: Path | str, mode: str = "w", buffering: int = -1) -> Itera
         raise InputError.at(str(path), f"is {special}, expected a file to write (written whole beside it, then "
                                        "moved into place)")
     created = _make_folders(path.parent, path)
+    tmp = _sibling(path, ".tmp")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        _remove_folders(created)
-        raise InputError.at(str(path), f"cannot write: {exc.strerror}") from None
-    try:
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                         | getattr(os, "O_CLOEXEC", 0), 0o600)   # (as mkstemp opens)
+        except OSError as exc:
+            raise InputError.at(str(path), f"cannot write: {exc.strerror}") from None
         with os.fdopen(fd, mode, buffering,
                        **({} if "b" in mode else {"encoding": "utf-8", "newline": "\n"})) as handle:
             yield handle
@@ -871,6 +872,13 @@ def atomic_file(path: Path | str, mode: str = "w", buffering: int = -1) -> Itera
         _remove_folders(created)
         _name_the_output(exc, path)
         raise
+
+
+def _sibling(path: Path, suffix: str) -> Path:
+    """A new hidden name beside `path` for a temporary file or folder. It is named before it is made, inside the
+    block that removes it on failure: a SIGTERM or Ctrl-C between `mkdtemp` making a folder and returning its name
+    left the folder behind. (64 random bits: a name already there is an error, not a retry.)"""
+    return path.absolute().with_name(f".{path.name}.{secrets.token_hex(8)}{suffix}")
 
 
 # what writing a file fails with when the disk or quota is full: blamed on the file being written, by name
@@ -898,16 +906,16 @@ def atomic_directory(dest: Path | str, *, marker: str) -> Iterator[Path]:
             raise InputError.at(str(dest), f"exists and is not an eebench output folder (no {marker}); "
                                            "choose an empty or new folder")
     created = _make_folders(dest.parent, dest)
+    tmp, old = _sibling(dest, ".tmp"), _sibling(dest, ".old")
     try:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
-    except OSError as exc:
-        _remove_folders(created)
-        raise InputError.at(str(dest), f"cannot write: {exc.strerror}") from None
-    try:
+        try:
+            os.mkdir(tmp, 0o700)
+        except OSError as exc:
+            raise InputError.at(str(dest), f"cannot write: {exc.strerror}") from None
         yield tmp
         os.chmod(tmp, 0o755)
         if dest.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".old", dir=dest.parent))
+            os.mkdir(old, 0o700)
             os.replace(dest, old / "previous")
             os.replace(tmp, dest)
             shutil.rmtree(old, ignore_errors=True)
@@ -915,6 +923,10 @@ def atomic_directory(dest: Path | str, *, marker: str) -> Iterator[Path]:
             os.replace(tmp, dest)
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if not dest.exists():   # (stopped between the two moves: the earlier output goes back in place)
+            with contextlib.suppress(OSError):
+                os.replace(old / "previous", dest)
+        shutil.rmtree(old, ignore_errors=True)
         _remove_folders(created)
         _name_the_output(exc, dest)
         raise

@@ -4,8 +4,10 @@ messages, and atomic output."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -207,6 +209,40 @@ def test_atomic_directory_swaps_in_a_complete_folder(tmp_path: Path) -> None:
         (tmp / "index.json").write_text("3", "utf-8")
     assert (dest / "index.json").read_text("utf-8") == "3"
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+@pytest.mark.parametrize("call", ["mkdir", "open", "replace"])
+def test_a_signal_just_after_the_temporary_output_is_made_leaves_nothing(tmp_path: Path, monkeypatch,
+                                                                         call: str) -> None:
+    # SIGTERM or Ctrl-C right after the folder or file is made, before its name is known to the cleanup (a
+    # `generate` stopped so on a busy machine left `.out.xxxx.tmp` behind); or between moving the earlier output
+    # aside and the new one in
+    made = getattr(os, call)
+
+    def then_stopped(*args: Any, **kwargs: Any) -> Any:
+        made(*args, **kwargs)
+        monkeypatch.setattr(os, call, made)   # (once)
+        raise KeyboardInterrupt
+
+    def over_an_earlier_output() -> None:   # stopped when the earlier output's `.old` folder is made, or moved
+        with atomic_directory(tmp_path / "old", marker="index.json") as tmp:
+            (tmp / "index.json").write_text("2", "utf-8")
+            monkeypatch.setattr(os, call, then_stopped)
+
+    with atomic_directory(tmp_path / "old", marker="index.json") as tmp:
+        (tmp / "index.json").write_text("1", "utf-8")
+    cases = {"mkdir": [lambda: atomic_directory(tmp_path / "new", marker="index.json").__enter__(),
+                       over_an_earlier_output],
+             "open": [lambda: atomic_file(tmp_path / "out.jsonl").__enter__()],
+             "replace": [over_an_earlier_output]}[call]
+    for case in cases:
+        if case is not over_an_earlier_output:
+            monkeypatch.setattr(os, call, then_stopped)
+        with pytest.raises(KeyboardInterrupt):
+            case()
+        monkeypatch.setattr(os, call, made)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old"]
+    assert (tmp_path / "old" / "index.json").read_text("utf-8") == "1"
 
 
 def test_atomic_directory_refuses_what_it_did_not_write(tmp_path: Path) -> None:
