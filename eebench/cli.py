@@ -22,7 +22,7 @@ from typing import Any, NoReturn
 import click
 
 from eebench import __version__
-from eebench.errors import EebenchError, InputError, message_line, quote
+from eebench.errors import EebenchError, InputError, did_you_mean, message_line, quote
 from eebench.prompts import VARIANTS as PROMPT_VARIANTS
 
 
@@ -502,7 +502,7 @@ def prompt(instance: str, bench: Path | None, step: int, trajectory: Path | None
     from eebench.bundles import open_bench
     from eebench.instances import InstanceLibrary, load_instance
     from eebench.prompts import PROMPT_VERSION, shown_at
-    from eebench.suites import shipped_instance
+    from eebench.suites import shipped_instance, shipped_suites
 
     if trajectory_id is not None and trajectory is None:
         raise InputError("--trajectory-id needs --trajectory FILE")
@@ -510,8 +510,15 @@ def prompt(instance: str, bench: Path | None, step: int, trajectory: Path | None
         if bench is not None:
             opened = stack.enter_context(open_bench(bench))
             loaded = InstanceLibrary(opened.root, label=opened.label).get(instance)
-        else:   # a file, or an id of a shipped suite's (as `show` and eebench.load take it)
-            loaded = (None if Path(instance).exists() else shipped_instance(instance)) or load_instance(instance)
+        elif Path(instance).exists():
+            loaded = load_instance(instance)
+        else:   # an id of a shipped suite's (as `show` and eebench.load take it)
+            loaded = shipped_instance(instance)
+            if loaded is None:
+                raise InputError.at(instance, "no such file, nor the id of a shipped suite's instance (such as "
+                                              "park2026-main/low-small/seed-0: a suite or preset holds many, name "
+                                              "one); an id of your own needs --bench DIR"
+                                              + did_you_mean(instance.split("/")[0], shipped_suites()))
     if loaded.kind.env != "grid_dag":  # the templates are Park et al.'s; no other world has a published prompt
         raise InputError.at(loaded.file, f"prompt templates exist for grid_dag instances (Park et al., Appendix "
                                          f"C.3), not for {loaded.kind.env}; `eebench play --observations` records "

@@ -399,6 +399,10 @@ def json_problem(exc: json.JSONDecodeError) -> str:
         return f"refused JSON: {exc.msg}"
     if exc.pos == 0 and isinstance(exc.doc, str) and exc.doc.startswith(BOM.decode()):
         return "malformed JSON: starts with a UTF-8 byte order mark, which JSON does not allow (save it without one)"
+    if exc.msg == "Extra data" and exc.colno == 1 and isinstance(exc.doc, str) and exc.doc[exc.pos:exc.pos + 1] == "{":
+        # JSON lines (a run's trajectories, say) given where one document is read
+        return ("malformed JSON: a second document starts here; one was expected (JSON lines, one record per line "
+                "such as a run's trajectories, are read from .jsonl files by grade, validate and convert)")
     return f"malformed JSON: {exc.msg} (column {exc.colno})"
 
 

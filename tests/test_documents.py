@@ -172,6 +172,19 @@ def test_error_helpers() -> None:
     assert str(error) == "f: one\ntwo" and len(error.problems) == 2
 
 
+def test_json_lines_where_one_document_is_read_say_so(tmp_path: Path) -> None:
+    # `show runs.jsonl` said only "Extra data"; a second value on the same line keeps JSON's own words
+    lines = tmp_path / "runs.jsonl"
+    lines.write_text('{"eebench": "trajectory/1"}\n{"eebench": "trajectory/1"}\n', "utf-8")
+    with pytest.raises(InputError, match=re.escape(f"{lines}:2: malformed JSON: a second document starts here; "
+                                                   "one was expected (JSON lines")):
+        load_document(lines)
+    same_line = tmp_path / "two.json"
+    same_line.write_text('{"a": 1} {"b": 2}', "utf-8")
+    with pytest.raises(InputError, match=exactly(f"{same_line}:1: malformed JSON: Extra data (column 10)")):
+        load_document(same_line)
+
+
 # -- atomic output -----------------------------------------------------------------------------------
 
 def test_atomic_file_replaces_only_on_success(tmp_path: Path) -> None:

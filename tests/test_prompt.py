@@ -125,6 +125,16 @@ def test_bad_requests_are_one_line(cli, tmp_path: Path) -> None:
         "error: --step 12: the episode ended after step 8 (the goal was achieved); nothing more is shown\n")
 
 
+def test_an_instance_that_is_neither_a_file_nor_a_shipped_id_says_what_prompt_takes(cli, tmp_path: Path) -> None:
+    # a preset's or a suite's name holds many instances: "no such file" alone told nothing
+    takes = ("no such file, nor the id of a shipped suite's instance (such as park2026-main/low-small/seed-0: a "
+             "suite or preset holds many, name one); an id of your own needs --bench DIR")
+    assert cli("prompt", "low-small", code=2).stderr == f"error: low-small: {takes}\n"
+    assert cli("prompt", "park2026-mian/low-small/seed-0", code=2).stderr == (
+        f"error: park2026-mian/low-small/seed-0: {takes} (did you mean 'park2026-main'?)\n")
+    assert cli("prompt", tmp_path, code=2).stderr.startswith(f"error: {tmp_path}: is a folder")
+
+
 def test_by_id_in_a_bench(cli, tmp_path: Path) -> None:
     tiny(tmp_path)
     assert "Step 0 of 10." in cli("prompt", "test/tiny", "--bench", tmp_path).stdout
