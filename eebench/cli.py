@@ -844,7 +844,9 @@ def _plot_epilog() -> str:
     import textwrap
 
     from eebench.report.kinds import FIGURE_KINDS
-    return "\b\nKINDS:\n" + "\n".join(textwrap.fill(text, 96, initial_indent=f"  {name:<9} ", subsequent_indent=" " * 12)
+    width = max(map(len, FIGURE_KINDS)) + 1   # (the texts line up after the longest name)
+    return "\b\nKINDS:\n" + "\n".join(textwrap.fill(text, 96, initial_indent=f"  {name:<{width}} ",
+                                                     subsequent_indent=" " * (width + 3))
                                        for name, text in FIGURE_KINDS.items())
 
 
