@@ -85,7 +85,6 @@ def csv_table(path: Path, columns: tuple[str, ...], required: tuple[str, ...], *
         if header is None:
             raise bad_record(path, f"empty file; expected a {table}step table with columns {', '.join(columns)}",
                              line=1)
-        header = [name.lstrip("\ufeff") for name in header]
         if header_out is not None:
             header_out[:] = header
         missing = [name for name in required if name not in header]
@@ -104,15 +103,25 @@ def csv_table(path: Path, columns: tuple[str, ...], required: tuple[str, ...], *
         raise bad_record(path, f"malformed CSV ({reason})", line=reader.line_num) from None
 
 
+def skip_bom(handle: io.BufferedReader) -> int:
+    """Read past a UTF-8 byte order mark at the handle's start (some Windows tools write one first), as `documents`
+    does for a document; the bytes read past. (`peek`: a pipe cannot seek back.)"""
+    if handle.peek(len(BOM)).startswith(BOM):
+        return len(handle.read(len(BOM)))
+    return 0
+
+
 def binary_lines(path: Path, limit: int = MAX_LINE_BYTES, span: Span = WHOLE) -> Iterator[tuple[int, bytes]]:
     """The file's lines (1-based number, bytes with their line end), one at a time, of the whole file or of a
-    `span` of it (cut at line starts, see `eebench.pieces`); a line above `limit` bytes is refused, not loaded."""
+    `span` of it (cut at line starts, see `eebench.pieces`); a line above `limit` bytes is refused, not loaded. A
+    byte order mark before the first line is read past."""
     with open_input(path) as opened:
         # a 1 MiB buffer: lines of agent logs run to tens of KB, which the default 8 KiB one reads in pieces (4x slower)
         handle = io.BufferedReader(opened.raw, buffer_size=1 << 20) if isinstance(opened, io.BufferedReader) else opened
         if span.start:
             handle.seek(span.start)
-        left = span.end - span.start if span.end is not None else -1   # bytes of the span not read yet
+        skipped = 0 if span.start else skip_bom(handle)
+        left = span.end - span.start - skipped if span.end is not None else -1   # bytes of the span not read yet
         for number, raw in enumerate(iter(lambda: handle.readline(limit + 1), b""), start=span.line):
             if len(raw) > limit:
                 size = f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit:,} bytes"
@@ -131,8 +140,6 @@ def json_lines(path: Path, fast: FastReader | None = None, span: Span = WHOLE) -
     for number, raw in binary_lines(path, span=span):
         if raw.isspace():   # blank (a line from readline is never empty), without a stripped copy
             continue
-        if number == 1 and raw.startswith(BOM):   # (written first by some Windows tools: read past, as in a document)
-            raw = raw[len(BOM):]
         read = fast(raw) if fast is not None else None
         if read is not None:
             yield JsonRecord(number, index, read[0], typed=read[1])
@@ -214,8 +221,7 @@ def json_array_items(path: Path, prefix: str = "item") -> Iterator[JsonRecord | 
     index = 0
     parser = ijson.get_backend("python") if _lone_surrogate_escapes(path) else ijson
     with open_input(path) as handle:
-        if handle.read(len(BOM)) != BOM:
-            handle.seek(0)
+        skip_bom(handle)
         try:
             for value in parser.items(DepthBoundedReader(handle), prefix, use_float=True):
                 problem = tree_problem(value)

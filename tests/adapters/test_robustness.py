@@ -87,6 +87,30 @@ def test_a_byte_order_mark_is_read_past(tmp_path: Path) -> None:
     assert [t["instance"] for t in convert(lines, tmp_path / "d.jsonl", fmt="openai-chat")] == ["t", "u"]
 
 
+@pytest.mark.parametrize("log", ["react_text/reflexion_hotpotqa_50_sample_react_reflect_correct.txt",
+                                 "inspect_ai/2025-05-12T20-27-36-04-00_browser.trimmed.json",
+                                 "balrog/babyai_open_run_01__claude-3.5-sonnet_naive.csv", "actions"])
+def test_a_byte_order_mark_changes_nothing_in_a_real_log(agent_logs: Path, tmp_path: Path, log: str) -> None:
+    # read past in JSON logs only: a ReAct log lost its first episode (exit 0), an Inspect .json log was refused,
+    # an action list's first action kept the mark
+    plain, marked = tmp_path / "plain", tmp_path / "marked"
+    for folder in (plain, marked):
+        folder.mkdir()
+    for companion in ([] if log == "actions" else [p for p in (agent_logs / log).parent.iterdir()
+                                                   if p.stem == Path(log).stem and p.name != Path(log).name]):
+        for folder in (plain, marked):   # (a BALROG table's summary beside it)
+            (folder / companion.name).write_bytes(companion.read_bytes())
+    name = "moves.txt" if log == "actions" else Path(log).name
+    data = b"up\nleft\n" if log == "actions" else (agent_logs / log).read_bytes()
+    (plain / name).write_bytes(data)
+    (marked / name).write_bytes(b"\xef\xbb\xbf" + data)
+    options = {"fmt": "actions", "instance": "x/y"} if log == "actions" else {}
+    found = [convert(folder / name, tmp_path / f"{folder.name}.jsonl", **options) for folder in (plain, marked)]
+    for trajectory in (t for run in found for t in run):
+        assert trajectory["source"].pop("file").endswith(f"/{name}")
+    assert found[0] and found[1] == found[0]
+
+
 @pytest.mark.parametrize("fmt", ["auto", "openai-chat"])
 def test_a_gzip_compressed_log_is_named_so(tmp_path: Path, fmt: str) -> None:
     import gzip

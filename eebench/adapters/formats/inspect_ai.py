@@ -22,7 +22,8 @@ import ijson
 from eebench.adapters.base import (Adapter, Episode, as_int, as_label, bad_record, count_problem, dig, listed,
                                    scalars, text_of)
 from eebench.adapters.chat import chat_turns, messages_problem, usage_problem
-from eebench.adapters.records import MAX_DOCUMENT_BYTES, DepthBoundedReader, head_value, json_array_items
+from eebench.adapters.records import (MAX_DOCUMENT_BYTES, DepthBoundedReader, head_value, json_array_items,
+                                      skip_bom)
 from eebench.documents import JsonLimitError, json_problem, json_type, loads_json, open_input
 from eebench.errors import InputError
 
@@ -275,6 +276,7 @@ def _json_header(path: Path) -> dict[str, Any]:
     key: str | None = None
     builder: Any = None
     with open_input(path) as handle:
+        skip_bom(handle)
         try:
             for prefix, event, value in ijson.parse(DepthBoundedReader(handle), use_float=True):
                 if prefix != "":
