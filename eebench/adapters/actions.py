@@ -139,17 +139,22 @@ def _json_objects(text: str) -> list[Any]:
     return found
 
 
-def _from_mapping(value: Mapping[str, Any]) -> str | None:
-    """The action named by a JSON object or a call's arguments: the first action-like key holding a string."""
+def _from_mapping(value: Mapping[str, Any], keyed_only: bool = False) -> str | None:
+    """The action named by a JSON object or a call's arguments: the first action-like key holding a string, else
+    (unless `keyed_only`) its one string value. Open text is read `keyed_only`: the one string of a tool's
+    arguments (`Action Input: {"query": "paris"}`) is not the action, where a closed vocabulary still refuses any
+    word that is not a move."""
     lowered = {str(k).lower(): v for k, v in value.items()}
     for key in _ACTION_KEYS:
         candidate = lowered.get(key)
         if isinstance(candidate, str):
             return candidate
         if isinstance(candidate, dict):  # {"action": {"direction": "up"}}
-            inner = _from_mapping(candidate)
+            inner = _from_mapping(candidate, keyed_only)
             if inner is not None:
                 return inner
+    if keyed_only:
+        return None
     strings = [v for v in value.values() if isinstance(v, str)]
     return strings[0] if len(strings) == 1 else None
 
@@ -198,7 +203,8 @@ def _candidates(text: str, open_vocabulary: bool) -> Iterator[list[str]]:
     forms count before the whole text: prose such as `thank you (Mia)` must not read as a call.
     """
     if "{" in text:
-        yield [a for a in (_from_mapping(o) for o in _json_objects(text) if isinstance(o, dict)) if a is not None]
+        yield [a for a in (_from_mapping(o, keyed_only=open_vocabulary) for o in _json_objects(text)
+                           if isinstance(o, dict)) if a is not None]
     if "<" in text:
         yield [m.group(2) for m in _TAG.finditer(text)] + [m.group(1) for m in _BALROG_TAG.finditer(text)]
     # both label patterns need a `:` or `=` and a label word: prose without them skips both

@@ -98,6 +98,17 @@ def test_open_text_keeps_what_the_model_wrote() -> None:
     assert text.from_text(terminus) == terminus   # its closing brace is not the answer on the last line
 
 
+def test_a_json_object_in_open_text_names_the_action_only_by_an_action_key() -> None:
+    # LangChain's ReAct text: the arguments' one string value was read as the action, before the `Action:` line
+    text = ActionReader("text")
+    react = 'Thought: t\nAction: search\nAction Input: {"query": "paris", "limit": 3}'
+    assert text.from_text(react) == 'search'
+    assert text.from_text('I will open {"path": "/etc/x"} now') == 'I will open {"path": "/etc/x"} now'
+    assert text.from_text('{"action": "open door", "why": "it is there"}') == "open door"
+    # a move word in a closed vocabulary still reads from any one-string object
+    assert ActionReader("grid").from_text('{"way": "north"}') == "up"
+
+
 def test_user_regex_comes_first_and_the_built_in_rules_stay() -> None:
     named = ActionReader("grid", re.compile(r"MOVE=(?P<action>\w+)"))
     assert named.from_text("MOVE=north ... MOVE=west") == "left"
