@@ -357,13 +357,16 @@ def traced_steps(records: Iterable[ModelTurn | ToolRun]) -> list[LoggedStep]:
     """The steps of a trace whose model calls and tool executions are separate records, in time order.
 
     A tool run is a step, credited with the model call that asked for it (its tokens, latency, reasoning and
-    the text it wrote beside the call); a model call that answered in text is a step; calls a model asked for
-    that no tool run followed are steps too, without observation: the agent still chose them.
+    the text it wrote beside the call). A model call that answered in text is a step, unless a tool run follows
+    it: then its text named that run (a ReAct agent's `Action: Search`, run by the framework), and the run is
+    the step, credited with it and its text as reasoning. Calls a model asked for that no tool run followed are
+    steps too, without observation: the agent still chose them.
     """
     steps: list[LoggedStep] = []
     waiting: ModelTurn | None = None        # the last model call that asked for tools
     not_run: list[tuple[str, Any]] = []     # its calls no tool run has answered yet
     credited = False                        # whether one of its steps carries its tokens and reasoning
+    spoken: ModelTurn | None = None         # the last model call, when it answered in text: held for a tool run
 
     def credit(step: LoggedStep, turn: ModelTurn) -> LoggedStep:
         step.tokens_in, step.tokens_out, step.latency_ms = turn.tokens_in, turn.tokens_out, turn.latency_ms
@@ -379,16 +382,24 @@ def traced_steps(records: Iterable[ModelTurn | ToolRun]) -> list[LoggedStep]:
             credit(made[0], waiting)
         steps.extend(made)
 
+    def say() -> None:
+        """The held text answer, as a step of its own (no tool run followed it)."""
+        if spoken is not None:
+            steps.append(credit(LoggedStep(text=spoken.text, timestamp=spoken.timestamp), spoken))
+
     for record in records:
         if isinstance(record, ModelTurn):
+            say()
             flush()
             waiting, not_run, credited = (record, list(record.calls), False) if record.calls else (None, [], False)
-            if not record.calls:
-                steps.append(credit(LoggedStep(text=record.text, timestamp=record.timestamp), record))
+            spoken = None if record.calls else record
         else:
             step = LoggedStep(call=(record.name, record.arguments), observation=record.observation,
                               timestamp=record.timestamp)
-            if waiting is not None:
+            if spoken is not None:
+                credit(step, spoken).reasoning = "\n".join(t for t in (spoken.reasoning, spoken.text) if t) or None
+                spoken = None
+            elif waiting is not None:
                 if not credited:
                     credit(step, waiting)
                     credited = True
@@ -396,5 +407,6 @@ def traced_steps(records: Iterable[ModelTurn | ToolRun]) -> list[LoggedStep]:
                 if ran is not None:
                     del not_run[ran]
             steps.append(step)
+    say()
     flush()
     return steps

@@ -161,3 +161,16 @@ def test_calls_that_never_ran_stay_steps_after_one_that_did() -> None:
     assert [(s.call, s.text, s.observation, s.tokens_in) for s in steps] == [
         (("a", {}), None, "seen a", 5), (("b", {}), None, None, None), (("c", {}), None, None, None),
         (None, "done", None, None)]
+
+
+def test_a_tool_run_after_a_model_call_that_answered_in_text_is_one_step_with_it() -> None:
+    # a ReAct agent's model writes `Action: Search` as text and the framework runs the tool: one action, which
+    # was two steps (the text without observation, then the run without tokens or reasoning)
+    from eebench.adapters.chat import ModelTurn, ToolRun, traced_steps
+    steps = traced_steps([ModelTurn(" I should search\nAction: Search\nAction Input: foo", tokens_in=7, tokens_out=3),
+                          ToolRun("Search", "foo", "bar"), ModelTurn("Final Answer: bar", tokens_in=9),
+                          ModelTurn("Thought: more\nAction: Look", reasoning="r")])
+    assert [(s.call, s.text, s.observation, s.tokens_in, s.tokens_out, s.reasoning) for s in steps] == [
+        (("Search", "foo"), None, "bar", 7, 3, " I should search\nAction: Search\nAction Input: foo"),
+        (None, "Final Answer: bar", None, 9, None, None),
+        (None, "Thought: more\nAction: Look", None, None, None, "r")]   # (no run followed: a step of its own)
