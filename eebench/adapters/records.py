@@ -78,7 +78,10 @@ def csv_table(path: Path, columns: tuple[str, ...], required: tuple[str, ...], *
     """The rows of a CSV log with a header (read by column name), each with the line it starts at, decoded line
     by line; InputError at the first bad one. `table` names the format in messages (e.g. "BALROG ");
     `header_out`, when given, receives the header's names."""
-    lines = (decode_utf8(raw, str(path), line=number) for number, raw in binary_lines(path))
+    # Windows line ends read as `\n`, inside a quoted value too (csv keeps them there): a value reads as the
+    # same text whichever system wrote the table
+    lines = (decode_utf8(raw[:-2] + b"\n" if raw.endswith(b"\r\n") else raw, str(path), line=number)
+             for number, raw in binary_lines(path))
     reader = csv.reader(lines, escapechar=escapechar, strict=True)
     try:
         header = next(reader, None)

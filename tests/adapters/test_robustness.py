@@ -111,6 +111,24 @@ def test_a_byte_order_mark_changes_nothing_in_a_real_log(agent_logs: Path, tmp_p
     assert found[0] and found[1] == found[0]
 
 
+@pytest.mark.parametrize("log", ["balrog/textworld_coin_collector_run_00__gemini-2.5-flash_naive.csv",
+                                 "react_text/reflexion_hotpotqa_50_sample_react_reflect_correct.txt"])
+def test_windows_line_ends_change_nothing_in_a_real_log(agent_logs: Path, tmp_path: Path, log: str) -> None:
+    # a CSV's multi-line values kept `\r\n` inside (a BALROG observation read "-= Kitchen =-\r\nYou are ...")
+    found = []
+    for name, ends in (("unix", b"\n"), ("windows", b"\r\n")):
+        folder = tmp_path / name
+        folder.mkdir()
+        for file in (agent_logs / log).parent.iterdir():
+            if file.stem == Path(log).stem:
+                (folder / file.name).write_bytes(file.read_bytes().replace(b"\r\n", b"\n").replace(b"\n", ends))
+        found.append(convert(folder / Path(log).name, tmp_path / f"{name}.jsonl"))
+        for trajectory in found[-1]:
+            trajectory["source"].pop("file")
+    assert any("\n" in (step.get("observation") or "") for t in found[0] for step in t["steps"])
+    assert found[0] and found[1] == found[0]
+
+
 @pytest.mark.parametrize("fmt", ["auto", "openai-chat"])
 def test_a_gzip_compressed_log_is_named_so(tmp_path: Path, fmt: str) -> None:
     import gzip
