@@ -147,6 +147,7 @@ def test_a_hand_made_stream(tmp_path: Path) -> None:
     (b'[{"id": 0, "source": "agent", "action": "run", "args": {"command": "ls"}}, {"id": 1, "source"',
      r": record 1: truncated JSON; 1 records before it were read"),
     (b'[{"id": 0, "source": "agent", "action": "run", "args": {"command": "l\xff"}}]', r": record 0: not UTF-8 text"),
+    (b'[]', r": holds no openhands episode$"),   # (was a trajectory of no steps, exit 0)
 ])
 def test_a_broken_stream_is_one_located_error(tmp_path: Path, content: bytes, message: str) -> None:
     path = tmp_path / "stream.json"

@@ -51,8 +51,9 @@ class OpenHandsAdapter(Adapter):
 
     def episodes(self, path: Path) -> Iterator[Episode | InputError]:
         stream = _Stream(path)
+        events = 0   # an empty list is no episode (as an empty log of any format), not one of no steps
         try:
-            for item in json_records(path):
+            for events, item in enumerate(json_records(path), start=1):
                 if isinstance(item, InputError):
                     raise item
                 if not item.in_array:
@@ -62,7 +63,8 @@ class OpenHandsAdapter(Adapter):
         except InputError as exc:
             yield exc
             return
-        yield stream.episode()
+        if events:
+            yield stream.episode()
 
 
 class _Stream:
