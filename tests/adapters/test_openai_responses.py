@@ -77,6 +77,22 @@ def test_reasoning_summaries_and_hosted_calls(tmp_path: Path) -> None:
     assert trajectory["meta"]["reasoning_tokens_total"] == 4
 
 
+def test_a_message_the_model_wrote_just_before_its_call_is_the_call_s_reasoning(tmp_path: Path) -> None:
+    # one model turn of the Responses API: a message, then the call; it was a text step of its own (openai-chat
+    # reads the same turn as one step, the text its reasoning)
+    response = {"object": "response", "id": "resp_m", "model": "o4-mini", "output": [
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Left looks free."}]},
+        {"type": "function_call", "call_id": "c1", "name": "move", "arguments": '{"direction": "left"}'},
+        {"type": "function_call_output", "call_id": "c1", "output": "moved"},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Done."}]}]}
+    log = write_jsonl(tmp_path / "responses.jsonl", [response])
+    [trajectory] = convert(log, tmp_path / "out.jsonl", instance="maze/1", env="logged")
+    assert trajectory["steps"] == [
+        {"action": 'move({"direction": "left"})', "raw": 'move({"direction": "left"})', "reasoning": "Left looks free.",
+         "observation": "moved"},
+        {"action": "Done.", "raw": "Done."}]
+
+
 def test_grid_moves_when_played_in_an_eebench_instance(agent_logs: Path, tmp_path: Path) -> None:
     [solved, *_] = convert(agent_logs / SOKOBAN, tmp_path / "out.jsonl", instance="park2026-main/low-small/seed-0")
     assert "env" not in solved  # graded in its instance, whose kind decides the world

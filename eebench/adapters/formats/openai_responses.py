@@ -105,11 +105,14 @@ class OpenAIResponsesAdapter(Adapter):
 def chat_messages(items: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Responses-API items as chat-completions messages, so the shared chat reader makes the steps.
 
-    Calls made together (no other item between them) become one assistant message, as parallel tool calls are.
+    Calls made together (no other item between them) become one assistant message, as parallel tool calls are;
+    an assistant message right before them is the same model turn: its text goes with them, as a chat message's
+    content beside its tool calls does.
     """
     messages: list[dict[str, Any]] = []
     reasoning: list[str] = []
     calls_open = False   # the last message is an assistant message of calls that more calls may join
+    spoke = False        # the last item was an assistant message, which calls right after it join
     for item in items:
         kind = str(item.get("type") or ("message" if "role" in item else ""))
         if kind == "reasoning":
@@ -127,6 +130,8 @@ def chat_messages(items: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
                                                     if item.get(k) is not None), None)}}
             if calls_open and not reasoning:
                 messages[-1]["tool_calls"].append(call)
+            elif spoke and not reasoning:
+                messages[-1]["tool_calls"] = [call]
             else:
                 messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
             _take_reasoning(messages[-1], reasoning)
@@ -140,6 +145,9 @@ def chat_messages(items: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 _take_reasoning(message, reasoning)
             messages.append(message)
             calls_open = False
+            spoke = message["role"] == "assistant"
+            continue
+        spoke = False
     if reasoning:   # the model's last output was reasoning alone (cut off): a step of its own, with no action
         messages.append({"role": "assistant", "content": None, "reasoning_content": "\n".join(reasoning)})
     return messages
