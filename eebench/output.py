@@ -31,6 +31,15 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _csv_field(value: Any) -> Any:
+    """A CSV field: NULL empty, booleans as SQL and DuckDB's CSV write them (`true`, `false`)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return _plain(value)
+
+
 def _json_default(value: Any) -> str:
     """Values JSON has no type for (BLOB, INTERVAL, UUID, ...) as the text DuckDB shows for them."""
     if isinstance(value, (bytes, bytearray, memoryview)):
@@ -54,7 +63,7 @@ def format_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str)
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(columns)
-        writer.writerows([["" if v is None else _plain(v) for v in row] for row in rows])
+        writer.writerows([[_csv_field(v) for v in row] for row in rows])
         return buffer.getvalue().rstrip("\n")
     widths, numeric = _layout(columns, rows)
     return "\n".join([*_table_head(columns, widths, numeric), *_table_rows(rows, widths, numeric), _count(len(rows))])
@@ -99,7 +108,7 @@ def stream_rows(columns: Sequence[str], batches: Iterable[Sequence[Sequence[Any]
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(columns)
         for batch in chain([first], batches):
-            writer.writerows([["" if v is None else _plain(v) for v in row] for row in batch])
+            writer.writerows([[_csv_field(v) for v in row] for row in batch])
             yield buffer.getvalue()
             buffer.seek(0)
             buffer.truncate()

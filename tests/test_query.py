@@ -203,6 +203,14 @@ def test_values_json_has_no_type_for_are_text(cli, db: Path) -> None:
         "cast it (now()::TIMESTAMP) or pip install pytz\n")
 
 
+def test_csv_writes_booleans_as_sql_does(cli, db: Path) -> None:
+    # Python's True and False were written, where DuckDB's own CSV (eebench export) and SQL say true and false
+    sql = "SELECT true AS yes, false AS no, NULL::BOOLEAN AS unknown, 'x' AS text"
+    assert cli("query", sql, "--db", db, "--format", "csv").stdout == "yes,no,unknown,text\ntrue,false,,x\n"
+    assert json.loads(cli("query", sql, "--db", db, "--format", "json").stdout) == [
+        {"yes": True, "no": False, "unknown": None, "text": "x"}]
+
+
 def test_a_results_file_being_written_is_said_so(cli, db: Path) -> None:
     from tests.evaluator.test_store import HOLD, python
     with python(HOLD, db, "rw", 600):
