@@ -282,7 +282,7 @@ def test_query_formats_and_read_only(cli, bench: Path, tmp_path: Path) -> None:
         "trajectory_id  success  n_steps  explore_error", "-------------  -------  -------  -------------",
         "a              True           9              0", "(1 row)"]
     assert cli("query", sql, "--db", db, "--format", "csv").stdout == \
-        "trajectory_id,success,n_steps,explore_error\na,True,9,0.0\n"
+        "trajectory_id,success,n_steps,explore_error\na,true,9,0.0\n"
     assert json.loads(cli("query", sql, "--db", db, "--format", "json").stdout) == [
         {"trajectory_id": "a", "success": True, "n_steps": 9, "explore_error": 0.0}]
     before = db.read_bytes()
