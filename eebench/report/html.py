@@ -48,7 +48,8 @@ def page_data(results: Results, seed: int, maps: Maps) -> dict[str, Any]:
     summaries = results.summaries(seed)
     return {
         "eebench": REPORT_KIND,
-        "db": str(results.db), "where": results.where, "meta": results.meta, "notes": results.notes,
+        # the results file by its name, as the title: the page does not depend on how its path was typed
+        "db": results.db.name, "where": results.where, "meta": results.meta, "notes": results.notes,
         "graded": results.graded, "version": __version__,
         "bootstrap": {"resamples": BOOTSTRAP_RESAMPLES, "confidence": CONFIDENCE, "seed": seed},
         "metrics": [{"column": m.column, "label": m.label, "better": m.better.value, "view": m.view_column}

@@ -312,6 +312,16 @@ def test_a_figure_drawn_twice_is_the_same_bytes(graded: Run, tmp_path: Path, suf
     assert draw("prompts", graded.db, tmp_path / f"b{suffix}").read_bytes() == first.read_bytes()
 
 
+def test_the_page_is_the_same_bytes_however_the_results_file_is_named(graded: Run, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # the page carried the --db argument as typed: `results.duckdb` and its absolute path gave two pages
+    where = "trajectory_id = 'model-d/default/seed-0/park2026-main/high-large/seed-0'"
+    write_report(graded.db, tmp_path / "absolute.html", where=where)
+    monkeypatch.chdir(graded.db.parent)
+    write_report(graded.db.name, tmp_path / "relative.html", where=where)
+    assert (tmp_path / "relative.html").read_bytes() == (tmp_path / "absolute.html").read_bytes()
+
+
 def test_the_page_is_dated_by_its_results_not_the_clock(graded: Run, page: str) -> None:
     """A report made again of the same results is the same page: it shows when they were graded."""
     (last,) = _sql(graded.db, "SELECT strftime(max(graded_at), '%Y-%m-%d %H:%M UTC') FROM trajectories")[0]
