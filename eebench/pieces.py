@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+from eebench.documents import BOM
 from eebench.errors import InputError
 
 LONG_LINE = 4 << 20     # a line longer than this across a cut ends the cutting of its file (the rest is one piece)
@@ -61,7 +62,8 @@ def line_spans(path: Path, piece_bytes: int) -> Iterator[Span]:
                 if len(rest) > LONG_LINE and not rest.endswith(b"\n"):
                     break
                 block += rest
-            lines, records = _lines(block)
+            # a byte order mark before the first line is read past by the readers: not part of a record
+            lines, records = _lines(block[len(BOM):] if start == 0 and block.startswith(BOM) else block)
             yield Span(start, start + len(block), line, record)
             start, line, record = start + len(block), line + lines, record + records
     yield Span(start, None, line, record)

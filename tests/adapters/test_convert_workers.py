@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from eebench.adapters import ConvertOptions, convert_files
@@ -50,6 +50,9 @@ LINE = st.one_of(
 @settings(max_examples=8, deadline=None)
 @given(files=st.lists(st.lists(LINE, min_size=1, max_size=14), min_size=1, max_size=2), skip_invalid=st.booleans(),
        field=st.booleans(), bom=st.booleans())
+@example(files=[["", json.dumps({**chat_episode("unknown/two", ["up"]), "id": "same-0"}),
+                 json.dumps(chat_episode("park2026-main/low-small/seed-0", []))]], skip_invalid=False, field=False,
+         bom=True)   # (the mark, then a blank line: the pieces counted that line a record, one process did not)
 def test_any_log_converts_in_pieces_as_in_one_process(tmp_path_factory, files: list[list[str]], skip_invalid: bool,
                                                       field: bool, bom: bool) -> None:
     """Random logs of good, bad, blank and repeated records, perhaps after a byte order mark (the first piece's
