@@ -111,8 +111,6 @@ def chat_messages(items: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """
     messages: list[dict[str, Any]] = []
     reasoning: list[str] = []
-    calls_open = False   # the last message is an assistant message of calls that more calls may join
-    spoke = False        # the last item was an assistant message, which calls right after it join
     for item in items:
         kind = str(item.get("type") or ("message" if "role" in item else ""))
         if kind == "reasoning":
@@ -122,32 +120,23 @@ def chat_messages(items: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
             continue
         if kind.endswith("_call_output"):
             messages.append({"role": "tool", "tool_call_id": item.get("call_id"), "content": _text(item.get("output"))})
-            calls_open = False
         elif kind.endswith("_call"):
             call = {"id": item.get("call_id") or item.get("id"),
                     "function": {"name": item.get("name") or kind,
                                  "arguments": next((item[k] for k in ("arguments", "input", "action")
                                                     if item.get(k) is not None), None)}}
-            if calls_open and not reasoning:
-                messages[-1]["tool_calls"].append(call)
-            elif spoke and not reasoning:
-                messages[-1]["tool_calls"] = [call]
+            if not reasoning and messages and messages[-1]["role"] == "assistant":   # the same model turn
+                messages[-1].setdefault("tool_calls", []).append(call)
             else:
                 messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
             _take_reasoning(messages[-1], reasoning)
-            calls_open = True
             if item.get("output") is not None:   # mcp_call and hosted tools carry their own output
                 messages.append({"role": "tool", "tool_call_id": call["id"], "content": _text(item["output"])})
-                calls_open = False
         elif kind == "message":
             message = {"role": item.get("role"), "content": _refusals_as_text(item.get("content"))}
             if message["role"] == "assistant":
                 _take_reasoning(message, reasoning)
             messages.append(message)
-            calls_open = False
-            spoke = message["role"] == "assistant"
-            continue
-        spoke = False
     if reasoning:   # the model's last output was reasoning alone (cut off): a step of its own, with no action
         messages.append({"role": "assistant", "content": None, "reasoning_content": "\n".join(reasoning)})
     return messages
