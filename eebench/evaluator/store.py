@@ -456,6 +456,14 @@ def results_file_problem(path: Path) -> str | None:
     return None
 
 
+def refuse_newer_schema(path: Path, version: Any, does: str) -> None:
+    """InputError when `version` (meta's schema_version) is newer than this eebench `does` (reads, writes): its
+    tables may mean what this version cannot know."""
+    if str(version).isdigit() and int(version) > SCHEMA_VERSION:
+        raise InputError.at(str(path), f"results schema version {version} is newer than this eebench {does} "
+                                       f"({SCHEMA_VERSION}); upgrade eebench")
+
+
 def _connect(path: Path, *, read_only: bool = False, spill: Path | None = None,
              config: dict[str, Any] | None = None) -> duckdb.DuckDBPyConnection:
     """A connection with eebench's settings (a memory cap when `spill` names a folder for what exceeds it);
@@ -916,9 +924,7 @@ class ResultStore:
             if found is None or not str(found[0]).isdigit():
                 raise InputError.at(str(self.path), "is not an eebench results file: its meta table names no "
                                                     "schema_version; grade into another --db")
-            if int(found[0]) > SCHEMA_VERSION:
-                raise InputError.at(str(self.path), f"results schema version {found[0]} is newer than this "
-                                                    f"eebench writes ({SCHEMA_VERSION}); upgrade eebench")
+            refuse_newer_schema(self.path, found[0], "writes")
         except duckdb.Error as exc:
             raise InputError.at(str(self.path), f"cannot be read as a results file: {_message(exc)}; grade into "
                                                 "another --db") from None

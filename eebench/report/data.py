@@ -19,7 +19,8 @@ import numpy as np
 import orjson
 
 from eebench.errors import InputError
-from eebench.evaluator.store import READ_ONLY_CONFIG, STORAGE, VIEW_SQL, results_file_problem
+from eebench.evaluator.store import (READ_ONLY_CONFIG, STORAGE, VIEW_SQL, refuse_newer_schema,
+                                     results_file_problem)
 from eebench.report.stats import Estimate, Fit, bootstrap_mean, group_seed, least_squares
 
 GROUP_KEYS = ("agent_name", "model", "prompt", "harness", "metric_version")   # as the view agent_summary groups
@@ -325,6 +326,7 @@ def load_results(db: Path | str, where: str | None = None) -> Results:
         if missing:
             raise InputError.at(str(path), f"is not an eebench results file: no table {' or '.join(missing)}")
         meta = dict(con.execute("SELECT key, value FROM meta").fetchall()) if "meta" in columns else {}
+        refuse_newer_schema(path, meta.get("schema_version"), "reads")
         have = columns["trajectories"]
         needed = [c for c in ("trajectory_id", "instance_id", "success", "n_steps") if c not in have]
         if needed:

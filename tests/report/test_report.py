@@ -230,6 +230,20 @@ def test_missing_and_foreign_files_are_bad_input(tmp_path: Path) -> None:
         load_results(text)
 
 
+@pytest.mark.parametrize("command", ["report", "plot"])
+def test_a_results_file_of_a_newer_schema_is_refused(cli, graded: Run, tmp_path: Path, command: str) -> None:
+    """Its tables may mean what this eebench cannot know: refused as `grade` refuses to write into it (report and
+    plot drew it, exit 0)."""
+    newer = tmp_path / "newer.duckdb"
+    shutil.copyfile(graded.db, newer)
+    with duckdb.connect(str(newer)) as con:
+        con.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+    out = tmp_path / ("r.html" if command == "report" else "r.png")
+    r = cli(command, *(["figure1"] if command == "plot" else []), "--db", newer, "--out", out, code=2)
+    assert r.stderr == f"error: {newer}: results schema version 5 is newer than this eebench reads (4); upgrade eebench\n"
+    assert not out.exists()
+
+
 def test_text_in_a_log_cannot_break_out_of_its_script_block(tmp_path: Path) -> None:
     bench = tmp_path / "bench"
     write_instances([make_instance(["..."], [0, 0], [("G", [2, 0], [])], "G", instance_id="t/x")], bench, {})
