@@ -7,6 +7,7 @@ row, is left out (so gaps and ECC appear when the families that fill them have r
 from __future__ import annotations
 
 import base64
+import math
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from eebench.report.stats import Estimate, Fit, bootstrap_mean, group_seed, leas
 GROUP_KEYS = ("agent_name", "model", "prompt", "harness", "metric_version")   # as the view agent_summary groups
 TEXT_FIELDS = ("observation", "raw", "reasoning")
 MAX_TEXT_CHARS = 4000      # per step and field in the replay: a paper-size run stays small enough to mail
-LOG_FLOOR = 1e-3           # Figure 1 draws a zero error at this value (the log of 0 is -inf); left out of the fit
+LOG_FLOOR = 1e-3           # Figure 1 draws a zero error here (log 0 is -inf), or a decade below a smaller error
 
 
 class Better(str, Enum):
@@ -82,9 +83,15 @@ class ModelPoint(NamedTuple):
 
 
 class FigureOne(NamedTuple):
-    points: list[ModelPoint]
+    points: list[ModelPoint]  # every model of the selection, drawn or not (a rooms model has no Park errors)
     explore_fit: Fit | None   # success rate against log10 exploration error, over points with an error > 0
     exploit_fit: Fit | None
+    floor: float              # where an error 0 is drawn: below every error > 0, which is drawn where it is fitted
+
+    def drawn(self) -> list[ModelPoint]:
+        """The models with a point: a success rate and at least one of the errors (the legend's, by colour)."""
+        return [p for p in self.points
+                if p.success.value is not None and (p.explore.value is not None or p.exploit.value is not None)]
 
 
 @dataclass
@@ -143,7 +150,11 @@ class Results:
                      if getattr(p, which).value is not None and getattr(p, which).value > 0]
             return least_squares(np.array([x for x, _ in pairs]), np.array([y for _, y in pairs])) if pairs else None
 
-        return FigureOne(points, fit("explore"), fit("exploit"))
+        errors = [e.value for p in points for e in (p.explore, p.exploit) if e.value is not None and e.value > 0]
+        floor = LOG_FLOOR
+        if errors and min(errors) <= LOG_FLOOR:   # the power of ten below the smallest error
+            floor = 10.0 ** (math.ceil(math.log10(min(errors))) - 1)
+        return FigureOne(points, fit("explore"), fit("exploit"), floor)
 
     def prompt_groups(self, seed: int) -> list[tuple[str, str, int, dict[str, Estimate]]]:
         """Figure 5: per model and prompt, the mean of each metric ((none) where the log named no prompt)."""

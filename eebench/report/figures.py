@@ -16,7 +16,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from eebench.errors import InputError, did_you_mean, one_of  # noqa: E402
 from eebench.report.kinds import FIGURE_KINDS  # noqa: E402
-from eebench.report.data import LOG_FLOOR, Results, load_results  # noqa: E402
+from eebench.report.data import Results, load_results  # noqa: E402
 from eebench.report.replay import ACHIEVED, DISCOVERED, Maps, replay_documents  # noqa: E402
 from eebench.report.stats import Estimate, Fit  # noqa: E402
 
@@ -35,29 +35,30 @@ def _figure_one(results: Results, args: dict[str, Any]) -> Figure:
                for p in fig1.points):
         raise InputError.at(str(results.db), "has no selected trajectory with a success and Park et al.'s errors to "
                                              "draw (Figure 1 is of grid_dag worlds)")
+    floor = fig1.floor
     figure, axes = plt.subplots(1, 2, figsize=(WIDTH_INCHES, 4.2), sharey=True, layout="constrained")
     for ax, which, fit, name in ((axes[0], "explore", fig1.explore_fit, "exploration"),
                                  (axes[1], "exploit", fig1.exploit_fit, "exploitation")):
-        for i, point in enumerate(fig1.points):
+        for i, point in enumerate(fig1.drawn()):   # (a colour each, the same in both panels)
             error: Estimate = getattr(point, which)
-            if error.value is None or point.success.value is None:
+            if error.value is None:
                 continue
             colour = PALETTE[i % len(PALETTE)]
-            x = max(error.value, LOG_FLOOR)
+            x = max(error.value, floor)
             ax.errorbar([x], [point.success.value],
-                        xerr=[[x - max(error.low, LOG_FLOOR)], [max(error.high, LOG_FLOOR) - x]],
+                        xerr=[[x - max(error.low, floor)], [max(error.high, floor) - x]],
                         yerr=[[point.success.value - point.success.low], [point.success.high - point.success.value]],
-                        fmt="o", ms=8, color=colour, mfc=colour if error.value >= LOG_FLOOR else "white",
+                        fmt="o", ms=8, color=colour, mfc=colour if error.value > 0 else "white",
                         mew=2, capsize=3, label=point.model)
-        _draw_fit(ax, fit)
+        _draw_fit(ax, fit, floor)
         ax.set_xscale("log")
-        ax.set_xlim(LOG_FLOOR / 2, 1.5)
+        ax.set_xlim(floor / 2, 1.5)
         ax.set_ylim(-0.05, 1.05)
         ax.set_xlabel(f"mean {name} error (log scale)")
         ax.grid(True, which="major", color="#e4e4e4")
         ax.set_title(f"Success against {name} error")
     axes[0].set_ylabel("success rate")
-    figure.supxlabel(f"Whiskers: 95% bootstrap intervals. Hollow: error 0, drawn at {LOG_FLOOR:g} and left out "
+    figure.supxlabel(f"Whiskers: 95% bootstrap intervals. Hollow: error 0, drawn at {floor:g} and left out "
                              "of the least-squares line (success rate against log10 error).", fontsize=8, color="#444")
     handles, labels = axes[0].get_legend_handles_labels()
     if handles:
@@ -65,11 +66,11 @@ def _figure_one(results: Results, args: dict[str, Any]) -> Figure:
     return figure
 
 
-def _draw_fit(ax: Any, fit: Fit | None) -> None:
+def _draw_fit(ax: Any, fit: Fit | None, floor: float) -> None:
     if fit is None:
         ax.text(0.98, 0.97, "no line: fewer than 3 models with error > 0", transform=ax.transAxes, ha="right", va="top")
         return
-    xs = np.linspace(np.log10(LOG_FLOOR), 0, 50)
+    xs = np.linspace(np.log10(floor), 0, 50)
     ax.plot(10 ** xs, fit.slope * xs + fit.intercept, "--", color="black", lw=1.5)
     r2 = "undefined" if fit.r2 is None else f"{fit.r2:.2f}"
     ax.text(0.03, 0.04, f"y = {fit.slope:.2f} log10(x) + {fit.intercept:.2f}\nR² = {r2} (n = {fit.n})",
@@ -86,7 +87,10 @@ def _prompts(results: Results, args: dict[str, Any]) -> Figure:
         raise InputError.at(str(results.db), f"no selected trajectory of model {model!r} to draw"
                                              f"{did_you_mean(str(model), models)}; models: {one_of(models)}"
                             if models else "has no selected trajectory with a prompt to compare")
-    metrics = results.metrics
+    # a panel per metric the model has (a grid model has no gaps, a rooms model no success rate)
+    metrics = [m for m in results.metrics if any(est[m.column].value is not None for *_, est in rows)]
+    if not metrics:
+        raise InputError.at(str(results.db), f"model {model!r} has no metric of the selection to compare by prompt")
     figure, axes = plt.subplots(1, len(metrics), figsize=(WIDTH_INCHES, 3.8), layout="constrained", squeeze=False)
     for ax, metric in zip(axes[0], metrics, strict=True):
         for i, (_, prompt, n, est) in enumerate(rows):

@@ -19,7 +19,7 @@ import orjson
 
 from eebench import __version__
 from eebench.documents import atomic_file
-from eebench.report.data import LOG_FLOOR, METRICS, Results, encode_block, load_results
+from eebench.report.data import METRICS, Results, encode_block, load_results
 from eebench.report.replay import Maps, replay_documents
 from eebench.report.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE, Estimate, Fit
 
@@ -56,7 +56,7 @@ def page_data(results: Results, seed: int, maps: Maps) -> dict[str, Any]:
                     for m in results.metrics],
         "summary": [{"labels": s.labels, "episodes": s.episodes, "steps_success": s.mean_steps_success,
                      "est": {k: _estimate(v) for k, v in s.estimates.items()}} for s in summaries],
-        "figure1": {"floor": LOG_FLOOR, "explore_fit": _fit(fig1.explore_fit), "exploit_fit": _fit(fig1.exploit_fit),
+        "figure1": {"floor": fig1.floor, "explore_fit": _fit(fig1.explore_fit), "exploit_fit": _fit(fig1.exploit_fit),
                     "points": [{"model": p.model, "episodes": p.episodes, "success": _estimate(p.success),
                                 "explore": _estimate(p.explore), "exploit": _estimate(p.exploit)}
                                for p in fig1.points]},

@@ -141,6 +141,43 @@ def test_replay_shows_the_logs_text(opened: Any) -> None:
     assert opened.find_element(By.CSS_SELECTOR, "#step-text pre.text-observation").text == "t=3"
 
 
+def test_a_changed_address_opens_its_replay(opened: Any) -> None:
+    """`#t=ID` opened a replay only when the page loaded: a link within the page or an edited address did not."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    other = TRAJECTORY.replace("model-d", "model-b")
+    opened.execute_script("location.hash = '#t=' + encodeURIComponent(arguments[0])", other)
+    WebDriverWait(opened, 10).until(lambda d: d.execute_script(
+        "return document.getElementById('replay-title').textContent").startswith(other + " "))
+
+
 def test_no_console_errors(opened: Any) -> None:
     problems = [e for e in opened.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
     assert problems == []
+
+
+def test_figure_one_legend_and_colours_are_the_drawn_models(graded: Run, browser: Any, tmp_path: Path) -> None:
+    """With rooms models (no point) in the file, the legend listed them and two drawn models shared a colour."""
+    import shutil
+
+    from selenium.webdriver.common.by import By
+
+    db = tmp_path / "mixed.duckdb"
+    shutil.copyfile(graded.db, db)
+    with duckdb.connect(str(db)) as con:
+        for k in range(3):
+            con.execute("INSERT INTO trajectories BY NAME SELECT ? AS trajectory_id, 'r/x' AS instance_id, "
+                        "'rooms' AS env, ? AS model, 3 AS n_steps, 'gaps/1' AS metric_version, "
+                        "0.5 AS total_gap_last, 'end_of_log' AS end_reason, 0 AS ignored_actions, "
+                        "now()::TIMESTAMP AS graded_at, 'r.jsonl' AS source_file, '0' AS eebench_version",
+                        [f"rooms/{k}", f"model-b{k}"])
+    out = tmp_path / "mixed.html"
+    write_report(db, out)
+    browser.get(out.as_uri())
+    points = browser.find_elements(By.CSS_SELECTOR, "#fig1-explore circle.point")
+    drawn = sorted(p.get_attribute("data-model") for p in points)
+    legend = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#figure1 ul.legend li")]
+    assert len(drawn) == 6 and sorted(legend) == drawn
+    colours = {p.get_attribute("data-model"): p.get_attribute("stroke") for p in points}
+    assert len(set(colours.values())) == len(colours)
+    assert [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == []

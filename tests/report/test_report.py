@@ -68,6 +68,73 @@ def test_figure_one_has_one_point_per_model_equal_to_sql(graded: Run, page: str)
         assert p["exploit"][0] == pytest.approx(exploit, rel=1e-12, abs=1e-15)
 
 
+@pytest.fixture(scope="module")
+def with_rooms_models(graded: Run, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The graded run and three models of a rooms world (no success rate, no Park errors; gaps), named to sort
+    between the grid models: 9 models in all, 6 with a Figure 1 point."""
+    db = tmp_path_factory.mktemp("mixed") / "mixed.duckdb"
+    shutil.copyfile(graded.db, db)
+    with duckdb.connect(str(db)) as con:
+        for k in range(3):
+            con.execute("INSERT INTO trajectories BY NAME SELECT ? AS trajectory_id, 'r/x' AS instance_id, "
+                        "'rooms' AS env, 'agent' AS agent_name, ? AS model, 'default' AS prompt, 3 AS n_steps, "
+                        "'gaps/1' AS metric_version, 0.5 AS total_gap_last, 0.25 AS explore_gap_last, "
+                        "0.25 AS exploit_gap_last, 'end_of_log' AS end_reason, 0 AS ignored_actions, "
+                        "now()::TIMESTAMP AS graded_at, 'r.jsonl' AS source_file, '0' AS eebench_version",
+                        [f"rooms/{k}", f"model-b{k}"])
+    return db
+
+
+def test_figure_one_draws_each_model_with_a_point_in_a_colour_of_its_own(with_rooms_models: Path,
+                                                                          tmp_path: Path) -> None:
+    """Colours went by a model's place among all models, those without a point (rooms) included: with 9 models,
+    two of the 6 drawn had the same colour."""
+    from eebench.report.figures import KINDS
+
+    figure = KINDS["figure1"](load_results(with_rooms_models), {"seed": 0})
+    handles, labels = figure.axes[0].get_legend_handles_labels()
+    colours = [handle.lines[0].get_color() for handle in handles]
+    assert labels == [p.model for p in load_results(with_rooms_models).figure_one(0).drawn()]
+    assert len(labels) == 6 and not any(label.startswith("model-b") and label != "model-b" for label in labels)
+    assert len(set(colours)) == len(colours)
+
+
+def test_an_error_below_the_axis_floor_is_drawn_where_it_is_fitted(graded: Run, tmp_path: Path) -> None:
+    """A mean error of 0.0005 was drawn hollow at 10^-3, said to be left out of the line, and fitted at 0.0005."""
+    from eebench.report.figures import KINDS
+
+    db = tmp_path / "small.duckdb"
+    shutil.copyfile(graded.db, db)
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE trajectories SET explore_error = 0.0005 WHERE model = 'model-a'")
+    results = load_results(db)
+    fig1 = results.figure_one(0)
+    (small,) = [p for p in fig1.points if p.model == "model-a"]
+    assert small.explore.value == pytest.approx(0.0005) and fig1.floor == 1e-4   # an error above 0: in the fit
+    figure = KINDS["figure1"](results, {"seed": 0})
+    handles, labels = figure.axes[0].get_legend_handles_labels()
+    (point,) = [h.lines[0] for h, label in zip(handles, labels, strict=True) if label == "model-a"]
+    assert point.get_xdata()[0] == pytest.approx(0.0005) and point.get_markerfacecolor() != "white"
+    assert figure.axes[0].get_xlim()[0] < 0.0005
+    data = embedded(write_report(db, tmp_path / "r.html").path.read_text(), "eeb-data")
+    assert data["figure1"]["floor"] == 1e-4
+
+
+def test_prompts_draws_a_panel_per_metric_the_model_has(with_rooms_models: Path) -> None:
+    """A grid model in a file that also holds rooms rows got a panel for every gap, each empty."""
+    from eebench.report.figures import KINDS
+
+    results = load_results(with_rooms_models)
+    assert any(m.column == "total_gap_last" for m in results.metrics)
+    figure = KINDS["prompts"](results, {"seed": 0, "model": "model-d"})
+    titles = [axis.get_title() for axis in figure.axes]
+    assert titles and all(axis.patches for axis in figure.axes), titles
+    assert not any("gap" in title for title in titles)
+    rooms = KINDS["prompts"](results, {"seed": 0, "model": "model-b0"})
+    assert [axis.get_title() for axis in rooms.axes] == [m.label for m in results.metrics
+                                                         if m.column.endswith("_gap_last")]
+
+
 def test_figure_one_line_is_least_squares_over_models_with_errors(graded: Run) -> None:
     results = load_results(graded.db)
     fig = results.figure_one(0)

@@ -69,8 +69,10 @@
     g.appendChild(yl);
     svg.appendChild(g);
   }
+  // Figure 1's points: models with a success rate and an error (a rooms model has neither); a colour each
+  const drawnModels = (DATA.figure1.points || []).filter((p) => p.success && (p.explore || p.exploit));
   const colourOf = {};
-  (DATA.figure1.points || []).forEach((p, i) => { colourOf[p.model] = PALETTE[i % PALETTE.length]; });
+  drawnModels.forEach((p, i) => { colourOf[p.model] = PALETTE[i % PALETTE.length]; });
 
   // -- header -----------------------------------------------------------------------------------------
   function header() {
@@ -187,7 +189,7 @@
       const g = sv("g", {class: "point-group"});
       g.appendChild(sv("line", {x1: xs.scale(lx(e[1])), x2: xs.scale(lx(e[2])), y1: cy, y2: cy, stroke: colour}));
       g.appendChild(sv("line", {x1: cx, x2: cx, y1: ys.scale(s[1]), y2: ys.scale(s[2]), stroke: colour}));
-      const atFloor = e[0] < f.floor;
+      const atFloor = e[0] === 0;   // (an error above 0 is drawn where the line is fitted to it)
       const c = sv("circle", {class: "point", cx: cx, cy: cy, r: 6, fill: atFloor ? "#fff" : colour, stroke: colour,
                               "stroke-width": 2, "data-model": p.model});
       // each mean over the episodes that have the value (a rooms run has no success or errors of Park et al.'s)
@@ -226,7 +228,7 @@
     figs.appendChild(scatter("explore", "Exploration error"));
     figs.appendChild(scatter("exploit", "Exploitation error"));
     s.appendChild(figs);
-    s.appendChild(legend(DATA.figure1.points.map((p) => p.model)));
+    s.appendChild(legend(drawnModels.map((p) => p.model)));
   }
 
   // -- Figure 5 (Park et al.): prompts compared for one model ----------------------------------------
@@ -244,7 +246,8 @@
     function draw() {
       holder.textContent = "";
       const rows = DATA.prompts.filter((p) => p.model === pick.value);
-      for (const m of DATA.metrics) {
+      // a chart per metric the model has (a grid model has no gaps, a rooms model no success rate)
+      for (const m of DATA.metrics.filter((m) => rows.some((r) => r.est[m.column]))) {
         const W = 380, H = 260, box = {x0: 56, x1: W - 10, y0: 30, y1: H - 48};
         const svg = sv("svg", {viewBox: `0 0 ${W} ${H}`, class: "prompt-chart", "aria-label": m.label});
         svg.appendChild(sv("text", {x: box.x0, y: 16, "font-weight": 600}, m.label));
@@ -841,10 +844,13 @@
   prompts();
   trajectoryList();
   replaySection();
-  // a link to a trajectory (#t=ID) opens its replay once the replay blocks below this script are parsed
-  document.addEventListener("DOMContentLoaded", () => {
+  // a link to a trajectory (#t=ID) opens its replay: on load, once the replay blocks below this script are
+  // parsed, and whenever the fragment changes (a link within the page, an edited address)
+  function openLinked() {
     const wanted = decodeURIComponent((location.hash.match(/^#t=(.*)$/) || [])[1] || "");
     const i = wanted ? DATA.trajectories.findIndex((r) => r[0] === wanted) : -1;
     if (i >= 0) openReplay(i);
-  });
+  }
+  document.addEventListener("DOMContentLoaded", openLinked);
+  window.addEventListener("hashchange", openLinked);
 })();
