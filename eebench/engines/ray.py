@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import socket
-import warnings
 import tempfile
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,12 +68,37 @@ def _check_reachable(address: str) -> None:
     if not colon or not port.isdigit() or not host:
         return
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_SECONDS).close()
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_SECONDS) as connection:
+            speaks_grpc = _speaks_http2(connection) if os.environ.get("RAY_USE_TLS", "0") in ("0", "") else True
     except (OSError, OverflowError) as exc:
         reason = "no answer" if isinstance(exc, TimeoutError) else (getattr(exc, "strerror", None) or str(exc))
         raise EebenchError(f"--address {quote(address)}: no Ray cluster answers there ({reason} within "
                            f"{REACH_SECONDS} s); start one (`ray start --head`) or leave --address out to grade on a "
                            "local Ray") from None
+    if not speaks_grpc:
+        raise EebenchError(f"--address {quote(address)}: what answers there is not a Ray cluster (no gRPC answer "
+                           f"within {REACH_SECONDS} s; a cluster's port is 6379 unless `ray start --head --port` "
+                           "chose another, the dashboard's 8265 is not it)")
+
+
+# HTTP/2's client connection preface and an empty SETTINGS frame (RFC 9113, 3.4): a gRPC server, as Ray's GCS and
+# its client server are, answers with a SETTINGS frame of its own (frame type 4, the fourth byte of its header)
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
+def _speaks_http2(connection: socket.socket) -> bool:
+    """Whether the server at the other end answers HTTP/2's preface as gRPC does: Ray would wait without end on
+    an address where another service (a web server, the dashboard) accepts the connection. (A cluster that uses
+    TLS, RAY_USE_TLS=1, is not asked: its servers expect a TLS handshake first.)"""
+    connection.sendall(_HTTP2_PREFACE)
+    header = b""
+    with contextlib.suppress(OSError):
+        while len(header) < 9:
+            chunk = connection.recv(9 - len(header))
+            if not chunk:
+                break
+            header += chunk
+    return len(header) == 9 and header[3] == 4
 
 
 def _filesystem(uri: str) -> tuple[Any, str]:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import socket
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -103,6 +107,55 @@ def test_an_address_where_no_cluster_answers_is_one_line_not_a_wait(main_bundle:
     assert failed.stderr == (f"error: --address 127.0.0.1:{port}: no Ray cluster answers there (Connection refused "
                              "within 10 s); start one (`ray start --head`) or leave --address out to grade on a "
                              "local Ray\n")
+
+
+@contextlib.contextmanager
+def _server(answer: bytes | None) -> Iterator[int]:
+    """A TCP server on a free port of this machine that reads what a client sends and answers `answer` (None:
+    says nothing); its port."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    done = threading.Event()
+
+    def serve() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.recv(1024)
+            if answer is not None:
+                connection.sendall(answer)
+            done.wait(10)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        done.set()
+        thread.join(10)
+        listener.close()
+
+
+@pytest.mark.parametrize("answer", [b"HTTP/1.0 400 Bad Request\r\n\r\n<!DOCTYPE html>", None])
+def test_an_address_where_another_service_answers_is_one_line_not_a_wait(answer: bytes | None,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A port that accepts the connection but is not a Ray cluster's (a web server, the dashboard's 8265): Ray
+    waited there without end, printing its retries."""
+    from eebench.engines import ray
+
+    monkeypatch.setattr(ray, "REACH_SECONDS", 1)
+    with _server(answer) as port, pytest.raises(eebench.EebenchError) as refused:
+        ray._check_reachable(f"127.0.0.1:{port}")
+    assert str(refused.value) == (f"--address 127.0.0.1:{port}: what answers there is not a Ray cluster (no gRPC "
+                                  "answer within 1 s; a cluster's port is 6379 unless `ray start --head --port` "
+                                  "chose another, the dashboard's 8265 is not it)")
+
+
+def test_an_address_that_answers_as_grpc_does_is_tried() -> None:
+    """A gRPC server (Ray's GCS) answers HTTP/2's preface with a SETTINGS frame (checked against a real GCS of Ray
+    2.60: 00 00 18 04 ...)."""
+    from eebench.engines import ray
+
+    with _server(bytes([0, 0, 0x18, 4, 0, 0, 0, 0, 0])) as port:
+        ray._check_reachable(f"127.0.0.1:{port}")
 
 
 @needs_ray
