@@ -255,8 +255,11 @@ def grade_files(trajectories: Any, *, bench: str | Path | Instances | Iterable[A
     from eebench.evaluator.grade import grade_files as grade_into
 
     db = _path("db", db)
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
-        raise TypeError(f"workers: expected a count of processes (an int >= 0; 0: one per core), found {workers!r}")
+    counts = f"workers: expected a count of processes (an int >= 0; 0: one per core), found {workers!r}"
+    if isinstance(workers, bool) or not isinstance(workers, int):
+        raise TypeError(counts)
+    if workers < 0:
+        raise ValueError(counts)
     given = [checkpoints] if isinstance(checkpoints, (str, Path)) else checkpoints
     if not isinstance(given, Iterable):
         raise TypeError(f"checkpoints: expected checkpoint files (paths), found {type(checkpoints).__name__}")

@@ -210,9 +210,11 @@ class ScoredReward(gymnasium.RewardWrapper):
         return observation, info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        self._record = self.scorer.step(self.env.unwrapped.action_word(action))  # type: ignore[attr-defined]
-        observation, reward, terminated, truncated, info = super().step(action)
-        return observation, reward, terminated, truncated, {**info, "step_record": self._record}
+        word = self.env.unwrapped.action_word(action)  # type: ignore[attr-defined]
+        # the environment first: a step it refuses (the episode is over) must not move the scorer on
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        self._record = self.scorer.step(word)
+        return observation, self.reward(reward), terminated, truncated, {**info, "step_record": self._record}
 
     def reward(self, reward: float) -> float:
         return float(self._reward(self._record))

@@ -161,8 +161,8 @@ def test_arguments_of_the_wrong_type_or_empty_say_which(tmp_path: Path) -> None:
             eebench.load(bad)
     with pytest.raises(eebench.InputError, match="File name too long"):
         eebench.load("x/" + "9" * 5000)
-    for workers in ("2", 1.5, -1, True):
-        with pytest.raises(TypeError, match=r"^workers: expected a count of processes"):
+    for workers, error in (("2", TypeError), (1.5, TypeError), (True, TypeError), (-1, ValueError)):
+        with pytest.raises(error, match=r"^workers: expected a count of processes"):
             eebench.grade_files([], bench=None, db=tmp_path / "r.duckdb", workers=workers)
     with pytest.raises(TypeError, match=r"^db: expected a path"):
         eebench.grade_files([], bench=None, db=None)

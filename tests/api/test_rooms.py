@@ -138,6 +138,24 @@ def test_scored_reward_follows_the_run(instance) -> None:
         env.reset(options={"episode": 7})
 
 
+def test_a_step_the_env_refuses_leaves_the_scorer_where_it_was(instance) -> None:
+    """One step past an episode's end is refused ("call reset() first"); the scorer had moved on to the next
+    episode all the same, so the reset() the message asks for was refused as out of order."""
+    env = eebench.gym.ScoredReward(gymnasium.make("eebench/Rooms-v0", instance=instance))
+    env.reset(seed=0)
+    terminated = truncated = False
+    while not (terminated or truncated):
+        _, _, terminated, truncated, info = env.step(0)
+    t = env.scorer.t
+    with pytest.raises(EebenchError, match="call reset"):
+        env.step(0)
+    assert env.scorer.t == t and env.scorer.next_episode == 1
+    _, info = env.reset()
+    assert info["episode"] == 1
+    _, _, _, _, info = env.step(0)
+    assert info["step_record"].episode == 1
+
+
 def test_steps_returns_and_ends() -> None:
     """The step part of the records, worked by hand: two rooms joined by door 'red', a ball of 5 in room b."""
     instance = eebench.load({
