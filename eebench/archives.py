@@ -78,13 +78,13 @@ def archive_bytes(files: Mapping[str, bytes], suffix: str) -> bytes:
     return buffer.getvalue()
 
 
-def write_archive(path: Path, files: Mapping[str, bytes]) -> None:
-    """Write the files as the archive `path` names by its suffix, atomically."""
+def write_archive(path: Path, files: Mapping[str, bytes], *, replace: bool = True) -> None:
+    """Write the files as the archive `path` names by its suffix, atomically (`replace`: as atomic_file's)."""
     suffix = archive_suffix(path)
     if suffix is None:
         raise InputError.at(str(path), f"expected a name ending in {one_of(ARCHIVE_SUFFIXES)}")
     data = archive_bytes(files, suffix)
-    with atomic_file(path, "wb") as handle:
+    with atomic_file(path, "wb", replace=replace) as handle:
         handle.write(data)
 
 

@@ -460,16 +460,21 @@ def publish(spec: str, version: str, out: Path) -> Published:
     if pin is not None and pin.digest != bundle.manifest["digest"]:
         raise InputError(f"{spec}: {bundle.title} is shipped with digest {pin.digest}, but this spec gives "
                          f"{bundle.manifest['digest']}; a changed benchmark needs a new version")
-    if existing is not None:
-        if existing.files == bundle.files and not existing.odd:  # a link or special file in it is a change too
-            return Published(bundle, False)
-        raise _conflict(out, existing, bundle)
-    if archive_suffix(out) and not out.is_dir():  # an empty folder named like an archive stays a folder
-        write_archive(out, bundle.files)
-    else:
-        with atomic_directory(out, marker=MANIFEST_FILE) as tmp:
-            write_tree(bundle.files, tmp)
-    return Published(bundle, True)
+    if existing is None:
+        try:
+            if archive_suffix(out) and not out.is_dir():  # an empty folder named like an archive stays a folder
+                write_archive(out, bundle.files, replace=False)
+            else:
+                with atomic_directory(out, marker=MANIFEST_FILE, replace=False) as tmp:
+                    write_tree(bundle.files, tmp)
+            return Published(bundle, True)
+        except FileExistsError:   # another publish wrote `out` meanwhile: its bundle is kept, and compared
+            existing = _existing(out)
+            if existing is None:
+                raise InputError.at(str(out), "changed while this publish wrote it; publish again") from None
+    if existing.files == bundle.files and not existing.odd:  # a link or special file in it is a change too
+        return Published(bundle, False)
+    raise _conflict(out, existing, bundle)
 
 
 def _existing(out: Path) -> BundleFiles | None:

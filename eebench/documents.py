@@ -846,9 +846,11 @@ def _remove_folders(created: list[Path]) -> None:
 
 
 @contextlib.contextmanager
-def atomic_file(path: Path | str, mode: str = "w", buffering: int = -1) -> Iterator[IO[Any]]:
+def atomic_file(path: Path | str, mode: str = "w", buffering: int = -1, *, replace: bool = True
+                ) -> Iterator[IO[Any]]:
     """Write a file through a temporary sibling, renamed into place only if the block succeeds (`buffering` as
-    for `open`).
+    for `open`). With `replace` false, a file that is at `path` by then (another process's) is kept:
+    FileExistsError, and nothing is written.
 
     Folders created for it are removed again when the block fails, so a failed run leaves nothing behind.
     """
@@ -869,13 +871,31 @@ def atomic_file(path: Path | str, mode: str = "w", buffering: int = -1) -> Itera
                        **({} if "b" in mode else {"encoding": "utf-8", "newline": "\n"})) as handle:
             yield handle
         os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+        if replace:
+            os.replace(tmp, path)
+        else:
+            _move_in_unless_taken(tmp, path)
     except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         _remove_folders(created)
         _name_the_output(exc, path)
         raise
+
+
+def _move_in_unless_taken(tmp: Path, path: Path) -> None:
+    """Give the file `tmp` the name `path` unless that name is taken (FileExistsError): a hard link is made only
+    where no name is, in one step; where the file system has none, the check and the move are two."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise
+    except OSError:
+        if os.path.lexists(path):
+            raise FileExistsError(errno.EEXIST, "File exists", str(path)) from None
+        os.replace(tmp, path)
+        return
+    os.unlink(tmp)
 
 
 def _sibling(path: Path, suffix: str) -> Path:
@@ -896,11 +916,12 @@ def _name_the_output(exc: BaseException, path: Path) -> None:
 
 
 @contextlib.contextmanager
-def atomic_directory(dest: Path | str, *, marker: str) -> Iterator[Path]:
+def atomic_directory(dest: Path | str, *, marker: str, replace: bool = True) -> Iterator[Path]:
     """Fill a temporary folder, then swap it in for `dest` (missing parents made for it go again on failure).
 
     `dest` may be missing, empty, or an earlier output of eebench (it holds `marker`); anything else is
-    refused, so a typo in --out never deletes somebody's data.
+    refused, so a typo in --out never deletes somebody's data. With `replace` false, a folder with files at
+    `dest` by then (another process's) is kept: FileExistsError, and nothing is written.
     """
     dest = Path(dest)
     if dest.exists():
@@ -918,7 +939,14 @@ def atomic_directory(dest: Path | str, *, marker: str) -> Iterator[Path]:
             raise InputError.at(str(dest), f"cannot write: {exc.strerror}") from None
         yield tmp
         os.chmod(tmp, 0o755)
-        if dest.exists():
+        if not replace:
+            try:   # (a rename replaces an empty folder, and fails on one with files in it: one step)
+                os.replace(tmp, dest)
+            except OSError as exc:
+                if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                    raise
+                raise FileExistsError(errno.EEXIST, "File exists", str(dest)) from None
+        elif dest.exists():
             os.mkdir(old, 0o700)
             os.replace(dest, old / "previous")
             os.replace(tmp, dest)

@@ -233,6 +233,39 @@ def test_the_same_name_and_version_with_other_content_names_the_first_differing_
     assert out.read_bytes() == archive  # untouched
 
 
+@pytest.mark.parametrize("name", ["b", "b.tar.gz", "b.zip"])
+def test_a_bundle_another_publish_writes_meanwhile_is_kept_and_compared(tmp_path: Path, tiny: Path, name: str,
+                                                                         monkeypatch: Any) -> None:
+    """Two publishes of other content to one --out at the same moment both said "published": the one that moved
+    in last replaced the other's bundle."""
+    other = tmp_path / "other.yaml"
+    build = eebench.bundles.build_bundle
+
+    def while_another_publishes(out: Path) -> None:
+        """The next publish finds `out` empty; then, while it builds, `other` is published to `out`."""
+        def build_meanwhile(*args: Any) -> Any:
+            monkeypatch.setattr(eebench.bundles, "build_bundle", build)
+            publish(str(other), "1.0.0", out)
+            return build(*args)
+        monkeypatch.setattr(eebench.bundles, "build_bundle", build_meanwhile)
+
+    out = tmp_path / name
+    other.write_text(TINY.replace("n_nodes: 3", "n_nodes: 4"), "utf-8")
+    while_another_publishes(out)
+    with pytest.raises(InputError, match=re.escape(f"{out}: tiny 1.0.0 is already published here with other "
+                                                   "content: instance 'tiny/tiny/seed-0' differs")):
+        publish(str(tiny), "1.0.0", out)
+    kept = verify_bundle(out).manifest["digest"]
+    assert kept == publish(str(other), "1.0.0", tmp_path / "o").bundle.manifest["digest"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([name, "o", "other.yaml", "specs"])
+    other.write_text(TINY, "utf-8")   # the same content, written meanwhile: a no-op, as publishing it again is
+    same = tmp_path / f"same-{name}"
+    while_another_publishes(same)
+    assert not publish(str(tiny), "1.0.0", same).written
+    assert verify_bundle(same).manifest["digest"] == publish(str(tiny), "1.0.0", tmp_path / "t").bundle.manifest[
+        "digest"]
+
+
 def test_a_bundle_or_other_data_at_out_is_never_replaced(tmp_path: Path, tiny: Path) -> None:
     publish("park2026-pasta", "1.0.0", tmp_path / "b")
     with pytest.raises(InputError, match=exactly(
