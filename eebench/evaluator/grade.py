@@ -377,6 +377,8 @@ def grade_files(files: Sequence[Path], bench: Bench | None, db: Path, *, skip_in
     the shipped ones); a given set that matches no graded trajectory, and every checkpoint no trajectory hit, are
     listed in the report's `coverage_notes`.
     """
+    if sum(str(path) == "-" for path in files) > 1:   # (the second would read the closed stream)
+        raise InputError("`-` (standard input) is given more than once")
     given: dict[Path, Path] = {}
     for path in files:
         if _streamed(path):

@@ -251,6 +251,10 @@ def test_duplicate_ids_and_files(cli, bench: Path, tmp_path: Path) -> None:
     assert result.stderr == f"error: {b}:1: id: trajectory id 'same' was already read at {a}:1; ids must be unique\n"
     result = cli("grade", a, a, "--bench", bench, "--db", tmp_path / "r.duckdb", code=2)
     assert result.stderr == f"error: {a}: is given twice (also as {a})\n"
+    # standard input twice: the second read a closed stream, a traceback
+    result = cli("grade", "-", "-", "--bench", bench, "--db", tmp_path / "r.duckdb", code=2, input=a.read_text())
+    assert result.stderr == "error: `-` (standard input) is given more than once\n"
+    assert not (tmp_path / "r.duckdb").exists()
 
 
 def test_a_newer_results_schema_is_refused(cli, bench: Path, tmp_path: Path) -> None:
