@@ -29,11 +29,17 @@ from eebench.prompts import VARIANTS as PROMPT_VARIANTS
 _HELP_FOR_NO_ARGS = getattr(click.exceptions, "NoArgsIsHelpError", ())   # (click 8.2 on; before, help and exit 0)
 
 
+# The signals that stopped the command, latest last: DuckDB turns the exception a handler raises within a statement
+# into its own RuntimeError('Query interrupted'), which is read back as the signal by _Group.invoke.
+_STOPPED_BY: list[int] = []
+
+
 @contextlib.contextmanager
 def _terminated_as_exit() -> Iterator[None]:
     """SIGTERM (`timeout`, `kill`, a scheduler's stop) ends a command as Ctrl-C does, through its cleanup: the
     temporary file or folder of an output it was writing is removed (left behind, a hidden `.OUT.xxxx.tmp` folder
-    stayed after a killed `generate`). Exit code 143, as a process killed by SIGTERM reports."""
+    stayed after a killed `generate`). Exit code 143, as a process killed by SIGTERM reports. Ctrl-C (SIGINT)
+    raises KeyboardInterrupt as Python's own handler does, and is as sure to end the command."""
     def stop(signum: int, frame: Any) -> None:
         if frame is not None and _drops_exceptions(frame) and hasattr(signal, "setitimer"):
             # raised here, the exit would be printed and dropped (the command ran on): raise it 10 ms later,
@@ -41,6 +47,9 @@ def _terminated_as_exit() -> Iterator[None]:
             signal.signal(signal.SIGALRM, lambda _alarm, later: stop(signum, later))
             signal.setitimer(signal.ITIMER_REAL, 0.01)
             return
+        _STOPPED_BY.append(signum)
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
         raise SystemExit(128 + signum)
 
     try:
@@ -48,11 +57,15 @@ def _terminated_as_exit() -> Iterator[None]:
     except ValueError:   # not the main thread (a caller's thread running the CLI): its own handling stands
         yield
         return
+    previous_int = signal.getsignal(signal.SIGINT)
+    if previous_int is signal.default_int_handler:   # (Ctrl-C as Python's own handler, but never dropped)
+        signal.signal(signal.SIGINT, stop)
     alarm = signal.getsignal(signal.SIGALRM) if hasattr(signal, "SIGALRM") else None
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
         if alarm is not None:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, alarm)
@@ -131,6 +144,12 @@ class _Group(click.Group):
             ctx.exit(2)
         except BrokenPipeError:
             ctx.exit(0)
+        except RuntimeError as exc:   # a statement DuckDB stopped for a signal: the signal's ending, as elsewhere
+            if str(exc) != "Query interrupted" or not _STOPPED_BY:
+                raise
+            if _STOPPED_BY[-1] == signal.SIGINT:
+                raise click.Abort() from None
+            sys.exit(128 + _STOPPED_BY[-1])
         except OSError as exc:   # a path the system refuses where no check came first (a name too long, say)
             if exc.filename is None:
                 _output_failed(exc)

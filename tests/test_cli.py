@@ -657,6 +657,31 @@ def test_a_command_stopped_by_sigterm_removes_what_it_was_writing(tmp_path: Path
     assert list(tmp_path.iterdir()) == [] and b"Traceback" not in stderr
 
 
+@pytest.mark.parametrize(("signum", "code", "said"), [(2, 1, b"Aborted!\n"), (15, 143, b"")])
+def test_a_signal_during_a_duckdb_statement_ends_as_that_signal_does(tmp_path: Path, signum: int, code: int,
+                                                                     said: bytes) -> None:
+    """DuckDB turns the exception of a signal's handler into RuntimeError('Query interrupted'): a traceback."""
+    import subprocess
+    import sys
+    import time
+
+    import duckdb
+
+    duckdb.connect(str(tmp_path / "r.duckdb")).close()
+    command = [sys.executable, "-m", "eebench", "query", "--db", "r.duckdb", "--timeout", "120",
+               "SELECT sum(hash(a.range * b.range)) FROM range(1000000) a, range(1000000) b"]
+    running = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        time.sleep(5)   # (started, imported, and in the statement)
+        assert running.poll() is None
+        running.send_signal(signum)
+        _, stderr = running.communicate(timeout=150)
+    finally:
+        running.kill()
+        running.communicate()
+    assert (running.returncode, stderr) == (code, said)
+
+
 def test_an_error_line_is_bounded_and_keeps_its_ends(cli: Any) -> None:
     # a huge value quoted whole made a 3 KB line; the start (what) and the end (what was expected) stay
     from eebench.errors import LINE_CHARS, message_line
