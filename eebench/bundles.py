@@ -347,6 +347,9 @@ def bundle_problems(bundle: BundleFiles, cited: str | None = None) -> tuple[dict
         except ValueError:
             return None, problems
     problems += file_problems(bundle, manifest)
+    if not problems:   # (derived from files that are intact and valid)
+        problems = problems_unless_passed(f"{DERIVED_CHECK}/{__version__} {manifest['digest']}",
+                                          lambda: derived_problems(bundle, manifest))
     name, version, digest = manifest["name"], manifest["version"], manifest["digest"]
     pin = shipped_bundles().get((name, version))
     if pin is not None and pin.digest != digest:
@@ -412,6 +415,46 @@ def _instance_problems(data: bytes, instance_id: str, where: str) -> list[Proble
     if canonical_json(doc) != data:
         return [Problem(where, None, None, "changed (not the instance's canonical JSON, the form eebench writes)")]
     return []
+
+
+# What a manifest records besides the files' digests is derived from the bundle, and checked as such: a manifest
+# edited and digested again (its counts, the spec's sha256) still holds its own data. Passed, it is recorded by the
+# bundle digest, which covers every byte (a bundle graded again is not read twice). Change DERIVED_CHECK with it.
+DERIVED_CHECK = "bundle-derived-check/1"
+
+
+def derived_problems(bundle: BundleFiles, manifest: dict[str, Any]) -> list[Problem]:
+    """The source spec's sha256, the counts, the statistics and the card, each as its data gives it; [] when all
+    agree (the files are intact and their instances valid: file_problems found nothing)."""
+    file = bundle.where(MANIFEST_FILE)
+    problems = []
+    source = manifest["source"]
+    if source.get("kind") == "suite" and sha256_hex(source["spec"]) != source["sha256"]:
+        problems.append(Problem(file, None, "source.sha256", f"is not the sha256 of source.spec (that is "
+                                                             f"{sha256_hex(source['spec'])[:12]}...)"))
+    instances = [check_instance_document(loads_json(bundle.files[entry["path"]]), bundle.where(entry["path"]))
+                 for entry in manifest["instances"]]
+    kind = _one_kind(instances)
+    derived = {"counts": _counts(instances), "statistics": _statistics(kind, instances)}
+    for field, found in derived.items():
+        recorded = manifest[field]
+        for key in sorted(recorded.keys() | found.keys()):   # (each a mapping, as the schema says)
+            if recorded.get(key) != found.get(key):
+                problems.append(Problem(file, None, f"{field}.{key}", f"records {_json(recorded.get(key))}, its "
+                                                                      f"instances give {_json(found.get(key))}"))
+    if not problems:
+        spec = source.get("spec")
+        shipped = manifest["name"] in shipped_suites() and load_document(shipped_suites()[manifest["name"]]) == spec
+        # (the card lists presets in the instances' order; the manifest's JSON sorts their keys)
+        card = render_card({**manifest, **derived}, kind, shipped=shipped)
+        if card != bundle.files[manifest["card"]["path"]]:
+            problems.append(Problem(bundle.where(manifest["card"]["path"]), None, None,
+                                    f"changed (not the card {MANIFEST_FILE} gives)"))
+    return problems
+
+
+def _json(value: Any) -> str:
+    return "nothing" if value is None else canonical_json(value).decode()
 
 
 def verify_bundle(path: Path, cited: str | None = None) -> Bundle:

@@ -501,9 +501,45 @@ def test_a_forged_shipped_version_and_a_cited_digest(tmp_path: Path) -> None:
     (out / MANIFEST_FILE).write_bytes(readable_json(manifest))
     assert manifest_problems(manifest, "m") == []
     with pytest.raises(InputError, match=exactly(
+            f"{out / MANIFEST_FILE}: statistics.budget: records {{\"max\":144,\"mean\":125.25,\"min\":99}}, "
+            'its instances give {"max":999,"mean":237.75,"min":99}',
             f"{out}: park2026-pasta 1.0.0 is shipped with digest {cited}, this bundle records {manifest['digest']}: "
-            "not the published benchmark", f"{out}: verification failed (1 problem)")):
+            "not the published benchmark", f"{out}: verification failed (2 problems)")):
         verify_bundle(out)
+
+
+def test_what_a_manifest_derives_from_its_data_is_checked_even_when_digested_again(tmp_path: Path,
+                                                                                  tiny: Path) -> None:
+    """The spec's sha256, the counts, the statistics and the card: a manifest edited and digested again passed."""
+    out = tmp_path / "b"
+    publish(str(tiny), "1.0.0", out)
+    manifest = json.loads((out / MANIFEST_FILE).read_bytes())
+
+    def forged(edit: Any) -> dict[str, Any]:
+        doc = json.loads(json.dumps(manifest))
+        edit(doc)
+        doc["digest"] = bundle_digest(doc)
+        (out / MANIFEST_FILE).write_bytes(readable_json(doc))
+        return doc
+
+    forged(lambda doc: (doc["source"]["spec"]["members"][0].update(seeds=[7]),
+                        doc["counts"].update(instances=5)))
+    with pytest.raises(InputError, match=exactly(
+            f"{out / MANIFEST_FILE}: source.sha256: is not the sha256 of source.spec (that is "
+            f"{sha256_hex({**manifest['source']['spec'], 'members': [{'presets': ['tiny'], 'seeds': [7]}]})[:12]}"
+            "...)",
+            f"{out / MANIFEST_FILE}: counts.instances: records 5, its instances give 2",
+            f"{out}: verification failed (2 problems)")):
+        verify_bundle(out)
+    card = (out / CARD_FILE).read_bytes().replace(b"two small", b"three small")
+    (out / CARD_FILE).write_bytes(card)
+    forged(lambda doc: doc["card"].update(sha256=sha256_hex_bytes(card)))
+    with pytest.raises(InputError, match=exactly(f"{out / CARD_FILE}: changed (not the card {MANIFEST_FILE} gives)",
+                                                 f"{out}: verification failed (1 problem)")):
+        verify_bundle(out)
+    (out / CARD_FILE).write_bytes(card.replace(b"three small", b"two small"))
+    forged(lambda doc: None)
+    assert verify_bundle(out).manifest == manifest
 
 
 @pytest.mark.parametrize("setup, message", [
