@@ -112,6 +112,7 @@ def read_archive(path: Path) -> dict[str, bytes]:
 
 def _read_tar(path: Path) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
+    folders: set[str] = set()
     # decompressed whole first (tarfile stops at the end-of-archive block and would never check the gzip CRC),
     # but never past MAX_UNPACKED_BYTES: a small archive can unpack to gigabytes
     with gzip.open(path, "rb") as stream:
@@ -122,9 +123,9 @@ def _read_tar(path: Path) -> dict[str, bytes]:
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as archive:
         for member in archive:
             if member.isdir():
-                _checked(path, member.name, files, folder=True)
+                _checked(path, member.name, files, folders, folder=True)
                 continue
-            name = _checked(path, member.name, files)
+            name = _checked(path, member.name, files, folders)
             if not member.isreg():
                 raise _not_a_file(path, member.name, "a symbolic link" if member.issym() else "a hard link"
                                   if member.islnk() else "a device or special file")
@@ -140,15 +141,16 @@ def _read_tar(path: Path) -> dict[str, bytes]:
 
 def _read_zip(path: Path) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
+    folders: set[str] = set()
     with zipfile.ZipFile(path) as archive:
         _nothing_outside(path, archive)
         if sum(info.file_size for info in archive.infolist()) > MAX_UNPACKED_BYTES:
             raise _too_large(path)
         for info in archive.infolist():
             if info.is_dir():
-                _checked(path, info.filename, files, folder=True)
+                _checked(path, info.filename, files, folders, folder=True)
                 continue
-            name = _checked(path, info.filename, files)
+            name = _checked(path, info.filename, files, folders)
             kind = stat.S_IFMT(info.external_attr >> 16)  # unix file type, when the writer recorded one
             if info.create_system == 3 and kind and kind != stat.S_IFREG:
                 raise _not_a_file(path, info.filename, "a symbolic link" if kind == stat.S_IFLNK
@@ -183,15 +185,19 @@ def _not_a_file(path: Path, name: str, what: str) -> InputError:
     return InputError.at(str(path), f"member {name!r} is {what}; archives may hold only files and folders")
 
 
-def _checked(path: Path, name: str, seen: Mapping[str, bytes], *, folder: bool = False) -> str:
+def _checked(path: Path, name: str, seen: Mapping[str, bytes], folders: set[str], *, folder: bool = False) -> str:
+    """The safe path of a member (see member_path); refused when it could land outside, or when its name was
+    given before, as a file or a folder (a folder `README.md/` before the file `README.md` passed)."""
     if folder and name.rstrip("/") in ("", "."):
         return ""  # the archive's own top folder, as `tar -C DIR .` writes it
     safe = member_path(name.rstrip("/"))
     if safe is None:
         raise InputError.at(str(path), f"member {name!r} would be written outside the folder it is read into "
                                        "(absolute, '..' or a drive); refused")
-    if safe in seen:
+    if safe in seen or safe in folders:
         raise InputError.at(str(path), f"member {name!r} appears twice")
+    if folder:
+        folders.add(safe)
     return safe
 
 

@@ -140,6 +140,20 @@ def test_zip_members_that_could_escape_are_refused(tmp_path: Path, member: zipfi
         read_archive(path)
 
 
+def test_a_folder_and_a_file_of_one_name_are_a_name_given_twice(tmp_path: Path) -> None:
+    """A folder `manifest.json/` before the file `manifest.json` passed (the other order was refused)."""
+    path = tar_with(tmp_path / "b.tar.gz", (info("manifest.json/", tarfile.DIRTYPE), b""),
+                    (info("manifest.json"), b"{}"))
+    with pytest.raises(InputError, match=exactly(f"{path}: member 'manifest.json' appears twice")):
+        read_archive(path)
+    path = zip_with(tmp_path / "b.zip", ("manifest.json/", b""), ("manifest.json", b"{}"))
+    with pytest.raises(InputError, match=exactly(f"{path}: member 'manifest.json' appears twice")):
+        read_archive(path)
+    path = zip_with(tmp_path / "c.zip", ("manifest.json", b"{}"), ("manifest.json/", b""))
+    with pytest.raises(InputError, match=exactly(f"{path}: member 'manifest.json/' appears twice")):
+        read_archive(path)
+
+
 def test_folders_and_dot_slash_members_are_read(tmp_path: Path) -> None:
     path = tar_with(tmp_path / "b.tar.gz", (info("./", tarfile.DIRTYPE), b""), (info("./a/b.json"), b"1"))
     assert read_archive(path) == {"a/b.json": b"1"}
