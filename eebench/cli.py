@@ -115,11 +115,11 @@ class _Group(click.Group):
             sys.exit(exc.exit_code)
         except click.UsageError as exc:
             _name_the_variable(exc)
-            message = message_line(exc.format_message())
+            message = exc.format_message()
             where = exc.ctx.command_path if exc.ctx is not None else "eebench"
             if "--help" not in message:
                 message = f"{message.removesuffix('.')}; see `{where} --help`"
-            click.echo(f"error: {message}", err=True)
+            click.echo(message_line(f"error: {message}"), err=True)
             sys.exit(exc.exit_code)
         except click.ClickException as exc:
             exc.show()
@@ -140,7 +140,7 @@ class _Group(click.Group):
             _echo_problems("error", exc.problems)
             ctx.exit(2)
         except EebenchError as exc:
-            click.echo(f"error: {message_line(str(exc))}", err=True)
+            click.echo(message_line(f"error: {exc}"), err=True)
             ctx.exit(2)
         except BrokenPipeError:
             ctx.exit(0)
@@ -277,7 +277,7 @@ MAX_PROBLEM_LINES = 50
 def _echo_problems(label: str, problems: list[Any]) -> None:
     """One line per problem on stderr; past MAX_PROBLEM_LINES, a count of the rest."""
     for problem in problems[:MAX_PROBLEM_LINES]:   # (a value a message holds may hold a newline: escaped here)
-        click.echo(f"{label}: {message_line(str(problem))}", err=True)
+        click.echo(message_line(f"{label}: {problem}"), err=True)   # (the label within the line's bound)
     if len(problems) > MAX_PROBLEM_LINES:
         click.echo(f"{label}: ... and {len(problems) - MAX_PROBLEM_LINES} more", err=True)
 
