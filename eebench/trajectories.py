@@ -9,6 +9,7 @@ import contextlib
 import functools
 import json
 import math
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
@@ -31,7 +32,7 @@ from eebench.documents import (
     read_text,
     scalar_problem,
 )
-from eebench.errors import InputError, Problem
+from eebench.errors import InputError, Problem, quoted
 from eebench.long_lines import StepList, loads_long
 
 KIND = "trajectory/1"
@@ -43,6 +44,7 @@ AGENT_LABELS = ("name", "model", "prompt", "harness")
 _STEP_TYPES = frozenset({dict})
 _ACTION_TYPES = frozenset({str, type(None)})
 _ACTION = itemgetter("action")
+_SHA256 = re.compile("[0-9a-f]{64}")
 _CONVERT_HINT = " (an agent's log? `eebench convert` makes trajectories from it)"
 
 
@@ -183,8 +185,9 @@ def check_trajectory(record: Record) -> dict[str, Any]:
 
     if not isinstance(doc, dict):
         raise fail(None, f"expected a {KIND} record, found {json_type(doc)}{_CONVERT_HINT}")
-    if "eebench" not in doc:
-        raise fail("eebench", f"missing; expected a {KIND} record{_CONVERT_HINT}")
+    if doc.get("eebench") is None:
+        found = "missing" if "eebench" not in doc else "null"
+        raise fail("eebench", f"{found}; expected a {KIND} record{_CONVERT_HINT}")
     if doc.get("eebench") != KIND:
         kind, version = document_kind(doc, file, line=line)
         raise fail("eebench", f"expected {KIND}, found {kind}/{version}")
@@ -198,8 +201,8 @@ def check_trajectory(record: Record) -> dict[str, Any]:
         if name in doc and doc[name] is None:
             raise fail(name, f"expected {expected}, found null")
     sha = doc.get("instance_sha256")
-    if sha is not None and (not isinstance(sha, str) or len(sha) != 64):
-        raise fail("instance_sha256", "expected 64 hex digits")
+    if sha is not None and (not isinstance(sha, str) or not _SHA256.fullmatch(sha)):   # (as the schema's pattern)
+        raise fail("instance_sha256", f"expected {_NOT_NULL['instance_sha256']}, found {quoted(sha)}")
     agent = doc.get("agent")
     if agent is not None:
         if not isinstance(agent, dict):

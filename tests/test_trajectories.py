@@ -76,10 +76,15 @@ def change(**changes: Any) -> dict[str, Any]:
     (change(eebench="trajectory/2"), "eebench",
      "trajectory/2 is newer than this eebench reads (trajectory/1); upgrade eebench"),
     (change(eebench="instance/1"), "eebench", "expected trajectory/1, found instance/1"),
+    (change(eebench=KeyError), "eebench", "missing; expected a trajectory/1 record (an agent's log? `eebench "
+                                          "convert` makes trajectories from it)"),
+    (change(eebench=None), "eebench", "null; expected a trajectory/1 record (an agent's log? `eebench convert` "
+                                      "makes trajectories from it)"),
     (change(id=KeyError), "id", "missing required field"),
     (change(instance=""), "instance", "expected a non-empty string, found a string"),
     (change(instance=7), "instance", "expected a non-empty string, found an integer"),
-    (change(instance_sha256="abc"), "instance_sha256", "expected 64 hex digits"),
+    (change(instance_sha256="abc"), "instance_sha256", "expected 64 lowercase hex digits, found 'abc'"),
+    (change(instance_sha256="A" * 64), "instance_sha256", "expected 64 lowercase hex digits, found '" + "A" * 64 + "'"),
     (change(agent="gpt"), "agent", "expected a mapping, found a string"),
     (change(agent={"model": 4}), "agent.model", "expected a string, found an integer"),
     # given as null, the fields the grader reads are refused as validate refuses them (it graded them as absent)
