@@ -424,8 +424,10 @@ DERIVED_CHECK = "bundle-derived-check/1"
 
 
 def derived_problems(bundle: BundleFiles, manifest: dict[str, Any]) -> list[Problem]:
-    """The source spec's sha256, the counts, the statistics and the card, each as its data gives it; [] when all
-    agree (the files are intact and their instances valid: file_problems found nothing)."""
+    """The source spec's sha256 and the counts, and for a bundle this eebench version froze, the statistics and
+    the card too, each as its data gives it; [] when all agree (the files are intact and their instances valid:
+    file_problems found nothing). Another version may count, measure and word the card otherwise: only the counts
+    it records are checked, and the measurements and the card are left as they are."""
     file = bundle.where(MANIFEST_FILE)
     problems = []
     source = manifest["source"]
@@ -434,15 +436,23 @@ def derived_problems(bundle: BundleFiles, manifest: dict[str, Any]) -> list[Prob
                                                              f"{sha256_hex(source['spec'])[:12]}...)"))
     instances = [check_instance_document(loads_json(bundle.files[entry["path"]]), bundle.where(entry["path"]))
                  for entry in manifest["instances"]]
+    kinds = sorted({kind_of(instance).env for instance in instances})
+    if len(kinds) != 1:
+        return [*problems, Problem(file, None, "instances", f"expected instances of one world kind, found "
+                                                            f"{', '.join(kinds)}")]
     kind = _one_kind(instances)
-    derived = {"counts": _counts(instances), "statistics": _statistics(kind, instances)}
+    same_version = manifest["eebench_version"] == __version__
+    derived = {"counts": _counts(instances)}
+    if same_version:
+        with contextlib.suppress(InputError):   # (a best return the solver did not prove in time here: not checked)
+            derived["statistics"] = _statistics(kind, instances)
     for field, found in derived.items():
         recorded = manifest[field]
-        for key in sorted(recorded.keys() | found.keys()):   # (each a mapping, as the schema says)
+        for key in sorted(recorded.keys() | found.keys() if same_version else recorded.keys() & found.keys()):
             if recorded.get(key) != found.get(key):
                 problems.append(Problem(file, None, f"{field}.{key}", f"records {_json(recorded.get(key))}, its "
                                                                       f"instances give {_json(found.get(key))}"))
-    if not problems:
+    if "statistics" in derived and not problems:
         spec = source.get("spec")
         shipped = manifest["name"] in shipped_suites() and load_document(shipped_suites()[manifest["name"]]) == spec
         # (the card lists presets in the instances' order; the manifest's JSON sorts their keys)
@@ -504,11 +514,12 @@ def publish(spec: str, version: str, out: Path) -> Published:
         raise InputError(f"{spec}: {bundle.title} is shipped with digest {pin.digest}, but this spec gives "
                          f"{bundle.manifest['digest']}; a changed benchmark needs a new version")
     if existing is None:
+        target = out.resolve() if out.is_symlink() else out   # (a link to nothing or to an empty folder: its target)
         try:
             if archive_suffix(out) and not out.is_dir():  # an empty folder named like an archive stays a folder
-                write_archive(out, bundle.files, replace=False)
+                write_archive(target, bundle.files, replace=False)
             else:
-                with atomic_directory(out, marker=MANIFEST_FILE, replace=False) as tmp:
+                with atomic_directory(target, marker=MANIFEST_FILE, replace=False) as tmp:
                     write_tree(bundle.files, tmp)
             return Published(bundle, True)
         except FileExistsError:   # another publish wrote `out` meanwhile: its bundle is kept, and compared

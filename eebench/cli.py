@@ -52,6 +52,7 @@ def _terminated_as_exit() -> Iterator[None]:
             raise KeyboardInterrupt
         raise SystemExit(128 + signum)
 
+    _STOPPED_BY.clear()   # (a command run before in this process, as a test's, stopped its own way)
     try:
         previous = signal.signal(signal.SIGTERM, stop)
     except ValueError:   # not the main thread (a caller's thread running the CLI): its own handling stands

@@ -13,7 +13,7 @@ import re
 import secrets
 import shutil
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from importlib import resources
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -404,6 +404,12 @@ def json_problem(exc: json.JSONDecodeError) -> str:
         return ("malformed JSON: a second document starts here; one was expected (JSON lines, one record per line "
                 "such as a run's trajectories, are read from .jsonl files by grade, validate and convert)")
     return f"malformed JSON: {exc.msg} (column {exc.colno})"
+
+
+def read_stdin_once(paths: Iterable[Path | str]) -> None:
+    """Standard input (`-`) can be read once: named twice among the inputs, it is refused."""
+    if sum(str(path) == "-" for path in paths) > 1:
+        raise InputError("`-` (standard input) is given more than once")
 
 
 def open_input(path: Path) -> IO[bytes]:
@@ -943,7 +949,7 @@ def atomic_directory(dest: Path | str, *, marker: str, replace: bool = True) -> 
             try:   # (a rename replaces an empty folder, and fails on one with files in it: one step)
                 os.replace(tmp, dest)
             except OSError as exc:
-                if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):   # (ENOTDIR: a file came)
                     raise
                 raise FileExistsError(errno.EEXIST, "File exists", str(dest)) from None
         elif dest.exists():

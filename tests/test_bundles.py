@@ -266,6 +266,20 @@ def test_a_bundle_another_publish_writes_meanwhile_is_kept_and_compared(tmp_path
         "digest"]
 
 
+@pytest.mark.parametrize("name", ["b", "b.zip"])
+def test_an_out_that_is_a_link_to_nothing_or_to_an_empty_folder_is_written_through(tmp_path: Path, tiny: Path,
+                                                                                  name: str) -> None:
+    """Moving in only where nothing is took the link for a bundle: 'changed while this publish wrote it' (a link
+    to nothing), or an error naming the temporary folder (a link to an empty folder)."""
+    target = tmp_path / f"target-{name}"
+    if name == "b":
+        target.mkdir()
+    (tmp_path / name).symlink_to(target)
+    assert publish(str(tiny), "1.0.0", tmp_path / name).written
+    assert (tmp_path / name).is_symlink() and verify_bundle(target).manifest == verify_bundle(tmp_path / name).manifest
+    assert not publish(str(tiny), "1.0.0", tmp_path / name).written
+
+
 def test_a_bundle_or_other_data_at_out_is_never_replaced(tmp_path: Path, tiny: Path) -> None:
     publish("park2026-pasta", "1.0.0", tmp_path / "b")
     with pytest.raises(InputError, match=exactly(
@@ -540,6 +554,21 @@ def test_what_a_manifest_derives_from_its_data_is_checked_even_when_digested_aga
     (out / CARD_FILE).write_bytes(card.replace(b"three small", b"two small"))
     forged(lambda doc: None)
     assert verify_bundle(out).manifest == manifest
+
+
+def test_a_bundle_another_eebench_version_froze_keeps_its_card_and_measurements(tmp_path: Path, tiny: Path,
+                                                                                monkeypatch: Any) -> None:
+    """Another version may word the card and measure otherwise: its bundles were refused once the card changed."""
+    tiny.write_text(TINY.replace("two small", f"two small {random.getrandbits(64)}"), "utf-8")   # (never passed)
+    out = tmp_path / "b"
+    publish(str(tiny), "1.0.0", out)
+    monkeypatch.setattr(eebench.bundles, "render_card", lambda *args, **kwargs: b"worded otherwise\n")
+    with pytest.raises(InputError, match=re.escape(f"{out / CARD_FILE}: changed (not the card {MANIFEST_FILE} "
+                                                   "gives)")):
+        verify_bundle(out)
+    monkeypatch.setattr(eebench.bundles, "__version__", "9.9.9")
+    monkeypatch.setattr(eebench.bundles, "_statistics", lambda *args: {"budget": {"min": 0, "mean": 0, "max": 0}})
+    assert verify_bundle(out).manifest["eebench_version"] != "9.9.9"
 
 
 @pytest.mark.parametrize("setup, message", [

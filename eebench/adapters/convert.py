@@ -31,7 +31,7 @@ from eebench.adapters.actions import VOCABULARIES, ActionReader, render_call
 from eebench.adapters.base import HEAD_BYTES, Adapter, Episode, LoggedStep, bad_record, dig
 from eebench.adapters.records import dumps_line, is_json_lines
 from eebench.adapters.registry import detect, get_adapter, known_adapters
-from eebench.documents import atomic_file, json_type, open_input
+from eebench.documents import atomic_file, json_type, open_input, read_stdin_once
 from eebench.errors import EebenchError, InputError, Problem, did_you_mean, one_of
 from eebench.instances import InstanceLibrary
 from eebench.pieces import Span, line_spans, resolve_workers
@@ -300,8 +300,7 @@ def _stdin_spooled(inputs: Sequence[Path]) -> Iterator[tuple[list[Path], dict[Pa
     if not any(str(p) == STDIN for p in inputs):
         yield list(inputs), {}
         return
-    if sum(str(p) == STDIN for p in inputs) > 1:
-        raise InputError("`-` (standard input) is given more than once")
+    read_stdin_once(inputs)
     with tempfile.TemporaryDirectory(prefix="eebench-stdin-") as tmp:
         spool = Path(tmp) / "stdin"
         with spool.open("wb") as handle:

@@ -24,7 +24,7 @@ import numpy as np
 
 from eebench import __version__
 from eebench.checkpoints import CheckpointLibrary
-from eebench.documents import special_file
+from eebench.documents import read_stdin_once, special_file
 from eebench.errors import InputError, Problem, quote
 from eebench.evaluator.coverage import LOGGED, LoggedInstance
 from eebench.evaluator.families import (MetricFamily, StepColumns, StepWindows, Trajectory, families_for, joined_steps,
@@ -377,8 +377,7 @@ def grade_files(files: Sequence[Path], bench: Bench | None, db: Path, *, skip_in
     the shipped ones); a given set that matches no graded trajectory, and every checkpoint no trajectory hit, are
     listed in the report's `coverage_notes`.
     """
-    if sum(str(path) == "-" for path in files) > 1:   # (the second would read the closed stream)
-        raise InputError("`-` (standard input) is given more than once")
+    read_stdin_once(files)   # (the second `-` would read a closed stream)
     given: dict[Path, Path] = {}
     for path in files:
         if _streamed(path):

@@ -31,8 +31,7 @@ WIDTH_INCHES = 10   # laptop width at 100 dpi; a paper scales it down
 
 def _figure_one(results: Results, args: dict[str, Any]) -> Figure:
     fig1 = results.figure_one(args["seed"])
-    if not any(p.success.value is not None and (p.explore.value is not None or p.exploit.value is not None)
-               for p in fig1.points):
+    if not fig1.drawn():
         raise InputError.at(str(results.db), "has no selected trajectory with a success and Park et al.'s errors to "
                                              "draw (Figure 1 is of grid_dag worlds)")
     floor = fig1.floor
@@ -60,9 +59,12 @@ def _figure_one(results: Results, args: dict[str, Any]) -> Figure:
     axes[0].set_ylabel("success rate")
     figure.supxlabel(f"Whiskers: 95% bootstrap intervals. Hollow: error 0, drawn at {floor:g} and left out "
                              "of the least-squares line (success rate against log10 error).", fontsize=8, color="#444")
-    handles, labels = axes[0].get_legend_handles_labels()
-    if handles:
-        figure.legend(handles, labels, loc="outside right center", title="model", frameon=False)
+    handles: dict[str, Any] = {}   # a model drawn in either panel, once (one with an exploitation error alone too)
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, handle)
+    drawn = [p.model for p in fig1.drawn() if p.model in handles]
+    figure.legend([handles[m] for m in drawn], drawn, loc="outside right center", title="model", frameon=False)
     return figure
 
 

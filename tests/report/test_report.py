@@ -92,11 +92,28 @@ def test_figure_one_draws_each_model_with_a_point_in_a_colour_of_its_own(with_ro
     from eebench.report.figures import KINDS
 
     figure = KINDS["figure1"](load_results(with_rooms_models), {"seed": 0})
-    handles, labels = figure.axes[0].get_legend_handles_labels()
-    colours = [handle.lines[0].get_color() for handle in handles]
-    assert labels == [p.model for p in load_results(with_rooms_models).figure_one(0).drawn()]
+    (legend,) = figure.legends
+    labels = [text.get_text() for text in legend.get_texts()]
+    colours = {label: handle.lines[0].get_color() for axis in figure.axes[:2]
+               for handle, label in zip(*axis.get_legend_handles_labels(), strict=True)}
+    assert labels == [p.model for p in load_results(with_rooms_models).figure_one(0).drawn()] == list(colours)
     assert len(labels) == 6 and not any(label.startswith("model-b") and label != "model-b" for label in labels)
-    assert len(set(colours)) == len(colours)
+    assert len(set(colours.values())) == len(colours)
+
+
+def test_figure_one_legend_names_a_model_drawn_in_one_panel_only(graded: Run, tmp_path: Path) -> None:
+    """The legend was the exploration panel's: a model with an exploitation error alone had a point, no entry."""
+    from eebench.report.figures import KINDS
+
+    db = tmp_path / "one-panel.duckdb"
+    shutil.copyfile(graded.db, db)
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE trajectories SET explore_error = NULL WHERE model = 'model-a'")
+    figure = KINDS["figure1"](load_results(db), {"seed": 0})
+    (legend,) = figure.legends
+    labels = [text.get_text() for text in legend.get_texts()]
+    assert "model-a" in labels and labels == [p.model for p in load_results(db).figure_one(0).drawn()]
+    assert "model-a" not in figure.axes[0].get_legend_handles_labels()[1]
 
 
 def test_an_error_below_the_axis_floor_is_drawn_where_it_is_fitted(graded: Run, tmp_path: Path) -> None:
