@@ -440,7 +440,7 @@ def derived_problems(bundle: BundleFiles, manifest: dict[str, Any]) -> list[Prob
     if len(kinds) != 1:
         return [*problems, Problem(file, None, "instances", f"expected instances of one world kind, found "
                                                             f"{', '.join(kinds)}")]
-    kind = _one_kind(instances)
+    kind = kind_of(instances[0])
     same_version = manifest["eebench_version"] == __version__
     derived = {"counts": _counts(instances)}
     if same_version:
