@@ -187,14 +187,15 @@ def _not_a_file(path: Path, name: str, what: str) -> InputError:
 
 def _checked(path: Path, name: str, seen: Mapping[str, bytes], folders: set[str], *, folder: bool = False) -> str:
     """The safe path of a member (see member_path); refused when it could land outside, or when its name was
-    given before, as a file or a folder (a folder `README.md/` before the file `README.md` passed)."""
+    given before as a file, or as a folder for a file (a folder `README.md/` before the file `README.md` passed;
+    a folder named twice, `a/` and `./a/`, is one folder)."""
     if folder and name.rstrip("/") in ("", "."):
         return ""  # the archive's own top folder, as `tar -C DIR .` writes it
     safe = member_path(name.rstrip("/"))
     if safe is None:
         raise InputError.at(str(path), f"member {name!r} would be written outside the folder it is read into "
                                        "(absolute, '..' or a drive); refused")
-    if safe in seen or safe in folders:
+    if safe in seen or (safe in folders and not folder):
         raise InputError.at(str(path), f"member {name!r} appears twice")
     if folder:
         folders.add(safe)

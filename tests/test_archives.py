@@ -152,6 +152,9 @@ def test_a_folder_and_a_file_of_one_name_are_a_name_given_twice(tmp_path: Path) 
     path = zip_with(tmp_path / "c.zip", ("manifest.json", b"{}"), ("manifest.json/", b""))
     with pytest.raises(InputError, match=exactly(f"{path}: member 'manifest.json/' appears twice")):
         read_archive(path)
+    path = tar_with(tmp_path / "d.tar.gz", (info("a/", tarfile.DIRTYPE), b""), (info("./a/", tarfile.DIRTYPE), b""),
+                    (info("a/b.json"), b"1"))
+    assert read_archive(path) == {"a/b.json": b"1"}   # a folder named twice is one folder
 
 
 def test_folders_and_dot_slash_members_are_read(tmp_path: Path) -> None:

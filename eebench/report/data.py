@@ -150,7 +150,8 @@ class Results:
                      if getattr(p, which).value is not None and getattr(p, which).value > 0]
             return least_squares(np.array([x for x, _ in pairs]), np.array([y for _, y in pairs])) if pairs else None
 
-        errors = [e.value for p in points for e in (p.explore, p.exploit) if e.value is not None and e.value > 0]
+        errors = [e.value for p in points if p.success.value is not None   # (the points drawn: see drawn())
+                  for e in (p.explore, p.exploit) if e.value is not None and e.value > 0]
         floor = LOG_FLOOR
         if errors and min(errors) <= LOG_FLOOR:   # the power of ten below the smallest error
             floor = 10.0 ** (math.ceil(math.log10(min(errors))) - 1)
