@@ -59,7 +59,8 @@ def _check_yaml_graph(root: yaml.Node, loader: Any) -> None:
             size = 1 + sum(sizes[id(c)][0] for c in children)
             depth = 1 + max((sizes[id(c)][1] for c in children), default=0)
             if size > MAX_YAML_NODES:
-                raise _YamlLimit(f"expands to more than {MAX_YAML_NODES:,} values (aliases repeat what they name)")
+                raise _YamlLimit(f"expands to more than {MAX_YAML_NODES:,} values (counted as read, every alias "
+                                 "and merge key expanded)")
             if depth > MAX_DEPTH:
                 raise _YamlLimit(too_deep_message())
             sizes[key] = (size, depth)
