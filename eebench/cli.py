@@ -222,7 +222,17 @@ class _Argument(click.Argument):
 _argument = functools.partial(click.argument, cls=_Argument)
 
 
-class _BenchPath(click.Path):
+class _Path(click.Path):
+    """A path option or argument that refuses an empty value, as _Argument does: `--out ''` named the current
+    folder, and a file written there failed on the rename of its temporary file."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value == "":
+            self.fail("an empty value", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class _BenchPath(_Path):
     """--bench: an existing folder, bundle or archive; a shipped suite's name is not one, and is told how to make
     one (`eebench publish`)."""
 
@@ -372,7 +382,7 @@ def list_specs() -> None:
 
 @main.command()
 @_argument("spec")
-@click.option("--out", "-o", required=True, type=click.Path(file_okay=False, path_type=Path),
+@click.option("--out", "-o", required=True, type=_Path(file_okay=False, path_type=Path),
               help="Folder to write <id>.json files and index.json into; replaced atomically if it is an "
                    "earlier eebench output.")
 @click.option("--seeds", help="Seeds for presets, e.g. '0,1,2' or '0-99' (default 0). Suites list their own.")
@@ -393,7 +403,7 @@ def generate(spec: str, out: Path, seeds: str | None) -> None:
 
 
 @main.command()
-@_argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@_argument("files", nargs=-1, required=True, type=_Path(path_type=Path))
 def validate(files: tuple[Path, ...]) -> None:
     """Check eebench documents: schema, version and meaning.
 
@@ -454,7 +464,7 @@ def show(target: str, bench: Path | None, seeds: str | None) -> None:
                               "played once per seed.")
 @click.option("--seed", type=_SEED, help="One seed of the agent's choices (the same as --seeds N).")
 @click.option("--instance-seeds", help="When INSTANCE_OR_DIR is a preset: the seeds it is generated at (default 0).")
-@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--out", "-o", required=True, type=_Path(dir_okay=False, path_type=Path),
               help="JSONL file of trajectories (trajectory/1) to write; - for standard output.")
 @click.option("--observations/--no-observations", default=False, show_default=True,
               help="Also record the text observation after each step.")
@@ -496,7 +506,7 @@ def play(target: str, agent: str, seeds: str | None, seed: int | None, instance_
               help="Find INSTANCE by id in this folder or bundle (.tar.gz, .zip) instead of reading it as a file.")
 @click.option("--step", default=0, show_default=True, type=click.IntRange(min=0),
               help="The step to show: what the agent reads before its action number STEP (0 = the first).")
-@click.option("--trajectory", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+@click.option("--trajectory", type=_Path(exists=True, dir_okay=False, path_type=Path),
               help="JSONL file of trajectories whose first STEP actions are replayed (the one played in INSTANCE).")
 @click.option("--trajectory-id", metavar="ID", help="Which trajectory of the file, when several were played in "
               "INSTANCE.")
@@ -594,7 +604,7 @@ class _Workers(click.ParamType):
 _WORKERS = _Workers()
 
 
-class _ResultsFile(click.Path):
+class _ResultsFile(_Path):
     """--db: a DuckDB file's path, refused when it names a pipe, a device or a socket (DuckDB opening a pipe
     waits for a writer forever)."""
 
@@ -613,12 +623,12 @@ _RESULTS_FILE = _ResultsFile(dir_okay=False, path_type=Path)
 
 
 @main.command()
-@_argument("files", metavar="TRAJ_FILE...", nargs=-1, required=True, type=click.Path(path_type=str))
+@_argument("files", metavar="TRAJ_FILE...", nargs=-1, required=True, type=_Path(path_type=str))
 @click.option("--bench", type=_BENCH,
               help="Folder of instance files (searched recursively), as written by `eebench generate`; or a "
                    "bundle (folder, .tar.gz or .zip) from `eebench publish`, verified first and recorded in every row. "
                    "Not needed when every trajectory is `env: logged`.")
-@click.option("--checkpoints", "checkpoint_files", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--checkpoints", "checkpoint_files", multiple=True, type=_Path(dir_okay=False, path_type=Path),
               help="A checkpoints/1 file for coverage (ECC); repeat for several. A trajectory takes every set of "
                    "these files that matches its instance, or else the shipped sets that match.")
 @click.option("--db", default="eebench.duckdb", show_default=True, type=_RESULTS_FILE,
@@ -714,7 +724,7 @@ def ingest(parquet_dir: str, db: Path) -> None:
 @main.command()
 @_argument("suite")
 @click.option("--version", "version", required=True, help="Version of the bundle: X.Y.Z, e.g. 1.0.0.")
-@click.option("--out", "-o", required=True, type=click.Path(path_type=Path),
+@click.option("--out", "-o", required=True, type=_Path(path_type=Path),
               help="The bundle to write: a new or empty folder, or a file ending in .tar.gz, .tgz or .zip.")
 def publish(suite: str, version: str, out: Path) -> None:
     """Freeze a suite as a bundle: its instances, manifest.json (every sha256 and one digest) and a card.
@@ -737,7 +747,7 @@ def publish(suite: str, version: str, out: Path) -> None:
 
 
 @main.command()
-@_argument("bundle", type=click.Path(path_type=Path))
+@_argument("bundle", type=_Path(path_type=Path))
 @click.option("--digest", help="Also require this bundle digest, e.g. the one a paper cites.")
 def verify(bundle: Path, digest: str | None) -> None:
     """Check that a bundle (folder, .tar.gz or .zip) is exactly what was published.
@@ -753,7 +763,7 @@ def verify(bundle: Path, digest: str | None) -> None:
 
 
 @main.command()
-@_argument("folder", required=False, type=click.Path(path_type=Path))
+@_argument("folder", required=False, type=_Path(path_type=Path))
 def bundles(folder: Path | None) -> None:
     """List the bundles eebench ships, or those found in FOLDER (folders and archives, searched recursively)."""
     from eebench.bundles import find_bundles, shipped_listing
@@ -809,7 +819,7 @@ def query(sql: str, db: Path, fmt: str, timeout: float | None) -> None:
 @main.command()
 @click.option("--db", default="eebench.duckdb", show_default=True, type=_RESULTS_FILE,
               help="DuckDB file of results (opened read-only).")
-@click.option("--out", "-o", required=True, type=click.Path(file_okay=False, path_type=Path),
+@click.option("--out", "-o", required=True, type=_Path(file_okay=False, path_type=Path),
               help="Folder to write <table>.<format> files and export.json into: new, empty, or an earlier export "
                    "(replaced whole, only once every file is written).")
 @click.option("--format", "fmt", default="parquet", show_default=True, type=_Choice(["parquet", "csv"]),
@@ -839,7 +849,7 @@ _WHERE_HELP = ("Only the trajectories matching this SQL condition on the table t
 @main.command()
 @click.option("--db", default="eebench.duckdb", show_default=True, type=_RESULTS_FILE,
               help="DuckDB file of results (from `eebench grade`).")
-@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--out", "-o", required=True, type=_Path(dir_okay=False, path_type=Path),
               help="HTML file to write (replaced only when the whole report is made).")
 @click.option("--where", help=_WHERE_HELP)
 @click.option("--bench", type=_BENCH, multiple=True,
@@ -874,7 +884,7 @@ def _plot_epilog() -> str:
 @_argument("kind")
 @click.option("--db", default="eebench.duckdb", show_default=True, type=_RESULTS_FILE,
               help="DuckDB file of results (from `eebench grade`).")
-@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--out", "-o", required=True, type=_Path(dir_okay=False, path_type=Path),
               help="Figure file to write: .png, .svg or .pdf.")
 @click.option("--where", help=_WHERE_HELP)
 @click.option("--trajectory", metavar="ID", help="replay: the trajectory to draw (default: the first selected).")
@@ -899,10 +909,10 @@ def plot(kind: str, db: Path, out: Path, where: str | None, trajectory: str | No
 # -- adapters ------------------------------------------------------------------------------------------
 
 @main.command()
-@_argument("inputs", metavar="INPUT...", nargs=-1, required=True, type=click.Path(path_type=Path))
+@_argument("inputs", metavar="INPUT...", nargs=-1, required=True, type=_Path(path_type=Path))
 @click.option("--from", "fmt", default="auto", show_default=True, metavar="FORMAT",
               help="The log format (see `eebench formats`); auto asks every adapter whether it reads the file.")
-@click.option("--out", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--out", "-o", required=True, type=_Path(dir_okay=False, path_type=Path),
               help="JSONL file of trajectory/1 records to write (replaced only when the whole run succeeds); "
                    "- for standard output.")
 @click.option("--bench", type=_BENCH,

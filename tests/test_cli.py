@@ -695,7 +695,11 @@ def test_an_error_line_is_bounded_and_keeps_its_ends(cli: Any) -> None:
 
 
 @pytest.mark.parametrize("args", [["show", ""], ["play", "", "--agent", "random", "--out", "x.jsonl"], ["bundles", ""],
-                                  ["validate", "x.json", ""], ["query", ""]])
+                                  ["validate", "x.json", ""], ["query", ""],
+                                  # options too: `play --out ''` renamed its temporary file onto the current folder
+                                  ["play", "park2026-pasta", "--agent", "random", "--out", ""],
+                                  ["convert", "x.jsonl", "--out", ""], ["query", "SELECT 1", "--db", ""],
+                                  ["generate", "park2026-pasta", "--out", ""]])
 def test_an_empty_argument_is_refused_not_read_as_the_current_folder(cli: Any, args: list[str]) -> None:
     # Path("") is the current folder: `show ""` showed every instance below it
     failed = cli(*args, code=2)

@@ -167,6 +167,17 @@ def test_preset_problems(changes: dict[str, Any], expected: list[tuple[str, str]
     assert preset_problems("p", doc) == expected
 
 
+def test_the_generator_schema_bounds_what_an_instance_bounds() -> None:
+    """A preset of rewards past 2^31 - 1 or 40,000 episodes made instances validate refused (episodes 2^40: play ran
+    without end)."""
+    preset = {"graph": "grid", "size": [3, 3], "reward": [1, 2 ** 32], "episodes": 40000, "door_budget": 2 ** 63 - 1,
+              "ball_limit": 2 ** 31, "max_actions": 2 ** 31}
+    doc = {"eebench": "generator/1", "env": "rooms", "presets": {"p": preset}}
+    assert sorted(p.field for p in schema_problems(doc, "generator.rooms", "g.yaml")) == [
+        "presets.p.ball_limit", "presets.p.door_budget", "presets.p.episodes", "presets.p.max_actions",
+        "presets.p.reward[1]"]
+
+
 def test_the_generator_schema_refuses_unknown_knobs() -> None:
     doc = {"eebench": "generator/1", "env": "rooms", "presets": {"p": {"graph": "tree", "size": [4, 4], "pdrop": 1}}}
     assert sorted((p.field, p.message) for p in schema_problems(doc, "generator.rooms", "g.yaml")) == [

@@ -115,6 +115,10 @@ def test_a_door_and_a_ball_may_share_a_name() -> None:
     ("episodes", 0, "expected a number >= 1, found 0"),
     ("max_actions", 0, "expected a number >= 1, found 0"),
     ("door_budget", 2.0, "expected integer, found a number 2.0"),
+    # past 2^31 - 1 (grid_dag's budget bound): 2^63 - 1 ended grade in an OverflowError in the gaps family's costs
+    ("door_budget", 2 ** 63 - 1, "expected a number <= 2147483647, found 9223372036854775807"),
+    ("ball_limit", 2 ** 31, "expected a number <= 2147483647, found 2147483648"),
+    ("max_actions", 2 ** 40, "expected a number <= 2147483647, found 1099511627776"),
     ("env", "grid_dag", 'expected "rooms", found "grid_dag"'),
 ])
 def test_the_schema_refuses_bad_budgets(field: str, value: Any, message: str) -> None:
