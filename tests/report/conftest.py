@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import duckdb
 import pytest
 
 from eebench.agents import play_episode
@@ -42,6 +44,23 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Run:
     db = root / "results.duckdb"
     grade_files(sorted(runs.glob("*.jsonl")), Bench(bench), db)
     return Run(bench, db, runs)
+
+
+@pytest.fixture(scope="session")
+def with_rooms_models(graded: Run, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The graded run and three models of a rooms world (no success rate, no Park errors; gaps), named to sort
+    between the grid models: 9 models in all, 6 with a Figure 1 point."""
+    db = tmp_path_factory.mktemp("mixed") / "mixed.duckdb"
+    shutil.copyfile(graded.db, db)
+    with duckdb.connect(str(db)) as con:
+        for k in range(3):
+            con.execute("INSERT INTO trajectories BY NAME SELECT ? AS trajectory_id, 'r/x' AS instance_id, "
+                        "'rooms' AS env, 'agent' AS agent_name, ? AS model, 'default' AS prompt, 3 AS n_steps, "
+                        "'gaps/1' AS metric_version, 0.5 AS total_gap_last, 0.25 AS explore_gap_last, "
+                        "0.25 AS exploit_gap_last, 'end_of_log' AS end_reason, 0 AS ignored_actions, "
+                        "now()::TIMESTAMP AS graded_at, 'r.jsonl' AS source_file, '0' AS eebench_version",
+                        [f"rooms/{k}", f"model-b{k}"])
+    return db
 
 
 def embedded(html: str, block: str) -> Any:

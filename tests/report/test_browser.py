@@ -156,21 +156,12 @@ def test_no_console_errors(opened: Any) -> None:
     assert problems == []
 
 
-def test_figure_one_legend_and_colours_are_the_drawn_models(graded: Run, browser: Any, tmp_path: Path) -> None:
+def test_figure_one_legend_and_colours_are_the_drawn_models(with_rooms_models: Path, browser: Any,
+                                                            tmp_path: Path) -> None:
     """With rooms models (no point) in the file, the legend listed them and two drawn models shared a colour."""
-    import shutil
-
     from selenium.webdriver.common.by import By
 
-    db = tmp_path / "mixed.duckdb"
-    shutil.copyfile(graded.db, db)
-    with duckdb.connect(str(db)) as con:
-        for k in range(3):
-            con.execute("INSERT INTO trajectories BY NAME SELECT ? AS trajectory_id, 'r/x' AS instance_id, "
-                        "'rooms' AS env, ? AS model, 3 AS n_steps, 'gaps/1' AS metric_version, "
-                        "0.5 AS total_gap_last, 'end_of_log' AS end_reason, 0 AS ignored_actions, "
-                        "now()::TIMESTAMP AS graded_at, 'r.jsonl' AS source_file, '0' AS eebench_version",
-                        [f"rooms/{k}", f"model-b{k}"])
+    db = with_rooms_models
     out = tmp_path / "mixed.html"
     write_report(db, out)
     browser.get(out.as_uri())

@@ -68,23 +68,6 @@ def test_figure_one_has_one_point_per_model_equal_to_sql(graded: Run, page: str)
         assert p["exploit"][0] == pytest.approx(exploit, rel=1e-12, abs=1e-15)
 
 
-@pytest.fixture(scope="module")
-def with_rooms_models(graded: Run, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The graded run and three models of a rooms world (no success rate, no Park errors; gaps), named to sort
-    between the grid models: 9 models in all, 6 with a Figure 1 point."""
-    db = tmp_path_factory.mktemp("mixed") / "mixed.duckdb"
-    shutil.copyfile(graded.db, db)
-    with duckdb.connect(str(db)) as con:
-        for k in range(3):
-            con.execute("INSERT INTO trajectories BY NAME SELECT ? AS trajectory_id, 'r/x' AS instance_id, "
-                        "'rooms' AS env, 'agent' AS agent_name, ? AS model, 'default' AS prompt, 3 AS n_steps, "
-                        "'gaps/1' AS metric_version, 0.5 AS total_gap_last, 0.25 AS explore_gap_last, "
-                        "0.25 AS exploit_gap_last, 'end_of_log' AS end_reason, 0 AS ignored_actions, "
-                        "now()::TIMESTAMP AS graded_at, 'r.jsonl' AS source_file, '0' AS eebench_version",
-                        [f"rooms/{k}", f"model-b{k}"])
-    return db
-
-
 def test_figure_one_draws_each_model_with_a_point_in_a_colour_of_its_own(with_rooms_models: Path,
                                                                           tmp_path: Path) -> None:
     """Colours went by a model's place among all models, those without a point (rooms) included: with 9 models,
