@@ -131,4 +131,4 @@ def detect(path: Path) -> Adapter:
         raise InputError.at(str(path), "no adapter recognizes this file; name its format with --from "
                                        f"({one_of(known_adapters().adapters)}; see `eebench formats`)")
     names = [a.name for a in candidates]
-    raise InputError.at(str(path), f"ambiguous format: {one_of(names)} all read this file; choose one with --from")
+    raise InputError.at(str(path), f"ambiguous format: it reads as {one_of(names)}; choose one with --from")

@@ -254,7 +254,7 @@ def test_auto_fails_with_the_candidates(cli, tmp_path: Path, monkeypatch: pytest
     from eebench.adapters.formats.openai_chat import OpenAIChatAdapter
     monkeypatch.setattr(OpenAIChatAdapter, "handles", lambda self, path, head: True)
     result = cli("convert", moves, "--out", tmp_path / "o.jsonl", code=2)
-    assert result.stderr == f"error: {moves}: ambiguous format: actions or openai-chat all read this file; " \
+    assert result.stderr == f"error: {moves}: ambiguous format: it reads as actions or openai-chat; " \
                             "choose one with --from\n"
 
 

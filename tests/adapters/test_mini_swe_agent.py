@@ -113,3 +113,84 @@ def test_unreadable_bytes_are_one_located_error(tmp_path: Path, content: bytes, 
                                           (-5, None), ("1760078127", None), (True, None), (None, None)])
 def test_iso_utc(seconds: Any, iso: str | None) -> None:
     assert iso_utc(seconds) == iso
+
+
+def _call(command: str, call_id: str) -> dict[str, Any]:
+    return {"index": 0, "id": call_id, "type": "function",
+            "function": {"name": "bash", "arguments": json.dumps({"command": command})}}
+
+
+def _v2_trajectory(messages: list[Any], instance_template: str = "<pr_description>[...]") -> dict[str, Any]:
+    """mini-swe-agent 2.x's layout: `info.config` first (its classes name the package), `mini_version`,
+    `trajectory_format` (mini-swe-agent-1.1) and `instance_id` last."""
+    return {"info": {"config": {"agent": {"system_template": "You are a helpful assistant.",
+                                          "instance_template": instance_template, "step_limit": 250},
+                                "agent_type": "minisweagent.run.benchmarks.swebench.ProgressTrackingAgent",
+                                "model": {"model_name": "deepseek/deepseek-chat"},
+                                "model_type": "minisweagent.models.litellm_model.LitellmModel"},
+                     "model_stats": {"instance_cost": 0.02, "api_calls": 3},
+                     "mini_version": "2.2.7", "exit_status": "Submitted", "submission": "diff --git a/x b/x\n"},
+            "messages": messages, "trajectory_format": "mini-swe-agent-1.1", "instance_id": "django__django-11099"}
+
+
+V2_MESSAGES = [
+    {"role": "system", "content": "You are a helpful assistant."},
+    {"role": "user", "content": "<pr_description>fix it</pr_description>"},
+    {"role": "assistant", "content": "Let me look around first.",
+     "tool_calls": [_call("ls", "call_1"), _call("cat setup.py", "call_2")],
+     "extra": {"actions": [{"command": "ls", "tool_call_id": "call_1"},
+                           {"command": "cat setup.py", "tool_call_id": "call_2"}],
+               "response": {"created": 1775803316, "model": "deepseek-chat",
+                            "usage": {"prompt_tokens": 1515, "completion_tokens": 83}},
+               "timestamp": 1775803317.86}},
+    # the answers, matched by call id (not by order)
+    {"role": "tool", "tool_call_id": "call_2", "content": "<returncode>0</returncode>\n<output>\nsetup()\n</output>"},
+    {"role": "tool", "tool_call_id": "call_1", "content": "<returncode>0</returncode>\n<output>\nsetup.py\n</output>"},
+    {"role": "assistant", "content": "Done thinking, no call."},   # a tool-calling model's format error
+    {"role": "user", "content": "Tool call error: no tool call found"},
+    {"role": "assistant", "content": "", "tool_calls": [_call("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "c3")],
+     "extra": {"timestamp": 1775803555.25}},
+    {"role": "tool", "tool_call_id": "c3", "content": "<returncode>0</returncode>\n<output>\n</output>"},
+    {"role": "exit", "content": "diff --git a/x b/x\n", "extra": {"exit_status": "Submitted"}},
+]
+
+
+def test_a_tool_calling_trajectory_of_mini_swe_agent_2(tmp_path: Path) -> None:
+    path = tmp_path / "run.traj.json"
+    path.write_text(json.dumps(_v2_trajectory(V2_MESSAGES), indent=2), "utf-8")
+    assert detect(path).name == "mini-swe-agent"
+    [run] = convert(path, tmp_path / "out.jsonl")
+    assert run["id"] == run["instance"] == "django__django-11099"   # the file's instance_id
+    assert run["agent"] == {"name": "ProgressTrackingAgent", "model": "deepseek/deepseek-chat",
+                            "harness": "mini-swe-agent"}
+    assert run["steps"] == [
+        {"action": "ls", "raw": 'bash({"command": "ls"})', "reasoning": "Let me look around first.",
+         "observation": "<returncode>0</returncode>\n<output>\nsetup.py\n</output>",
+         "tokens_in": 1515, "tokens_out": 83, "timestamp": "2026-04-10T06:41:56Z"},
+        {"action": "cat setup.py", "raw": 'bash({"command": "cat setup.py"})',
+         "observation": "<returncode>0</returncode>\n<output>\nsetup()\n</output>", "timestamp": "2026-04-10T06:41:56Z"},
+        {"action": None, "raw": "Done thinking, no call.", "observation": "Tool call error: no tool call found"},
+        {"action": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT",
+         "raw": 'bash({"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"})',
+         "observation": "<returncode>0</returncode>\n<output>\n</output>", "timestamp": "2026-04-10T06:45:55.250Z"}]
+    assert run["source"]["unreadable_actions"] == 1
+    assert run["meta"] == {"exit_status": "Submitted", "mini_version": "2.2.7", "instance_cost": 0.02, "api_calls": 3}
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_long_trajectory_is_no_chat_transcript(tmp_path: Path, version: int) -> None:
+    # trajectory_format comes after the messages: past what detection reads, the file still names mini-swe-agent
+    turns = [{"role": "assistant", "content": "```bash\nls\n```"}, {"role": "user", "content": "x" * 1000}] * 80
+    doc = _v2_trajectory(turns) if version == 2 else trajectory(turns)
+    path = tmp_path / "run.traj.json"
+    path.write_text(json.dumps(doc, indent=2), "utf-8")
+    assert b"trajectory_format" not in path.read_bytes()[:HEAD_BYTES]
+    assert detect(path).name == "mini-swe-agent"
+
+
+def test_mini_swe_agent_2_is_told_by_its_classes_when_a_long_template_hides_the_rest(tmp_path: Path) -> None:
+    path = tmp_path / "run.traj.json"
+    path.write_text(json.dumps(_v2_trajectory(V2_MESSAGES, instance_template="x" * HEAD_BYTES)), "utf-8")
+    head = path.read_bytes()[:HEAD_BYTES]
+    assert b"mini_version" not in head and b"trajectory_format" not in head
+    assert detect(path).name == "mini-swe-agent"

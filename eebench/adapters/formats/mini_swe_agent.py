@@ -1,10 +1,15 @@
-"""`mini-swe-agent`: mini-swe-agent trajectories (`trajectory_format: mini-swe-agent-1`); one file is one episode.
+"""`mini-swe-agent`: mini-swe-agent trajectories (`trajectory_format: mini-swe-agent-1` and `-1.1`); one file is one
+episode.
 
-Each assistant message is a step: its one ```bash block is the action, the text around it ("THOUGHT: …") the
-reasoning, the whole content the raw output; the next user message is the observation (`<returncode>…`, or the
-harness's format-error message when the output did not hold exactly one bash block, in which case the step has
-no action). Per-step tokens and the time come from the raw completion kept in `extra.response`. The file names
-no instance: mini-swe-agent saves a run as `<instance>.traj.json`, so the task is the file name without it.
+Version 1 (and 2's text-based models): each assistant message is a step: its one ```bash block is the action, the
+text around it ("THOUGHT: …") the reasoning, the whole content the raw output; the next user message is the
+observation (`<returncode>…`, or the harness's format-error message when the output did not hold exactly one bash
+block, in which case the step has no action). Version 2 (tool-calling models, mini-swe-agent 2.x): each tool call
+of an assistant message is a step, its `command` argument the action, the call as the model wrote it the raw
+output and the text beside it the reasoning (on the first call); the `tool` message answering the call is the
+observation. Per-step tokens and the time come from the raw completion kept in `extra.response`. The closing
+`exit` message (the submission, also in `info`) is no step. The task is the file's `instance_id` (2.x), else the
+file name without `.traj.json` (mini-swe-agent saves a run as `<instance>.traj.json`).
 """
 
 from __future__ import annotations
@@ -14,25 +19,30 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from eebench.adapters.base import (HEAD_BYTES, Adapter, Episode, LoggedStep, bad_record, dig, iso_utc, number,
-                                  text_of)
-from eebench.adapters.chat import message_problem, usage_of, usage_problem
+from eebench.adapters.actions import render_call
+from eebench.adapters.base import (HEAD_BYTES, Adapter, Episode, LoggedStep, bad_record, dig, iso_utc, listed,
+                                  number, text_of)
+from eebench.adapters.chat import call_parts, message_problem, usage_of, usage_problem
 from eebench.adapters.records import document_episode, head_value, object_with_list
-from eebench.documents import json_type
+from eebench.documents import json_type, loads_json
 from eebench.errors import InputError
 
 # mini-swe-agent's own rule: the action is the one ```bash block; none or several is a format error
 _BASH = re.compile(r"```bash\s*\n(.*?)\n```", re.S)
 _THOUGHT = re.compile(r"^\s*THOUGHT:\s*")
 _FORMAT = re.compile(rb'"trajectory_format"\s*:\s*"mini-swe-agent')
-# `info` (exit status, then a submission that may be a long diff) is written first: a long file shows only that
-_OPENING = re.compile(rb'^\s*\{\s*"info"\s*:\s*\{\s*"exit_status"\s*:')
+# `info` is written first: in 1.x its exit status, then a submission that may be a long diff; in 2.x its config,
+# the agent's templates (which may be long) before the classes that name the package. A long file shows only that.
+_OPENING = re.compile(rb'^\s*\{\s*"info"\s*:\s*\{\s*(?:"exit_status"\s*:|"config"\s*:\s*\{\s*"agent"\s*:\s*\{\s*'
+                      rb'"system_template"\s*:)')
+_CLASSES = re.compile(rb'"(?:agent|model|environment)_type"\s*:\s*"minisweagent\.')
 
 
 class MiniSweAgentAdapter(Adapter):
     name = "mini-swe-agent"
-    summary = ("mini-swe-agent trajectories (trajectory_format mini-swe-agent-1): the ```bash block of each "
-               "assistant message is the action, the next user message the observation; tokens per step")
+    summary = ("mini-swe-agent trajectories (trajectory_format mini-swe-agent-1, 1.x and 2.x): the ```bash block "
+               "of each assistant message, or each `bash` tool call's command, is the action, the next user or "
+               "tool message the observation; tokens per step")
     example = "eebench convert runs/*/*.traj.json --from mini-swe-agent --out mini.jsonl"
     suffixes = (".json",)
     never_carries = frozenset({"latency_ms"})
@@ -40,7 +50,7 @@ class MiniSweAgentAdapter(Adapter):
     def handles(self, path: Path, head: bytes) -> bool:
         if path.suffix.lower() != ".json" or head_value(head) != "{":
             return False
-        return (_FORMAT.search(head) is not None or b'"mini_version"' in head
+        return (_FORMAT.search(head) is not None or b'"mini_version"' in head or _CLASSES.search(head) is not None
                 or (len(head) == HEAD_BYTES and _OPENING.match(head) is not None))
 
     def episodes(self, path: Path) -> Iterator[Episode | InputError]:
@@ -50,6 +60,7 @@ class MiniSweAgentAdapter(Adapter):
 def _episode(path: Path, value: Any) -> Episode:
     document = object_with_list(path, value, "messages", "a mini-swe-agent trajectory")
     steps: list[LoggedStep] = []
+    by_call: dict[str, LoggedStep] = {}   # 2.x: each tool call's step, by the call's id
     model = None
     for index, message in enumerate(document["messages"]):
         if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
@@ -65,8 +76,13 @@ def _episode(path: Path, value: Any) -> Episode:
             raise bad_record(path, counts[1], record=0, field=f"messages[{index}].extra.response.{counts[0]}")
         role = message["role"]
         if role == "assistant":
-            steps.append(_step(message))
+            steps.extend(_steps(message, by_call))
             model = model or dig(message, "extra.response.model")
+        elif role == "tool" and steps:
+            step = by_call.get(str(message.get("tool_call_id"))) or steps[-1]
+            text = text_of(message.get("content"))
+            if text is not None:
+                step.observation = text if step.observation is None else f"{step.observation}\n{text}"
         elif role == "user" and steps and steps[-1].observation is None:
             steps[-1].observation = text_of(message.get("content"))
     info = document.get("info") if isinstance(document.get("info"), Mapping) else {}
@@ -77,7 +93,9 @@ def _episode(path: Path, value: Any) -> Episode:
             meta[key] = dig(info, f"model_stats.{key}")
     agent_class = dig(info, "config.agent_type")
     configured = dig(info, "config.model.model_name")
-    task = path.name.removesuffix(".json").removesuffix(".traj")
+    task = document.get("instance_id")
+    if not isinstance(task, str) or not task:
+        task = path.name.removesuffix(".json").removesuffix(".traj")
     return Episode(id=task, record=0, steps=steps, task=task, fields=document,
                    agent={"name": agent_class.rsplit(".", 1)[-1] if isinstance(agent_class, str) else None,
                           "model": configured if isinstance(configured, str) else
@@ -86,14 +104,41 @@ def _episode(path: Path, value: Any) -> Episode:
                    meta=meta)
 
 
-def _step(message: Mapping[str, Any]) -> LoggedStep:
+def _steps(message: Mapping[str, Any], by_call: dict[str, LoggedStep]) -> list[LoggedStep]:
+    """The steps of an assistant message: one per tool call (2.x), else the one of its ```bash block."""
     content = text_of(message.get("content"))
-    blocks = list(_BASH.finditer(content or ""))
-    action = blocks[0].group(1).strip() if len(blocks) == 1 else None
-    thought = _BASH.sub("", content or "") if len(blocks) == 1 else ""
     response = dig(message, "extra.response")
     tokens_in, tokens_out = usage_of(response) if isinstance(response, Mapping) else (None, None)
-    return LoggedStep(action=action, raw=content, reasoning=_THOUGHT.sub("", thought).strip() or None,
-                      tokens_in=tokens_in, tokens_out=tokens_out,
-                      # the completion's `created` (epoch seconds) is the only clock mini-swe-agent keeps
-                      timestamp=iso_utc(dig(response, "created")))
+    # the completion's `created` (epoch seconds); 2.x also stamps the message when it was received
+    timestamp = iso_utc(dig(response, "created")) or iso_utc(dig(message, "extra.timestamp"))
+    calls = [call for call in listed(message.get("tool_calls")) if isinstance(call, Mapping)]
+    if not calls:
+        blocks = list(_BASH.finditer(content or ""))
+        action = blocks[0].group(1).strip() if len(blocks) == 1 else None
+        thought = _BASH.sub("", content or "") if len(blocks) == 1 else ""
+        return [LoggedStep(action=action, raw=content, reasoning=_THOUGHT.sub("", thought).strip() or None,
+                           tokens_in=tokens_in, tokens_out=tokens_out, timestamp=timestamp)]
+    steps = []
+    for i, call in enumerate(calls):
+        name, arguments, call_id = call_parts(call)
+        first = i == 0
+        step = LoggedStep(action=_command(arguments), raw=render_call(name, arguments, verbatim=True),
+                          reasoning=(content or None) if first else None, tokens_in=tokens_in if first else None,
+                          tokens_out=tokens_out if first else None, timestamp=timestamp)
+        if call_id is not None:
+            by_call[str(call_id)] = step
+        steps.append(step)
+    return steps
+
+
+def _command(arguments: Any) -> str | None:
+    """The shell command of a 2.x `bash` tool call (`{"command": "ls"}`, JSON-encoded or not); None when the call
+    holds none (mini-swe-agent answers such a call with a format error, as it does a text without one bash
+    block)."""
+    if isinstance(arguments, str):
+        try:
+            arguments = loads_json(arguments)
+        except ValueError:
+            return None
+    command = arguments.get("command") if isinstance(arguments, Mapping) else None
+    return command if isinstance(command, str) else None
