@@ -136,3 +136,49 @@ def test_a_json_log_of_the_wrong_shape(tmp_path: Path) -> None:
     no_spec = write_json(tmp_path / "nospec.json", {"version": 2, "eval": "browser", "samples": []})
     assert_refused(no_spec, tmp_path / "out.jsonl",
                    r": eval: expected an Inspect EvalLog with an `eval` object, found a string there", fmt="inspect")
+
+
+def _model_event(when: str, input_tokens: int, output_tokens: int, seconds: float, **more: Any) -> dict[str, Any]:
+    return {"event": "model", "timestamp": when, "model": "openai/gpt-4o-mini", "input": [],
+            "output": {"choices": [{"message": {"role": "assistant", "content": "graded"}}],
+                       "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens}, "time": seconds},
+            **more}
+
+
+def _log_without_message_ids(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """inspect_ai 0.3.43's layout (2024): `eval` names `run_id` and `task_id`, no `eval_id`; messages have no ids."""
+    return {"version": 2, "status": "success",
+            "eval": {"run_id": "2BnNsHEspZ94qvnbpxq9wJ", "task": "input_task", "task_id": "8zXjbRzCWrL9GXiXo2vus9",
+                     "model": "openai/gpt-4o-mini", "packages": {"inspect_ai": "0.3.43"}},
+            "samples": [{"id": 1, "epoch": 1, "input": "go", "target": "left",
+                         "messages": [{"role": "user", "content": "Where to?"},
+                                      {"role": "assistant", "content": '{"action": "left"}'}],
+                         "events": events}]}
+
+
+SOLVER_CALL = _model_event("2024-11-05T13:32:17-05:00", 53, 46, 1.25)
+SCORER_CALL = _model_event("2024-11-05T13:32:19-05:00", 400, 12, 2.0)
+
+
+@pytest.mark.parametrize("events", [
+    [{"event": "step", "action": "begin", "type": "solver", "name": "generate"}, SOLVER_CALL,
+     {"event": "step", "action": "end", "type": "solver", "name": "generate"},
+     {"event": "step", "action": "begin", "type": "scorer", "name": "model_graded_fact"}, SCORER_CALL,
+     {"event": "score", "score": {"value": "C"}},
+     {"event": "step", "action": "end", "type": "scorer", "name": "model_graded_fact"}],
+    [{"event": "span_begin", "id": "s1", "type": "solvers", "name": "solvers"}, SOLVER_CALL,
+     {"event": "span_end", "id": "s1"},
+     {"event": "span_begin", "id": "s2", "type": "scorers", "name": "scorers"},
+     {"event": "span_begin", "id": "s3", "parent_id": "s2", "type": "scorer", "name": "model_graded_fact"},
+     SCORER_CALL, {"event": "span_end", "id": "s3"}, {"event": "span_end", "id": "s2"}],
+], ids=["scorer steps", "scorer spans"])
+def test_a_model_graded_scorers_call_is_no_turns_in_a_log_without_message_ids(tmp_path: Path,
+                                                                            events: list[dict[str, Any]]) -> None:
+    log = write_json(tmp_path / "2024-11-05T13-31-45-05-00_input-task_8zXjbRzCWrL9GXiXo2vus9.json",
+                     _log_without_message_ids(events))
+    assert detect(log).name == "inspect"   # (told by run_id where newer logs have eval_id)
+    [run] = convert(log, tmp_path / "out.jsonl")
+    assert run["id"] == "2BnNsHEspZ94qvnbpxq9wJ/1/epoch-1"
+    [step] = run["steps"]
+    assert (step["action"], step["tokens_in"], step["tokens_out"], step["latency_ms"], step["timestamp"]) == \
+        ("left", 53, 46, 1250.0, "2024-11-05T13:32:17-05:00")

@@ -3,8 +3,8 @@
 The steps are the sample's chat transcript (`sample.messages`; when a log left it empty, the last `model` event's
 input, resolved from `sample.message_pool` through `input_refs`, plus its output). Strings `attachment://<hash>`
 are replaced by `sample.attachments[hash]`. Each assistant turn is joined to the `model` event that produced it
-(by message id, else by order when the counts agree) for its tokens (`output.usage`), its latency (`output.time`)
-and its timestamp. A `.json` log's samples are streamed one at a time; a `.eval` holds one sample per member.
+(by message id, else by order when the counts agree; a model-graded scorer's calls are no turn's) for its tokens
+(`output.usage`), its latency (`output.time`) and its timestamp. A `.json` log's samples are streamed one at a time; a `.eval` holds one sample per member.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class InspectAdapter(Adapter):
         if suffix == ".eval":
             return head.startswith(ZIP_MAGIC)
         return (suffix == ".json" and head_value(head) == "{" and _EVAL_SPEC.search(head) is not None
-                and b'"eval_id"' in head and b'"task"' in head)
+                and (b'"eval_id"' in head or b'"run_id"' in head) and b'"task"' in head)   # (no eval_id before 2025)
 
     def episodes(self, path: Path) -> Iterator[Episode | InputError]:
         if path.suffix.lower() == ".eval" or _is_zip(path):
@@ -97,7 +97,7 @@ class InspectAdapter(Adapter):
         events = sample.get("events") or []
         if not isinstance(events, list):
             return bad(f"expected a list of events, found {json_type(events)}", "events")
-        model_events = [e for e in events if isinstance(e, Mapping) and e.get("event") == "model"]
+        model_events = _solver_model_events(events)
         messages = sample.get("messages")
         if messages is not None and not isinstance(messages, list):
             return bad(f"expected a list of messages, found {json_type(messages)}", "messages")
@@ -177,6 +177,30 @@ def _transcript_from_events(model_events: list[Mapping[str, Any]], events: list[
     messages.extend({"role": "tool", "tool_call_id": e.get("id"), "content": _tool_result(e)} for e in after
                     if isinstance(e, Mapping) and e.get("event") == "tool")
     return messages
+
+
+SCORING = ("scorer", "scorers")   # the type of a step (older logs) or span (newer) that scores the sample
+
+
+def _solver_model_events(events: list[Any]) -> list[Mapping[str, Any]]:
+    """The sample's `model` events made while it was solved: those within a scorer's step or span (a
+    model-graded scorer's call) made no turn of the transcript."""
+    made: list[Mapping[str, Any]] = []
+    scoring = 0              # scorer steps begun and not ended (older logs)
+    spans: set[Any] = set()  # scorer spans open (newer logs)
+    for event in events:
+        if not isinstance(event, Mapping):
+            continue
+        kind = event.get("event")
+        if kind == "model" and not scoring and not spans:
+            made.append(event)
+        elif kind == "step" and event.get("type") in SCORING:
+            scoring = max(0, scoring + (1 if event.get("action") == "begin" else -1))
+        elif kind == "span_begin" and event.get("type") in SCORING:
+            spans.add(event.get("id"))
+        elif kind == "span_end":
+            spans.discard(event.get("id"))
+    return made
 
 
 def _tool_result(event: Mapping[str, Any]) -> str | None:
