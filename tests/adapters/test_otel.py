@@ -129,6 +129,47 @@ def test_a_model_call_whose_tool_never_ran_is_still_a_step(tmp_path: Path) -> No
     assert move["tokens_in"] == 120 and move["timestamp"] == "2023-11-14T22:13:20Z"
 
 
+def test_the_token_names_before_conventions_1_27_are_read(tmp_path: Path) -> None:
+    spans = [dict(s) for s in OTLP_SPANS]
+    renamed = {"gen_ai.usage.input_tokens": "gen_ai.usage.prompt_tokens",
+               "gen_ai.usage.output_tokens": "gen_ai.usage.completion_tokens"}
+    spans[0]["attributes"] = [{**a, "key": renamed.get(a["key"], a["key"])} for a in spans[0]["attributes"]]
+    log = write_json(tmp_path / "export.json", otlp(*spans))
+    [trajectory] = convert(log, tmp_path / "out.jsonl", instance="maze/1", env="logged")
+    assert (trajectory["steps"][0]["tokens_in"], trajectory["steps"][0]["tokens_out"]) == (120, 9)
+
+
+def openllmetry_chat(span_id: str, start_ms: int, end_ms: int, tokens: tuple[int, int], **answer: Any
+                     ) -> dict[str, Any]:
+    """A model call as OpenLLMetry (traceloop) records it: `openai.chat`, no operation name, the prompt and the
+    first choice flattened into indexed attributes, the token names before conventions 1.27."""
+    fields = {f"gen_ai.completion.0.{k.replace('__', '.')}": v for k, v in answer.items()}
+    return span(span_id, "a0", "openai.chat", start_ms, end_ms, **{
+        "llm.request.type": "chat", "gen_ai.system": "openai", "gen_ai.request.model": "gpt-4o",
+        "gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": "You are at the start. Move.",
+        "gen_ai.completion.0.role": "assistant", **fields,
+        "gen_ai.usage.prompt_tokens": tokens[0], "gen_ai.usage.completion_tokens": tokens[1]})
+
+
+def test_openllmetry_model_calls(tmp_path: Path) -> None:
+    log = write_json(tmp_path / "export.json", otlp(
+        openllmetry_chat("b1", 0, 2500, (1200, 300), content="Action: up"),
+        openllmetry_chat("b2", 2600, 3000, (1300, 20), content="Going left.", tool_calls__0__id="c1",
+                         tool_calls__0__name="move", tool_calls__0__arguments='{"direction": "left"}'),
+        openllmetry_chat("b3", 3100, 3200, (1400, 10), function_call__name="move",
+                         function_call__arguments='{"direction": "down"}'),
+        span("a0", "", "agent.workflow", 0, 3300)))
+    [trajectory] = convert(log, tmp_path / "out.jsonl", instance="maze/1", env="logged")
+    assert trajectory["agent"] == {"model": "gpt-4o"}
+    assert trajectory["steps"] == [
+        {"action": "up", "raw": "Action: up", "tokens_in": 1200, "tokens_out": 300, "latency_ms": 2500.0,
+         "timestamp": "2023-11-14T22:13:20Z"},
+        {"action": 'move({"direction": "left"})', "raw": 'move({"direction": "left"})', "reasoning": "Going left.",
+         "tokens_in": 1300, "tokens_out": 20, "latency_ms": 400.0, "timestamp": "2023-11-14T22:13:22.600Z"},
+        {"action": 'move({"direction": "down"})', "raw": 'move({"direction": "down"})', "tokens_in": 1400,
+         "tokens_out": 10, "latency_ms": 100.0, "timestamp": "2023-11-14T22:13:23.100Z"}]
+
+
 def test_the_samples_are_detected_as_otel(agent_logs: Path, tmp_path: Path) -> None:
     assert files_claimed(agent_logs, "otel") == [LANGCHAIN, OPENAI]
     exported = write_json(tmp_path / "export.json", otlp(*OTLP_SPANS))

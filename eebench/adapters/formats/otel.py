@@ -4,6 +4,10 @@ Spans are grouped by trace (one trajectory per trace) and read in start-time ord
 step: the tool and its arguments are the action, its output the observation. A model-call span (`call_llm`,
 `chat`, ...) gives its tokens, latency and reasoning to the tool step it led to; a model call that answered in
 text (no tool call) is a step of its own. Times are epoch nanoseconds in OTel, written here as ISO UTC.
+The answer is read from the conventions' `gen_ai.output.messages`, any-agent's `gen_ai.output`, or OpenLLMetry's
+flattened `gen_ai.completion.0.*` (its spans, such as `openai.chat`, say `llm.request.type`); token counts from
+`gen_ai.usage.input_tokens`/`output_tokens`, or the names before conventions 1.27 (`prompt_tokens`/
+`completion_tokens`). OpenLLMetry records no tool runs: its calls are steps without observation.
 
 Records may be JSON Lines of batches; a trace is given once its root span (no parent) has been read, which in
 OTel comes last, so memory holds only traces still open.
@@ -43,7 +47,11 @@ class Span:
     @property
     def operation(self) -> str:
         operation = self.attributes.get("gen_ai.operation.name")
-        return operation if isinstance(operation, str) else self.name.split(" ", 1)[0]
+        if isinstance(operation, str):
+            return operation
+        if self.attributes.get("llm.request.type") in ("chat", "completion"):   # OpenLLMetry's spans (`openai.chat`)
+            return "chat"
+        return self.name.split(" ", 1)[0]
 
     @property
     def started(self) -> str | None:
@@ -60,7 +68,8 @@ class Span:
 class OtelAdapter(Adapter):
     name = "otel"
     summary = ("OpenTelemetry GenAI spans: any-agent AgentTrace JSON ({spans, final_output}) or OTLP JSON "
-               "(resourceSpans); execute_tool spans are actions, model-call spans give tokens")
+               "(resourceSpans); execute_tool spans are actions, model-call spans give tokens (also OpenLLMetry's "
+               "flattened gen_ai.completion.0.* answers)")
     example = "eebench convert trace.json --from otel --out runs.jsonl"
     suffixes = (".json", ".jsonl")
     never_carries = frozenset()
@@ -115,12 +124,36 @@ def _name(span: Span, field: str, value: Any) -> str:
     return value or ""
 
 
-def _count(span: Span, field: str) -> int | None:
-    """A token count as the span's attribute `field` gives it (None when it gives none)."""
+def _count(span: Span, *fields: str) -> int | None:
+    """A token count as the first of the span's attributes `fields` it has gives it (None when it gives none)."""
+    field = next((f for f in fields if span.attributes.get(f) is not None), fields[0])
     problem = count_problem(span.attributes.get(field))
     if problem is not None:
         raise _Refused(span, field, problem)
     return as_int(span.attributes.get(field))
+
+
+def _text(span: Span, field: str) -> str | None:
+    value = span.attributes.get(field)
+    if value is not None and not isinstance(value, str):   # (it would be dropped unread)
+        raise _Refused(span, field, f"expected the model's output as a string, found {json_type(value)}")
+    return value
+
+
+# The answer as OpenLLMetry (traceloop) flattens it, one attribute per field of the first choice: `.content`,
+# `.tool_calls.N.name` and `.arguments`, or the API's older `.function_call`.
+INDEXED_ANSWER = "gen_ai.completion.0."
+
+
+def _indexed_calls(span: Span) -> list[tuple[str, Any]]:
+    attributes, calls = span.attributes, []
+    while (name := attributes.get(f"{INDEXED_ANSWER}tool_calls.{len(calls)}.name")) is not None:
+        field = f"{INDEXED_ANSWER}tool_calls.{len(calls)}"
+        calls.append((_name(span, f"{field}.name", name), attributes.get(f"{field}.arguments")))
+    if not calls and attributes.get(f"{INDEXED_ANSWER}function_call.name") is not None:
+        field = f"{INDEXED_ANSWER}function_call"
+        calls.append((_name(span, f"{field}.name", attributes[f"{field}.name"]), attributes.get(f"{field}.arguments")))
+    return calls
 
 
 def _name_problem(span: Mapping[str, Any]) -> str | None:
@@ -250,9 +283,14 @@ def _model_turn(span: Span) -> ModelTurn:
     """What a model call answered: the semantic conventions' `gen_ai.output.messages` (parts), or any-agent's
     `gen_ai.output` (a JSON list of `tool.name`/`tool.args` calls, or text)."""
     attributes = span.attributes
-    turn = ModelTurn(None, tokens_in=_count(span, "gen_ai.usage.input_tokens"),
-                     tokens_out=_count(span, "gen_ai.usage.output_tokens"), latency_ms=span.latency_ms,
-                     timestamp=span.started)
+    # (the conventions' names before 1.27, still written by OpenLLMetry and others: prompt and completion tokens)
+    turn = ModelTurn(None, tokens_in=_count(span, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
+                     tokens_out=_count(span, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"),
+                     latency_ms=span.latency_ms, timestamp=span.started)
+    if INDEXED_ANSWER + "role" in attributes or INDEXED_ANSWER + "content" in attributes:
+        turn.text = _text(span, INDEXED_ANSWER + "content")
+        turn.calls = _indexed_calls(span)
+        return turn
     messages = _json(attributes.get("gen_ai.output.messages"))
     if isinstance(messages, list):
         texts, thoughts = [], []
