@@ -995,9 +995,10 @@ def convert(inputs: tuple[Path, ...], fmt: str, out: Path, bench: Path | None, i
             + ", ".join(report.unreadable_at) + (f" and {more} more" if more else "")
             + "; --action-regex REGEX reads an unusual answer style")
     if report.logged:
-        say(f"{report.logged} trajectories are 'logged' (kept as text, not graded): their instance, e.g. "
-            f"{report.logged_example!r}, is not a known one; to grade them, convert again with --bench BENCH, "
-            "--instance ID, --instance-field PATH or --instance-from-name REGEX")
+        say(f"{report.logged} trajectories are 'logged' (kept as text: graded for coverage and revisits, not "
+            f"replayed): their instance, e.g. {report.logged_example!r}, is not a known one; to grade them by "
+            "replay, convert again with --bench BENCH, --instance ID, --instance-field PATH or "
+            "--instance-from-name REGEX")
 
 
 @main.command()

@@ -8,8 +8,8 @@ failed run writes nothing.
 
 Which trajectories are graded: a trajectory whose instance the user named, or whose log names an instance that is
 known (in `--bench`, else in a shipped suite), is written without `env` (the instance's kind decides when it is
-graded) and graded by replay. Any other is `env: logged`: kept as text, not graded, and counted in the summary
-with the option that would fix it.
+graded) and graded by replay. Any other is `env: logged`: kept as text (graded for coverage and revisits, not
+replayed), and counted in the summary with the option that would fix it.
 """
 
 from __future__ import annotations

@@ -158,6 +158,11 @@ def test_a_summary_without_its_table(tmp_path: Path) -> None:
     (b"Step,Action,Reasoning,Observation,Reward,Done\n0,go forward,,ok,0,False\n1,go forward,,\xff\xfe,0,True\n",
      r":3: not UTF-8 text \(byte 0xff\)"),
     (b"", r": is empty; expected a balrog log"),
+    # (read before: steps without observation, or with the Done column's False as each one's observation)
+    (b"Step,Action,Reasoning,Reward,Done\n0,go forward,,0,False\n", r":1: expected BALROG columns Step, Action, "
+     r"Reasoning, Observation, Reward, Done; found Step, Action, Reasoning, Reward, Done \(no Observation\)"),
+    (b"Step,Action,Reasoning,Observation,Reward,Observation\n0,go forward,,ok,0,False\n",
+     r":1: the column Observation is named twice in the header"),
 ])
 def test_a_broken_table_is_one_located_error(tmp_path: Path, content: bytes, message: str) -> None:
     table = tmp_path / "goto_run_00.csv"

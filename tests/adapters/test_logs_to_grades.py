@@ -53,9 +53,9 @@ def test_an_unknown_task_without_bench_is_logged_and_the_summary_says_how_to_gra
     log = write_jsonl(tmp_path / "chat.jsonl", [chat_episode("airline/7", ["Book the flight."])])
     out = tmp_path / "traj.jsonl"
     result = cli("convert", log, "--out", out)
-    assert ("1 trajectories are 'logged' (kept as text, not graded): their instance, e.g. 'airline/7', is not a "
-            "known one; to grade them, convert again with --bench BENCH, --instance ID, --instance-field PATH or "
-            "--instance-from-name REGEX") in result.stdout
+    assert ("1 trajectories are 'logged' (kept as text: graded for coverage and revisits, not replayed): their "
+            "instance, e.g. 'airline/7', is not a known one; to grade them by replay, convert again with --bench "
+            "BENCH, --instance ID, --instance-field PATH or --instance-from-name REGEX") in result.stdout
     [trajectory] = lines(out)
     assert trajectory["env"] == "logged" and trajectory["steps"][0]["action"] == "Book the flight."
     # and grade, given it anyway, grades it as logged: coverage and revisits only, no replay (issue 11)

@@ -43,6 +43,20 @@ def test_the_state_is_the_next_freelook_room_and_the_last_move_target(tmp_path: 
     assert schema_problems(episode, "trajectory", "out") == []
 
 
+@pytest.mark.parametrize("last, state", [("You teleport to the kitchen.", "kitchen"),
+                                         ("You move to the kitchen.", "kitchen"), ("The door is open.", "hallway")])
+def test_the_last_steps_state_after_a_teleport(tmp_path: Path, last: str, state: str) -> None:
+    """The easy mode's `teleport to X` leaves the agent in X as `go to X` does."""
+    path = tmp_path / "task1.json"
+    path.write_text(json.dumps(history([
+        {"action": "look around", "observation": look("hallway"), "freelook": look("hallway"), "score": "0.0",
+         "isCompleted": "false", "inventory": ""},
+        {"action": "teleport to kitchen", "observation": last, "freelook": look("hallway"), "score": "0.1",
+         "isCompleted": "false", "inventory": ""}])), "utf-8")
+    [episode] = convert(path, tmp_path / "out.jsonl")
+    assert [s["state"] for s in episode["steps"]] == ["hallway", state]
+
+
 def test_a_step_without_an_action_is_located(tmp_path: Path) -> None:
     path = tmp_path / "task1.json"
     path.write_text(json.dumps(history([{"observation": "x", "freelook": look("kitchen")}])), "utf-8")

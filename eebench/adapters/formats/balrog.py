@@ -31,7 +31,8 @@ from eebench.documents import json_type
 from eebench.errors import InputError
 
 COLUMNS = ("Step", "Action", "Reasoning", "Observation", "Reward", "Done")
-REQUIRED = ("Step", "Action")
+REQUIRED = ("Step", "Action", "Observation")   # (every BALROG version writes them; a step without its
+#  observation would be graded as an agent that saw nothing)
 ESCAPE = "˘"   # BALROG's csv.writer escapechar: read with the dialect it was written with
 SUMMARY_MARKERS = (b'"action_frequency"', b'"episode_return"', b'"num_steps"')
 _ANSWER = re.compile(r"<\|ACTION\|>.*?<\|END\|>", re.S)
