@@ -90,13 +90,13 @@ def csv_table(path: Path, columns: tuple[str, ...], required: tuple[str, ...], *
                              line=1)
         if header_out is not None:
             header_out[:] = header
-        twice = next((name for i, name in enumerate(header) if name in header[:i]), None)
-        if twice is not None:   # (one of the two columns would be read, silently)
-            raise bad_record(path, f"the column {quote(twice)} is named twice in the header", line=1)
         missing = [name for name in required if name not in header]
         if missing:
             raise bad_record(path, f"expected {table}columns {', '.join(columns)}; found {quote(', '.join(header))} "
                                    f"(no {', '.join(missing)})", line=1)
+        twice = next((name for i, name in enumerate(header) if name in header[:i]), None)
+        if twice is not None:   # (one of the two columns would be read, silently)
+            raise bad_record(path, f"the column {quote(twice)} is named twice in the header", line=1)
         start = reader.line_num + 1
         for row in reader:
             if len(row) != len(header):
