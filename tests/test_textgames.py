@@ -36,6 +36,24 @@ def test_the_script_regenerates_the_shipped_files(text_games: Path, tmp_path: Pa
         assert (tmp_path / f"{name}.yaml").read_bytes() == (SHIPPED / f"{name}.yaml").read_bytes(), name
 
 
+def test_the_script_refuses_damaged_data_in_one_line(text_games: Path, tmp_path: Path) -> None:
+    """A map cut short or missing was a traceback (exit 1)."""
+    data = tmp_path / "data"
+    maps = data / "textworld-maps"
+    maps.mkdir(parents=True)
+    (maps / "episode_to_map.csv").write_text("task,matching_maps,episode_csv\ncoin_collector,level_1.json,x.csv\n")
+    script = [sys.executable, str(REPO / "scripts" / "textgames_checkpoints.py"), str(data), str(tmp_path / "out")]
+    missing = subprocess.run(script, capture_output=True, text=True)
+    assert (missing.returncode, missing.stderr) == (2, f"error: {maps / 'coin_collector' / 'level_1.json'}: No such "
+                                                       "file or directory\n")
+    (maps / "coin_collector").mkdir()
+    (maps / "coin_collector" / "level_1.json").write_text('{"infos": [')
+    cut = subprocess.run(script, capture_output=True, text=True)
+    assert cut.returncode == 2 and cut.stderr.startswith(f"error: {maps / 'coin_collector' / 'level_1.json'}: not "
+                                                         "JSON (") and cut.stderr.count("\n") == 1
+    assert not (tmp_path / "out" / "textworld.yaml").exists()
+
+
 def test_every_textworld_run_takes_the_rooms_of_the_game_it_played(text_games: Path, tmp_path: Path) -> None:
     runs = convert([text_games / "balrog-textworld-llama-3.1-8b", text_games / AGENTCC], tmp_path / "out.jsonl")
     with (text_games / "textworld-maps" / "episode_to_map.csv").open(newline="", encoding="utf-8") as handle:
