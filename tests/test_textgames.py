@@ -42,6 +42,7 @@ def test_the_script_refuses_damaged_data_in_one_line(text_games: Path, tmp_path:
     maps = data / "textworld-maps"
     maps.mkdir(parents=True)
     (maps / "episode_to_map.csv").write_text("task,matching_maps,episode_csv\ncoin_collector,level_1.json,x.csv\n")
+    (data / "x.json").write_text('{"seed": 1}')   # (the run's summary)
     script = [sys.executable, str(REPO / "scripts" / "textgames_checkpoints.py"), str(data), str(tmp_path / "out")]
     missing = subprocess.run(script, capture_output=True, text=True)
     assert (missing.returncode, missing.stderr) == (2, f"error: {maps / 'coin_collector' / 'level_1.json'}: No such "
