@@ -37,8 +37,9 @@ def reasoning_of(message: Mapping[str, Any]) -> str | None:
         if isinstance(value, str) and value:
             return value
     if isinstance(content, list):
-        parts = [p.get("reasoning") or p.get("thinking") or p.get("text") for p in content
-                 if isinstance(p, dict) and p.get("type") in ("reasoning", "thinking")]
+        # a redacted part (Inspect's `redacted: true`) holds the provider's encrypted reasoning: its summary, if any
+        parts = [p.get("summary") if p.get("redacted") is True else p.get("reasoning") or p.get("thinking")
+                 or p.get("text") for p in content if isinstance(p, dict) and p.get("type") in ("reasoning", "thinking")]
         texts = [p for p in parts if isinstance(p, str)]
         if texts:
             return "\n".join(texts)

@@ -182,3 +182,18 @@ def test_a_model_graded_scorers_call_is_no_turns_in_a_log_without_message_ids(tm
     [step] = run["steps"]
     assert (step["action"], step["tokens_in"], step["tokens_out"], step["latency_ms"], step["timestamp"]) == \
         ("left", 53, 46, 1250.0, "2024-11-05T13:32:17-05:00")
+
+
+@pytest.mark.parametrize("part, reasoning", [
+    ({"type": "reasoning", "reasoning": "The door is north.", "redacted": False}, "The door is north."),
+    ({"type": "reasoning", "reasoning": "EncryptedBlobAAAA==", "redacted": True}, None),
+    ({"type": "reasoning", "reasoning": "EncryptedBlobAAAA==", "redacted": True, "summary": "Go north."}, "Go north."),
+])
+def test_redacted_reasoning_is_not_written_as_the_steps_reasoning(tmp_path: Path, part: dict[str, Any],
+                                                                 reasoning: str | None) -> None:
+    """A redacted reasoning part holds the provider's encrypted reasoning, not text the model wrote."""
+    doc = _log_without_message_ids([])
+    doc["samples"][0]["messages"][1]["content"] = [part, {"type": "text", "text": "Action: left"}]
+    [run] = convert(write_json(tmp_path / "log.json", doc), tmp_path / "out.jsonl")
+    [step] = run["steps"]
+    assert (step["action"], step.get("reasoning")) == ("left", reasoning)
