@@ -507,9 +507,9 @@ def _plan(inputs: Sequence[Path], fmt: str, report: ConvertReport,
             adapter = chosen or _renamed_detect(path, shown)
         plan.append((path, adapter))
     if not plan:
-        raise InputError.at(", ".join(str(p) for p in inputs),
-                            "no file here is a log any adapter reads; name the format with --from "
-                            "(see `eebench formats`)")
+        raise InputError.at(", ".join(str(p) for p in inputs), (
+            f"no file here reads as {_a(chosen.name)} log; give a file by its path to see why" if chosen else
+            "no file here is a log any adapter reads; name the format with --from (see `eebench formats`)"))
     # a file given twice, or two files of one episode (BALROG's .csv and .json), is read once
     read: dict[Path, tuple[Path, Adapter]] = {}
     for path, adapter in plan:

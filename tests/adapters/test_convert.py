@@ -258,6 +258,17 @@ def test_auto_fails_with_the_candidates(cli, tmp_path: Path, monkeypatch: pytest
                             "choose one with --from\n"
 
 
+@pytest.mark.parametrize("fmt, message", [
+    ("agentcc", "no file here reads as an agentcc log; give a file by its path to see why"),
+    ("auto", "no file here is a log any adapter reads; name the format with --from (see `eebench formats`)")])
+def test_a_folder_of_no_log_says_so(tmp_path: Path, fmt: str, message: str) -> None:
+    """With the format named, "name the format with --from" was the advice."""
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "play_x_run.csv").write_text("Step,Action,Result,Reasoning\n1,game_action(go east),ok,\n")
+    with pytest.raises(InputError, match=re.escape(f"{tmp_path / 'logs'}: {message}")):
+        convert_files([tmp_path / "logs"], fmt, tmp_path / "o.jsonl", ConvertOptions())
+
+
 def test_trajectory_ids_must_be_unique_across_inputs(tmp_path: Path) -> None:
     first = write_jsonl(tmp_path / "a" / "run.jsonl", [chat_episode("t", ["up"])])
     second = write_jsonl(tmp_path / "b" / "run.jsonl", [chat_episode("t", ["up"])])
