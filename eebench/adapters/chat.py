@@ -39,7 +39,8 @@ def reasoning_of(message: Mapping[str, Any]) -> str | None:
     if isinstance(content, list):
         # a redacted part (Inspect's `redacted: true`) holds the provider's encrypted reasoning: its summary, if any
         parts = [p.get("summary") if p.get("redacted") is True else p.get("reasoning") or p.get("thinking")
-                 or p.get("text") for p in content if isinstance(p, dict) and p.get("type") in ("reasoning", "thinking")]
+                 or p.get("text")
+                 for p in content if isinstance(p, dict) and p.get("type") in ("reasoning", "thinking")]
         texts = [p for p in parts if isinstance(p, str)]
         if texts:
             return "\n".join(texts)

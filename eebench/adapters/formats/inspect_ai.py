@@ -4,7 +4,8 @@ The steps are the sample's chat transcript (`sample.messages`; when a log left i
 input, resolved from `sample.message_pool` through `input_refs`, plus its output). Strings `attachment://<hash>`
 are replaced by `sample.attachments[hash]`. Each assistant turn is joined to the `model` event that produced it
 (by message id, else by order when the counts agree; a model-graded scorer's calls are no turn's) for its tokens
-(`output.usage`), its latency (`output.time`) and its timestamp. A `.json` log's samples are streamed one at a time; a `.eval` holds one sample per member.
+(`output.usage`), its latency (`output.time`) and its timestamp. A `.json` log's samples are streamed one at a
+time; a `.eval` holds one sample per member.
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 Each step has `action`, `observation` (the text after it), `score`, `isCompleted`, `inventory` and `freelook`,
 the "look around" text taken *before* the action ("This room is called the greenhouse."). So a step's state
 (where it leaves the agent) is the room of the next step's freelook; for the last step, the target of "You move
-to the X." (or "You teleport to the X.") in its observation, else its own freelook's room. Instances are `scienceworld/<taskName>/<variation>`,
-trajectory ids `<file stem>/<instance>`; the agent is whatever wrote the history (the files at hand are the
-rule-based oracle's).
+to the X." (or "You teleport to the X.") in its observation, else its own freelook's room. Instances are
+`scienceworld/<taskName>/<variation>`, trajectory ids `<file stem>/<instance>`; the agent is whatever wrote the
+history (the files at hand are the rule-based oracle's).
 """
 
 from __future__ import annotations
