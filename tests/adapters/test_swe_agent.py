@@ -94,6 +94,11 @@ def write_traj(folder: Path, doc: Any) -> Path:
      r"record 0: trajectory\[0\]\.observation: expected a string, found a list"),
     ({"trajectory": [{"action": "ls", "execution_time": -1}]},
      r"record 0: trajectory\[0\]\.execution_time: expected seconds \(a number >= 0\), found -1"),
+    ({"attempts": [{"trajectory": []}, {"info": {}}]}, r"record 0: attempts\[1\]: expected an attempt's trajectory "
+                                                       r"\(an object with a `trajectory` list\), found an object "
+                                                       r"without a `trajectory` list"),
+    ({"attempts": [{"trajectory": [{"action": 3}]}]},
+     r"record 0: attempts\[0\]\.trajectory\[0\]\.action: expected the command as a string, found an integer"),
 ])
 def test_a_wrong_shape_is_one_located_error(tmp_path: Path, doc: Any, message: str) -> None:
     assert_refused(write_traj(tmp_path, doc), tmp_path / "out.jsonl", ": " + message, fmt="swe-agent")
@@ -117,3 +122,40 @@ def test_a_replay_config_kept_as_a_json_string(tmp_path: Path) -> None:
     [run] = convert(path, tmp_path / "out.jsonl")
     assert run["instance"] == "org__repo-7" and run["agent"]["model"] == "claude"
     assert run["steps"] == [{"action": "ls", "latency_ms": 2000}]
+
+
+def test_a_thinking_models_reasoning_content_comes_before_its_thought(tmp_path: Path) -> None:
+    path = write_traj(tmp_path, {"environment": "main", "trajectory": [
+        {"action": "ls", "observation": "a.py", "response": "DISCUSSION\nLook.\n\n```\nls\n```", "thought":
+         "DISCUSSION\nLook.", "execution_time": 0.5, "state": {}, "query": [], "extra_info": {},
+         "reasoning_content": "The repository layout first."},
+        {"action": "submit", "observation": "", "response": "submit", "thought": "", "reasoning_content": "Done."}]})
+    [run] = convert(path, tmp_path / "out.jsonl")
+    assert [s.get("reasoning") for s in run["steps"]] == ["The repository layout first.\nDISCUSSION\nLook.", "Done."]
+
+
+def _attempt(status: str, actions: list[str], tokens_sent: int) -> dict[str, Any]:
+    return {"trajectory": [{"action": a, "observation": "", "thought": "", "response": a} for a in actions],
+            "info": {"exit_status": status, "model_stats": {"tokens_sent": tokens_sent, "tokens_received": 10,
+                                                            "api_calls": len(actions)}},
+            "replay_config": {"problem_statement": {"id": "org__repo-7"}}, "environment": "main"}
+
+
+def test_each_attempt_of_a_retry_agent_is_a_trajectory(tmp_path: Path) -> None:
+    """RetryAgent writes every attempt and, beside them, a copy of the one it chose with the totals of all."""
+    first, second = _attempt("exit_cost", ["ls", "cat a.py"], 1200), _attempt("submitted", ["ls", "submit"], 800)
+    chosen = {**second, "info": {**second["info"], "best_attempt_idx": 1,
+                                 "model_stats": {"tokens_sent": 2000, "tokens_received": 20, "api_calls": 4}}}
+    path = write_traj(tmp_path, {"attempts": [first, second], **chosen})
+    runs = convert(path, tmp_path / "out.jsonl")
+    assert [(r["id"], r["instance"], [s["action"] for s in r["steps"]]) for r in runs] == [
+        ("inst-1/attempt-0", "org__repo-7", ["ls", "cat a.py"]), ("inst-1/attempt-1", "org__repo-7", ["ls", "submit"])]
+    assert [r["meta"] for r in runs] == [
+        {"exit_status": "exit_cost", "environment": "main", "tokens_in_total": 1200, "tokens_out_total": 10,
+         "api_calls": 2, "attempt": 0, "best_attempt": False},
+        {"exit_status": "submitted", "environment": "main", "tokens_in_total": 800, "tokens_out_total": 10,
+         "api_calls": 2, "attempt": 1, "best_attempt": True}]
+    (tmp_path / "midrun").mkdir()
+    midrun = write_traj(tmp_path / "midrun", {"attempts": [first]})   # (written after each attempt: no choice yet)
+    [run] = convert(midrun, tmp_path / "out.jsonl")
+    assert run["id"] == "inst-1/attempt-0" and "best_attempt" not in run["meta"]

@@ -2,9 +2,12 @@
 
 Each `trajectory[i]` is a step: `action` is the command the harness parsed and ran, `observation` its output,
 `thought` the model's reasoning and `response` its full output; 1.x adds `execution_time` (seconds) and keeps
-`state` as an object where 0.x kept a JSON string. Tokens exist only as episode totals (`info.model_stats`,
-kept in meta); there are no timestamps. The instance is `replay_config.problem_statement.id` where the file has
-it (1.x), else the file's stem, which SWE-agent names after the instance.
+`state` as an object where 0.x kept a JSON string, and `reasoning_content` (a thinking model's own reasoning, before
+the thought in the step's reasoning). Tokens exist only as episode totals (`info.model_stats`, kept in meta); there
+are no timestamps. The instance is `replay_config.problem_statement.id` where the file has it (1.x), else the
+file's stem, which SWE-agent names after the instance. A RetryAgent's file holds every attempt (`attempts`, each a
+trajectory with its own totals) beside a copy of the one it chose: each attempt is a trajectory,
+`<stem>/attempt-<i>`, its meta saying which was chosen (`best_attempt`).
 """
 
 from __future__ import annotations
@@ -15,19 +18,20 @@ from pathlib import Path
 from typing import Any
 
 from eebench.adapters.base import Adapter, Episode, LoggedStep, as_int, bad_record, count_problem, dig, number
-from eebench.adapters.records import document_episode, head_value, object_with_list
+from eebench.adapters.records import head_value, json_document, object_with_list
 from eebench.documents import json_type, loads_json
 from eebench.errors import InputError
 
 # SWE-agent writes `environment` first, then `trajectory`: a .json copy is recognized by that opening
 _OPENING = re.compile(rb'^\s*\{\s*"environment"\s*:\s*"[^"]*"\s*,\s*"trajectory"\s*:\s*\[')
-_TEXT_FIELDS = ("observation", "thought", "response")
+_TEXT_FIELDS = ("observation", "thought", "response", "reasoning_content")
 
 
 class SweAgentAdapter(Adapter):
     name = "swe-agent"
     summary = ("SWE-agent trajectories (.traj, 1.x and 0.x legacy): trajectory[] action, observation, thought, "
-               "response, execution_time; token totals from info.model_stats")
+               "reasoning_content, response, execution_time; token totals from info.model_stats; a RetryAgent's "
+               "attempts each a trajectory")
     example = "eebench convert trajectories/*/*.traj --from swe-agent --out swe.jsonl"
     suffixes = (".traj",)
     never_carries = frozenset({"tokens_in", "tokens_out", "timestamp"})
@@ -38,12 +42,27 @@ class SweAgentAdapter(Adapter):
         return path.suffix.lower() == ".json" and _OPENING.match(head) is not None
 
     def episodes(self, path: Path) -> Iterator[Episode | InputError]:
-        return document_episode(path, _episode)
+        try:
+            document = json_document(path)
+            attempts = document.get("attempts") if isinstance(document, dict) else None
+            if not isinstance(attempts, list):
+                yield _episode(path, object_with_list(path, document, "trajectory", "a SWE-agent trajectory"))
+                return
+            best = dig(document, "info.best_attempt_idx")
+            for i, attempt in enumerate(attempts):
+                if not isinstance(attempt, Mapping) or not isinstance(attempt.get("trajectory"), list):
+                    found = "an object without a `trajectory` list" if isinstance(attempt, Mapping) else \
+                        json_type(attempt)
+                    raise bad_record(path, f"expected an attempt's trajectory (an object with a `trajectory` list), "
+                                           f"found {found}", record=0, field=f"attempts[{i}]")
+                yield _episode(path, attempt, attempt=i, best=best)
+        except InputError as exc:
+            yield exc
 
 
-def _episode(path: Path, value: Any) -> Episode:
-    document = object_with_list(path, value, "trajectory", "a SWE-agent trajectory")
-    steps = [_step(path, index, item) for index, item in enumerate(document["trajectory"])]
+def _episode(path: Path, document: Mapping[str, Any], attempt: int | None = None, best: Any = None) -> Episode:
+    at = "" if attempt is None else f"attempts[{attempt}]."
+    steps = [_step(path, f"{at}trajectory[{index}]", item) for index, item in enumerate(document["trajectory"])]
     replay = document.get("replay_config")
     if isinstance(replay, str):   # some 1.x versions store the replay config as a JSON string
         try:
@@ -60,19 +79,23 @@ def _episode(path: Path, value: Any) -> Episode:
     for key, name in (("tokens_sent", "tokens_in_total"), ("tokens_received", "tokens_out_total"),
                       ("api_calls", "api_calls")):
         if name != "api_calls" and (problem := count_problem(stats.get(key))) is not None:
-            raise bad_record(path, problem, record=0, field=f"info.model_stats.{key}")   # (it was no total, silently)
+            raise bad_record(path, problem, record=0, field=f"{at}info.model_stats.{key}")   # (no total, silently)
         if as_int(stats.get(key)) is not None:
             meta[name] = as_int(stats[key])
     for key in ("instance_cost", "total_cost"):
         if number(stats.get(key)) is not None:
             meta[key] = stats[key]
-    return Episode(id=path.stem, record=0, steps=steps, task=task if isinstance(task, str) else path.stem,
+    if attempt is not None:
+        meta["attempt"] = attempt
+        if isinstance(best, int) and not isinstance(best, bool):
+            meta["best_attempt"] = attempt == best
+    return Episode(id=path.stem if attempt is None else f"{path.stem}/attempt-{attempt}", record=0, steps=steps,
+                   task=task if isinstance(task, str) else path.stem,
                    fields=document, agent={"model": model if isinstance(model, str) else None, "harness": "swe-agent"},
                    meta=meta)
 
 
-def _step(path: Path, index: int, item: Any) -> LoggedStep:
-    where = f"trajectory[{index}]"
+def _step(path: Path, where: str, item: Any) -> LoggedStep:
     if not isinstance(item, Mapping):
         raise bad_record(path, f"expected a step object, found {json_type(item)}", record=0, field=where)
     action = item.get("action")
@@ -90,6 +113,7 @@ def _step(path: Path, index: int, item: Any) -> LoggedStep:
         found = seconds if number(seconds) is not None else json_type(seconds)
         raise bad_record(path, f"expected seconds (a number >= 0), found {found}", record=0,
                          field=f"{where}.execution_time")
-    return LoggedStep(action=action, raw=texts["response"], reasoning=texts["thought"] or None,
+    reasoning = "\n".join(t for t in (texts["reasoning_content"], texts["thought"]) if t) or None
+    return LoggedStep(action=action, raw=texts["response"], reasoning=reasoning,
                       observation=texts["observation"],
                       latency_ms=seconds * 1000 if seconds is not None else None)
