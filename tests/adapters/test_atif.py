@@ -104,6 +104,48 @@ def test_a_result_that_names_no_call_is_what_the_last_call_of_its_step_saw(tmp_p
     assert [s.get("observation") for s in trajectory["steps"]] == [None, "$ a\n$ b\nHello", "own", "shared"]
 
 
+def test_steps_copied_from_the_trajectory_continued_are_left_out_and_counted(tmp_path: Path) -> None:
+    """ATIF-v1.5's is_copied_context: steps of an earlier trajectory, copied as context; not this one's actions."""
+    log = write_json(tmp_path / "run.trajectory.json", atif([
+        {"step_id": 1, "source": "user", "message": "old request", "is_copied_context": True},
+        {"step_id": 2, "source": "agent", "message": "old", "is_copied_context": True,
+         "tool_calls": [{"tool_call_id": "a", "function_name": "look", "arguments": {}}],
+         "metrics": {"prompt_tokens": 99, "completion_tokens": 9}},
+        {"step_id": 3, "source": "agent", "message": "new", "is_copied_context": False,
+         "tool_calls": [{"tool_call_id": "b", "function_name": "move", "arguments": {"dir": "north"}}]}]))
+    [trajectory] = convert(log, tmp_path / "out.jsonl", instance="maze", env="logged")
+    assert [s["raw"] for s in trajectory["steps"]] == ['move({"dir": "north"})']
+    assert trajectory["meta"]["copied_context_steps"] == 1
+
+
+def test_a_subagents_embedded_trajectory_is_one_of_its_own(tmp_path: Path) -> None:
+    """ATIF-v1.7's subagent_trajectories were lost."""
+    subagent = {"session_id": "sub-1", "agent": {"name": "searcher", "model_name": "haiku"}, "steps": [
+        {"step_id": 1, "source": "user", "message": "find usages"},
+        {"step_id": 2, "source": "agent", "tool_calls": [{"tool_call_id": "s1", "function_name": "bash",
+                                                           "arguments": {"command": "grep -rn foo"}}],
+         "observation": {"results": [{"source_call_id": "s1", "content": "x.py:1 foo"}]},
+         "metrics": {"prompt_tokens": 1002, "completion_tokens": 52}}]}
+    log = write_json(tmp_path / "run.trajectory.json", atif([
+        {"step_id": 1, "source": "agent", "message": "Delegating.",
+         "tool_calls": [{"tool_call_id": "c3", "function_name": "Task", "arguments": {"prompt": "find usages"}}],
+         "observation": {"results": [{"source_call_id": "c3", "content": "found 1",
+                                      "subagent_trajectory_ref": [{"session_id": "sub-1"}]}]}}],
+        schema_version="ATIF-v1.7", subagent_trajectories=[subagent]))
+    parent, child = convert(log, tmp_path / "out.jsonl", instance="maze", env="logged")
+    assert (parent["id"], [s["raw"] for s in parent["steps"]]) == ("run.trajectory/s-1",
+                                                                   ['Task({"prompt": "find usages"})'])
+    assert (child["id"], child["agent"]["name"], child["agent"]["model"]) == ("run.trajectory/sub-1", "searcher",
+                                                                              "haiku")
+    assert [(s["raw"], s["observation"], s["tokens_in"]) for s in child["steps"]] == [
+        ('bash({"command": "grep -rn foo"})', "x.py:1 foo", 1002)]
+    assert child["meta"]["parent_session_id"] == "s-1" and child["meta"]["schema_version"] == "ATIF-v1.7"
+    broken = write_json(tmp_path / "broken.json", atif([], subagent_trajectories=[{**subagent, "steps": [
+        {"source": 5}]}]))
+    assert_refused(broken, tmp_path / "refused.jsonl", r": record 0: subagent_trajectories\[0\]\.steps\[0\]\.source: "
+                   r"expected the step's source", instance="x", env="logged")
+
+
 def test_the_samples_are_detected_as_atif(agent_logs: Path) -> None:
     assert files_claimed(agent_logs, "atif") == [OPENHANDS, TERMINUS]
     assert {detect(agent_logs / name).name for name in (TERMINUS, OPENHANDS)} == {"atif"}

@@ -4,11 +4,13 @@ Each `agent` step is one step per tool call (or one text step when it made none,
 not parse): `tool_calls[].function_name` + `arguments`, the observation from `observation.results[]` (joined by
 `source_call_id`), the reasoning from `reasoning_content` and the message beside the calls, tokens from `metrics`
 and time from `timestamp`. `system` and `user` steps are the prompt, not actions. ATIF has no latency field.
+A step marked `is_copied_context` (v1.5: copied from an earlier trajectory that this one continues) is no action of
+this trajectory: left out, and counted in meta (`copied_context_steps`). A subagent's trajectory embedded in its
+parent's (`subagent_trajectories`, v1.7) is a trajectory of its own, `<stem>/<its session id>`, after the parent's.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -35,11 +37,34 @@ class AtifAdapter(Adapter):
 
     def episodes(self, path: Path) -> Iterator[Episode | InputError]:
         for item in json_records(path):
-            yield item if isinstance(item, InputError) else self._episode(path, item)
+            if isinstance(item, InputError):
+                yield item
+                continue
+            yield from self._episodes(path, item, item.value, "")
 
-    def _episode(self, path: Path, item: JsonRecord) -> Episode | InputError:
-        bad = functools.partial(bad_item, path, item)
-        doc = item.value
+    def _episodes(self, path: Path, item: JsonRecord, doc: Any, at: str) -> Iterator[Episode | InputError]:
+        """The trajectory of `doc` (found at `at` in the record) and those of its subagents; an InputError ends them."""
+        episode = self._episode(path, item, doc, at)
+        yield episode
+        subagents = doc.get("subagent_trajectories") if isinstance(episode, Episode) else None
+        if subagents is not None and not isinstance(subagents, list):
+            yield bad_item(path, item, f"expected a list of trajectories, found {json_type(subagents)}",
+                           f"{at}subagent_trajectories")
+            return
+        for i, subagent in enumerate(subagents or []):
+            if isinstance(subagent, Mapping) and "schema_version" not in subagent:   # (the parent's, if it gives none)
+                subagent = {**subagent, "schema_version": doc["schema_version"]}
+            for made in self._episodes(path, item, subagent, f"{at}subagent_trajectories[{i}]."):
+                if isinstance(made, Episode) and "parent_session_id" not in made.meta:
+                    made.meta["parent_session_id"] = episode.meta.get("session_id")
+                yield made
+                if isinstance(made, InputError):
+                    return
+
+    def _episode(self, path: Path, item: JsonRecord, doc: Any, at: str) -> Episode | InputError:
+        def bad(message: str, field: str | None = None) -> InputError:
+            return bad_item(path, item, message, at + (field or "") or None)
+
         if not isinstance(doc, Mapping):
             return bad(f"expected an ATIF trajectory object, found {json_type(doc)}")
         version = doc.get("schema_version")
@@ -50,6 +75,7 @@ class AtifAdapter(Adapter):
         if not isinstance(raw_steps, list):
             return bad(f"expected a list of steps, found {json_type(raw_steps)}", "steps")
         steps: list[LoggedStep] = []
+        copied = 0
         for i, step in enumerate(raw_steps):
             if not isinstance(step, Mapping):
                 return bad(f"expected a step object, found {json_type(step)}", f"steps[{i}]")
@@ -57,6 +83,9 @@ class AtifAdapter(Adapter):
                 return bad(f"expected the step's source (system, user or agent), found {json_type(step.get('source'))}",
                            f"steps[{i}].source")
             if step["source"] != "agent":
+                continue
+            if step.get("is_copied_context") is True:
+                copied += 1
                 continue
             made = _agent_steps(step)
             if isinstance(made, str):
@@ -69,11 +98,14 @@ class AtifAdapter(Adapter):
                                                  if isinstance(s.get("model_name"), str)), None)
         session = doc.get("session_id")
         # session ids are meant to be unique, but Harbor's own golden files normalise them: the stem keeps ids apart
-        record_id = session if isinstance(session, str) and session else item.index
+        record_id = session if isinstance(session, str) and session else item.index if not at else at.rstrip(".")
+        meta = _meta(doc, agent)
+        if copied:
+            meta["copied_context_steps"] = copied
         return Episode(id=f"{path.stem}/{record_id}", record=record_id, line=item.line, steps=steps, fields=doc,
                        agent={"name": agent.get("name") if isinstance(agent.get("name"), str) else None,
                               "model": model if isinstance(model, str) else None},
-                       meta=_meta(doc, agent))
+                       meta=meta)
 
 
 def _agent_steps(step: Mapping[str, Any]) -> list[LoggedStep] | str | tuple[str, str]:
