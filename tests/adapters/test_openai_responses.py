@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from eebench.adapters import detect
 from tests.adapters.conftest import assert_refused, convert, files_claimed
@@ -32,7 +33,8 @@ def test_sokoban_rollouts_keep_text_actions_boards_and_totals(agent_logs: Path, 
     assert first == {"action": "Down", "raw": "<action>Down</action>", "observation": BOARD_0}
     assert "observation" not in solved["steps"][-1]   # the winning move: the rollout ends without a next board
     assert solved["source"]["record"] == "task-0/rollout-0"
-    assert solved["source"]["missing_fields"] == ["latency_ms", "timestamp", "tokens_in", "tokens_out"]
+    assert solved["source"]["missing_fields"] == ["latency_ms", "timestamp"]
+    assert "tokens_in" not in first   # (these rollouts keep no token ids: totals only)
     assert solved["meta"]["reward"] == 10.0 and solved["meta"]["info.success"] is True
     assert solved["meta"]["tokens_in_total"] == 6999 and solved["meta"]["tokens_out_total"] == 80
     assert solved["meta"]["created_at"] == "2026-05-15T03:46:00Z"
@@ -75,6 +77,32 @@ def test_reasoning_summaries_and_hosted_calls(tmp_path: Path) -> None:
     assert search == {"action": 'search({"q": "exit"})', "raw": 'search({"q": "exit"})', "observation": "north"}
     assert done["action"] == "Done."
     assert trajectory["meta"]["reasoning_tokens_total"] == 4
+
+
+def _trained(item: dict[str, Any], prompt: int, generated: int) -> dict[str, Any]:
+    """An output item as NeMo Gym's training rollouts keep it: with its token ids and log probabilities."""
+    return {**item, "prompt_token_ids": list(range(prompt)), "generation_token_ids": list(range(generated)),
+            "generation_log_probs": [-0.5] * generated}
+
+
+def test_the_token_ids_of_training_rollouts_are_the_steps_tokens(tmp_path: Path) -> None:
+    think = {"type": "reasoning", "summary": [{"type": "summary_text", "text": "Down is free."}]}
+    rollout = {"responses_create_params": {"input": []}, "reward": 1.0, "_ng_task_index": 0, "_ng_rollout_index": 0,
+               "response": {"id": "r", "model": "qwen", "output": [
+                   # one generation cut into items: each item's prompt is the one before it and its generation
+                   _trained(think, 300, 40),
+                   _trained({"type": "message", "role": "assistant", "content": "<action>Down</action>"}, 340, 8),
+                   {"type": "message", "role": "user", "content": "board 1"},
+                   # items that each keep the whole call's ids: the step's own item is the count
+                   _trained(think, 350, 48),
+                   _trained({"type": "function_call", "call_id": "c", "name": "move", "arguments": "{}"}, 350, 48),
+                   {"type": "function_call_output", "call_id": "c", "output": "board 2"},
+                   {"type": "message", "role": "assistant", "content": "<action>Up</action>"}]}}
+    log = write_jsonl(tmp_path / "rollouts.jsonl", [rollout])
+    [trajectory] = convert(log, tmp_path / "out.jsonl", instance="maze/1", env="logged")
+    assert [(s.get("tokens_in"), s.get("tokens_out")) for s in trajectory["steps"]] == [(300, 48), (350, 48),
+                                                                                      (None, None)]
+    assert trajectory["source"]["missing_fields"] == ["latency_ms", "timestamp"]
 
 
 def test_a_message_the_model_wrote_just_before_its_call_is_the_call_s_reasoning(tmp_path: Path) -> None:

@@ -4,15 +4,18 @@ A record is a rollout `{responses_create_params, response, reward, ...}` or a ba
 the items of `response.output`: each assistant `message` (a text action such as `<action>Down</action>`) and each
 tool call (`function_call` and the other `*_call` items); a `reasoning` item's summary is the reasoning of the
 step after it; the observation is the `*_call_output` answering a call, or the `user` message that follows (the
-next board, in multi-turn environments). The API reports token usage for the whole response only, so the totals
-go to the trajectory's meta and per-step tokens are never carried.
+next board, in multi-turn environments). The API reports token usage for the whole response (the totals go to the
+trajectory's meta); NeMo Gym's training rollouts also keep each item's `prompt_token_ids` and
+`generation_token_ids`, which give a step's tokens: in, the prompt of the turn's first item; out, what the turn's
+items generated (its reasoning and the step's own item), where each item's prompt is the one before it and its
+generation (one generation cut into items), else the step's own item's.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +36,8 @@ class OpenAIResponsesAdapter(Adapter):
                "Response objects; message, function_call and reasoning items")
     example = "eebench convert example_rollouts.jsonl --from openai-responses --out runs.jsonl"
     suffixes = (".jsonl", ".json")
-    # usage is per response (the whole rollout) and the API times only the response, never its items
-    never_carries = frozenset({"tokens_in", "tokens_out", "latency_ms", "timestamp"})
+    # the API times only the response, never its items (tokens: per item in NeMo Gym's training rollouts)
+    never_carries = frozenset({"latency_ms", "timestamp"})
 
     def handles(self, path: Path, head: bytes) -> bool:
         return path.suffix.lower() in self.suffixes and (
@@ -111,12 +114,15 @@ def chat_messages(items: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """
     messages: list[dict[str, Any]] = []
     reasoning: list[str] = []
+    thought: list[Mapping[str, Any]] = []   # the reasoning items not yet given to a step
+    made_of: dict[int, list[Mapping[str, Any]]] = {}   # by assistant message (its id()): the items it was made of
     for item in items:
         kind = str(item.get("type") or ("message" if "role" in item else ""))
         if kind == "reasoning":
             parts = [s.get("text") for s in listed(item.get("summary")) if isinstance(s, Mapping)]
             parts.append(text_of(item.get("content")))   # open models' reasoning_text parts
             reasoning.extend(p for p in parts if isinstance(p, str) and p)
+            thought.append(item)
             continue
         if kind.endswith("_call_output"):
             messages.append({"role": "tool", "tool_call_id": item.get("call_id"), "content": _text(item.get("output"))})
@@ -129,6 +135,8 @@ def chat_messages(items: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 messages[-1].setdefault("tool_calls", []).append(call)
             else:
                 messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+            made_of.setdefault(id(messages[-1]), []).extend([*thought, item])
+            thought.clear()
             _take_reasoning(messages[-1], reasoning)
             if item.get("output") is not None:   # mcp_call and hosted tools carry their own output
                 messages.append({"role": "tool", "tool_call_id": call["id"], "content": _text(item["output"])})
@@ -136,10 +144,30 @@ def chat_messages(items: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
             message = {"role": item.get("role"), "content": _refusals_as_text(item.get("content"))}
             if message["role"] == "assistant":
                 _take_reasoning(message, reasoning)
+                made_of[id(message)] = [*thought, item]
+                thought.clear()
             messages.append(message)
     if reasoning:   # the model's last output was reasoning alone (cut off): a step of its own, with no action
         messages.append({"role": "assistant", "content": None, "reasoning_content": "\n".join(reasoning)})
+        made_of[id(messages[-1])] = thought
+    for message in messages:
+        counts = _token_counts(made_of.get(id(message), ()))
+        if counts is not None:   # (read by the chat rules as a completion's usage: on the turn's first step)
+            message["usage"] = {"prompt_tokens": counts[0], "completion_tokens": counts[1]}
     return messages
+
+
+def _token_counts(items: Sequence[Mapping[str, Any]]) -> tuple[int, int] | None:
+    """(tokens in, tokens out) of the items a step was made of, from the token ids NeMo Gym's training rollouts
+    keep on each (see the module's text); None when they keep none."""
+    spans = [(len(prompt), len(generated)) for item in items
+             if isinstance(prompt := item.get("prompt_token_ids"), list)
+             and isinstance(generated := item.get("generation_token_ids"), list)]
+    if not spans:
+        return None
+    if all(before[0] + before[1] == after[0] for before, after in zip(spans, spans[1:])):   # one generation, cut
+        return spans[0][0], sum(generated for _, generated in spans)
+    return spans[-1]
 
 
 def _refusals_as_text(content: Any) -> Any:
