@@ -85,6 +85,28 @@ def test_nested_child_runs_and_a_failed_tool(tmp_path: Path) -> None:
     assert trajectory["steps"][0]["observation"] == "ToolException: no such direction"
 
 
+def test_a_langgraph_tool_run_traced_with_its_python_input_and_its_tool_message(tmp_path: Path) -> None:
+    """LangChain traces a tool's input as str() of its arguments and LangGraph's output as a serialized
+    ToolMessage: the call read as a Python repr and the observation as the message's JSON."""
+    root, llm, tool, final = agent_trace("t4", "example-4")
+    tool = {**tool, "inputs": {"input": "{'direction': 'north', 'far': True}"}, "outputs": {"output": {
+        "lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", "ToolMessage"],
+        "kwargs": {"content": "a door", "type": "tool", "name": "look", "tool_call_id": "c1", "status": "success"}}}}
+    log = write_jsonl(tmp_path / "runs.jsonl", [root, llm, tool, final])
+    look, _ = convert(log, tmp_path / "out.jsonl")[0]["steps"]
+    assert (look["action"], look["observation"]) == ('look({"direction": "north", "far": true})', "a door")
+
+
+def test_a_run_whose_inputs_fill_the_head_is_still_detected(tmp_path: Path) -> None:
+    """`trace_id` and `dotted_order` come after a run's inputs, which a long message history makes long."""
+    root, *rest = agent_trace("t5", "example-5")
+    first = {"id": root["id"], "name": root["name"], "start_time": root["start_time"], "run_type": "chain",
+             "inputs": {"messages": [{"role": "user", "content": "x" * 70_000}]}, **root}
+    log = write_jsonl(tmp_path / "runs.jsonl", [first, *rest])
+    assert b"trace_id" not in log.read_bytes()[:65536]
+    assert detect(log).name == "langsmith"
+
+
 def test_the_sample_is_detected_as_langsmith(agent_logs: Path, tmp_path: Path) -> None:
     assert files_claimed(agent_logs, "langsmith") == [PAYLOAD]
     exported = write_jsonl(tmp_path / "runs.jsonl", agent_trace("t1", "e"))

@@ -8,8 +8,10 @@ or, when it answered in text, is a step itself (a single llm run is a one-step t
 
 from __future__ import annotations
 
+import ast
 import functools
 import json
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,10 @@ from eebench.documents import json_type
 from eebench.errors import InputError
 
 TOOL_RUNS = ("tool", "retriever")
+# A run's first fields, written before its inputs and outputs (which may fill the head: a long message history);
+# `trace_id` and `dotted_order` come after them
+_RUN_OPENING = re.compile(rb'"start_time"\s*:\s*"[^"]*"\s*,\s*"run_type"\s*:\s*'
+                          rb'"(?:llm|chain|tool|retriever|embedding|prompt|parser)"')
 
 
 class LangSmithAdapter(Adapter):
@@ -34,7 +40,8 @@ class LangSmithAdapter(Adapter):
 
     def handles(self, path: Path, head: bytes) -> bool:
         return path.suffix.lower() in self.suffixes and (
-            b'"dotted_order"' in head or (b'"run_type"' in head and b'"trace_id"' in head))
+            b'"dotted_order"' in head or (b'"run_type"' in head and b'"trace_id"' in head)
+            or _RUN_OPENING.search(head) is not None)
 
     def episodes(self, path: Path) -> Iterator[Episode | InputError]:
         for group in grouped_records(path, _trace_of_record):
@@ -170,11 +177,25 @@ def _tool_run(run: Mapping[str, Any]) -> ToolRun:
     arguments = inputs.get("input") if isinstance(inputs, Mapping) and set(inputs) == {"input"} else inputs
     outputs = run.get("outputs")
     output = outputs.get("output", outputs) if isinstance(outputs, Mapping) else outputs
+    if isinstance(output, Mapping) and output.get("lc") == 1 and isinstance(output.get("kwargs"), Mapping):
+        output = output["kwargs"].get("content")   # a serialized LangChain message (LangGraph's ToolMessage): its text
     observation = output if isinstance(output, str) else (
         text_of(output) or (json.dumps(output, ensure_ascii=False) if output not in (None, {}) else None))
     if isinstance(run.get("error"), str):
         observation = f"{observation}\n{run['error']}" if observation else run["error"]
-    return ToolRun(str(run.get("name") or ""), arguments, observation, _time(run.get("start_time")))
+    return ToolRun(str(run.get("name") or ""), _python_literal(arguments), observation, _time(run.get("start_time")))
+
+
+def _python_literal(arguments: Any) -> Any:
+    """A tool's input as LangChain traces it, `str()` of the arguments (`"{'query': 'sf'}"`), read back into the
+    mapping it was, so the call reads as the model's (`search({"query": "sf"})`); anything else as given."""
+    if not (isinstance(arguments, str) and arguments.startswith("{'")):
+        return arguments
+    try:
+        value = ast.literal_eval(arguments)   # (literals only: no name is looked up, nothing is called)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return arguments
+    return value if isinstance(value, dict) else arguments
 
 
 def _time(value: Any) -> str | None:
