@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from eebench.adapters import detect
+from eebench.adapters.base import HEAD_BYTES
 from eebench.errors import InputError
 from tests.adapters.conftest import assert_refused, convert, files_claimed
 
@@ -135,6 +136,26 @@ def test_a_hand_made_stream(tmp_path: Path) -> None:
     ]
     assert run["meta"] == {"instruction": "Fix the bug.", "agent_state": "finished"}
     assert run["agent"] == {"model": "m-1", "harness": "openhands"}
+
+
+def test_the_models_own_reasoning_is_kept_beside_the_thought(tmp_path: Path) -> None:
+    """The completion's reasoning_content was dropped whenever the action's thought was set."""
+    thinking = response("r1", [("c1", "execute_bash", '{"command": "ls"}')])
+    thinking["choices"][0]["message"]["reasoning_content"] = "I should inspect the repo."
+    path = tmp_path / "stream.json"
+    path.write_text(json.dumps([action(2, "run", {"command": "ls", "thought": "First look."}, "c1", thinking)]),
+                    "utf-8")
+    [run] = convert(path, tmp_path / "out.jsonl", fmt="openhands")
+    assert run["steps"][0]["reasoning"] == "I should inspect the repo.\nFirst look."
+
+
+def test_a_stream_whose_system_prompt_fills_the_head_is_detected(tmp_path: Path) -> None:
+    system = {"id": 0, "timestamp": "2025-01-01T00:00:00", "source": "agent", "message": "You are ... " * 8000,
+              "action": "system", "args": {"content": "You are ..."}}
+    path = tmp_path / "stream.json"
+    path.write_text(json.dumps([system, action(2, "run", {"command": "ls"})], indent=4), "utf-8")
+    assert b'"action"' not in path.read_bytes()[:HEAD_BYTES]
+    assert detect(path).name == "openhands"
 
 
 @pytest.mark.parametrize("content, message", [

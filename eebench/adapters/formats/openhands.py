@@ -3,10 +3,10 @@
 Every action the agent takes is a step, including `think`, `finish` and `message` (talking to the user is a
 move the episode spent; the user's reply, if any, is its observation). The step's action is the event's action
 type with the arguments that define it (`run({"command": "ls"})`); its observation is the event whose `cause`
-is the action's id; its reasoning `args.thought`; its raw output the model's tool call, tokens and latency from
-the completion behind it (`tool_call_metadata.model_response`, counted once when it made several calls). The
-system prompt and recall events are not steps; the user's first message (the task) is kept as meta.instruction.
-The stream names no instance: the task is the file's stem.
+is the action's id; its reasoning the completion's `reasoning_content`, then `args.thought`; its raw output the
+model's tool call, tokens and latency from the completion behind it (`tool_call_metadata.model_response`, counted
+once when it made several calls). The system prompt and recall events are not steps; the user's first message
+(the task) is kept as meta.instruction. The stream names no instance: the task is the file's stem.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from eebench.adapters.actions import render_call
-from eebench.adapters.base import Adapter, Episode, LoggedStep, as_int, bad_record, count_problem, dig, number, text_of
+from eebench.adapters.base import (HEAD_BYTES, Adapter, Episode, LoggedStep, as_int, bad_record, count_problem, dig,
+                                   number, text_of)
 from eebench.adapters.chat import call_parts, message_problem, reasoning_of, usage_of, usage_problem
 from eebench.adapters.records import head_value, json_records
 from eebench.documents import json_type
@@ -35,6 +36,10 @@ DEFINING = {
 }
 _EVENT = re.compile(rb'"source"\s*:\s*"(?:agent|user|environment)"')
 _KIND = re.compile(rb'"(?:action|observation)"\s*:\s*"')
+# an event as OpenHands writes it (id, timestamp, source, message, ...): the first is the system prompt, whose message
+# may fill the head before its "action"
+_OPENING = re.compile(rb'^\s*\[\s*\{\s*"id"\s*:\s*\d+\s*,\s*"timestamp"\s*:\s*"[^"]*"\s*,\s*"source"\s*:\s*'
+                      rb'"(?:agent|user|environment)"\s*,\s*"message"\s*:')
 
 
 class OpenHandsAdapter(Adapter):
@@ -47,7 +52,8 @@ class OpenHandsAdapter(Adapter):
 
     def handles(self, path: Path, head: bytes) -> bool:
         return (path.suffix.lower() == ".json" and head_value(head) == "["
-                and _EVENT.search(head) is not None and _KIND.search(head) is not None)
+                and (_EVENT.search(head) is not None and _KIND.search(head) is not None
+                     or len(head) == HEAD_BYTES and _OPENING.match(head) is not None))
 
     def episodes(self, path: Path) -> Iterator[Episode | InputError]:
         stream = _Stream(path)
@@ -159,7 +165,8 @@ class _Stream:
                 self.responses.add(response_id)
                 step.latency_ms = self._latency(event, response_id)
             step.tokens_in, step.tokens_out = usage_of(response)
-            step.reasoning = step.reasoning or reasoning_of(message)
+            # the model's own reasoning (reasoning_content) before the thought it wrote beside the call
+            step.reasoning = "\n".join(t for t in (reasoning_of(message), step.reasoning) if t) or None
         if self.agent.get("model") is None and isinstance(response.get("model"), str):
             self.agent["model"] = response["model"]
         return step
