@@ -422,6 +422,8 @@ presets:
   few: {dag: {n_nodes: 4}, map: {density: 0.5, corridor_width: [1, 1]}, names: [a, b]}
   far: {dag: {n_nodes: 8}, map: {density: 0.0004, corridor_width: [1, 1]}}
   flat: {dag: {n_nodes: 64}, map: {density: 0.1, aspect_ratio: 100, corridor_width: [1, 1]}}
+  tiny: {dag: {n_nodes: 4}, map: {density: 1.0e-320, corridor_width: [1, 1]}}
+  thin: {dag: {n_nodes: 4}, map: {density: 0.5, aspect_ratio: 1.0e-320, corridor_width: [1, 1]}}
   typo: {dag: {n_nodes: 4, n_node: 3}, map: {density: 0.5, corridor_width: [1, 1]}}
 """, "utf-8")
     assert_errors(cli("generate", spec, "--out", tmp_path / "o", code=None),
@@ -437,7 +439,12 @@ presets:
                   f"{spec}: presets.far.map: a 142x141 map is larger than an instance may be (100x100); raise the "
                   "density or bring the aspect ratio closer to 1",
                   f"{spec}: presets.flat.map: a 214x3 map is larger than an instance may be (100x100); raise the "
-                  "density or bring the aspect ratio closer to 1")
+                  "density or bring the aspect ratio closer to 1",
+                  # (both ended in an OverflowError: no float holds their number of cells)
+                  f"{spec}: presets.tiny.map: a 1000000x1000000 map is larger than an instance may be (100x100); "
+                  "raise the density or bring the aspect ratio closer to 1",
+                  f"{spec}: presets.thin.map: a 1x1000000 map is larger than an instance may be (100x100); raise "
+                  "the density or bring the aspect ratio closer to 1")
     assert not (tmp_path / "o").exists()
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 Probs = tuple[tuple[int, float], ...]
 MAX_SIDE = 100  # the widest and tallest map an instance may have (instance.grid_dag.json: map rows and items)
+_FAR = 1e12     # more cells than any map may have, and still a float every step of `dimensions` can round
 
 
 @dataclass(frozen=True)
@@ -32,8 +33,9 @@ class MapParams:
         if self.size is not None:
             return self.size
         assert self.density is not None
-        cells = math.ceil(n_nodes / self.density - 1e-9)  # 6 / 0.1 is 59.99..., meant as 60
-        height = max(1, round(math.sqrt(cells / self.aspect_ratio)))
+        # (min: a density or aspect ratio near 0, 1e-320, makes no map at all: kept finite, far past MAX_SIDE)
+        cells = math.ceil(min(n_nodes / self.density, _FAR) - 1e-9)  # 6 / 0.1 is 59.99..., meant as 60
+        height = max(1, round(math.sqrt(min(cells / self.aspect_ratio, _FAR))))
         return math.ceil(cells / height), height
 
 

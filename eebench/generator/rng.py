@@ -10,6 +10,7 @@ in IEEE 754, hence identical everywhere). Changing how one phase samples never r
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 from typing import TypeVar
 
@@ -119,6 +120,8 @@ def stable_exp(x: float) -> float:
     """
     if x < 0:
         return 1.0 / stable_exp(-x)
+    if x == math.inf:   # (a depth bias near the float maximum: its weights overflow, as math.exp's would)
+        return math.inf
     whole = int(x)
     frac = x - whole
     term, total = 1.0, 1.0

@@ -191,3 +191,9 @@ def test_stable_exp_pinned_values() -> None:
     assert [stable_exp(-float(k)) for k in range(4)] == [
         1.0, 0.36787944117144233, 0.1353352832366127, 0.04978706836786395]
     assert stable_exp(0.5) == 1.6487212707001278  # math.exp(0.5) ends in ...282
+
+
+def test_stable_exp_overflows_as_math_exp_does() -> None:
+    """A depth bias near the float maximum made its weights' exponent infinite: an OverflowError (a traceback)."""
+    assert stable_exp(1e10) == stable_exp(math.inf) == math.inf
+    assert stable_exp(-1e10) == stable_exp(-math.inf) == 0.0
