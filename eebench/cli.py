@@ -813,7 +813,7 @@ def query(sql: str, db: Path, fmt: str, timeout: float | None) -> None:
     with query_rows(db, sql, timeout=timeout) as result:
         if result.columns:
             for text in stream_rows(result.columns, result.batches, fmt):
-                click.echo(text, nl=False)
+                click.echo(text, nl=False, color=True)   # (click drops ANSI codes off a terminal: csv must be exact)
 
 
 @main.command()

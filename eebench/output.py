@@ -8,6 +8,7 @@ import decimal
 import io
 import json
 import math
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain
 from typing import Any
@@ -52,7 +53,21 @@ def _cell(value: Any) -> str:
         return "NULL"
     if isinstance(value, float):
         return f"{value:.4g}" if abs(value) < 1e6 else f"{value:.6g}"
-    return str(_plain(value))
+    return shown(str(_plain(value)))
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def shown(text: str) -> str:
+    """Text for a person to read in one line: control characters (a newline, a terminal's escape sequences) as
+    escapes (`\\n`, `\\x1b`), so a label can neither break a table's layout nor drive the terminal."""
+    return _CONTROL.sub(lambda m: _ESCAPES.get(m.group()) or _escape(ord(m.group())), text)
+
+
+def _escape(code: int) -> str:
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def format_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str) -> str:

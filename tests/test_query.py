@@ -211,6 +211,15 @@ def test_csv_writes_booleans_as_sql_does(cli, db: Path) -> None:
         {"yes": True, "no": False, "unknown": None, "text": "x"}]
 
 
+def test_csv_and_json_keep_control_characters_and_a_table_shows_them_escaped(cli, db: Path) -> None:
+    """click dropped the ANSI codes of a value when the output was no terminal (a pipe, a file): csv lost them, and
+    a table on a terminal let a label drive it."""
+    sql = "SELECT 'a' || chr(27) || '[31mred' || chr(10) || 'b' AS label"
+    assert cli("query", sql, "--db", db, "--format", "csv").stdout == 'label\n"a\x1b[31mred\nb"\n'
+    assert json.loads(cli("query", sql, "--db", db, "--format", "json").stdout) == [{"label": "a\x1b[31mred\nb"}]
+    assert cli("query", sql, "--db", db).stdout == "label\n" + "-" * 15 + "\na\\x1b[31mred\\nb\n(1 row)\n"
+
+
 def test_a_results_file_being_written_is_said_so(cli, db: Path) -> None:
     from tests.evaluator.test_store import HOLD, python
     with python(HOLD, db, "rw", 600):

@@ -151,6 +151,14 @@ def test_a_changed_address_opens_its_replay(opened: Any) -> None:
         "return document.getElementById('replay-title').textContent").startswith(other + " "))
 
 
+def test_a_hand_written_link_that_escapes_nothing_opens_nothing_and_throws_nothing(opened: Any) -> None:
+    """`#t=%` threw an uncaught URIError (decodeURIComponent of a `%` that escapes nothing)."""
+    opened.get_log("browser")
+    opened.execute_script("location.hash = '#t=100%'")
+    opened.execute_script("return 0")   # (hashchange has run)
+    assert [e for e in opened.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == []
+
+
 def test_no_console_errors(opened: Any) -> None:
     problems = [e for e in opened.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
     assert problems == []

@@ -847,7 +847,9 @@
   // a link to a trajectory (#t=ID) opens its replay: on load, once the replay blocks below this script are
   // parsed, and whenever the fragment changes (a link within the page, an edited address)
   function openLinked() {
-    const wanted = decodeURIComponent((location.hash.match(/^#t=(.*)$/) || [])[1] || "");
+    const linked = (location.hash.match(/^#t=(.*)$/) || [])[1] || "";
+    let wanted = linked;
+    try { wanted = decodeURIComponent(linked); } catch (e) { /* a hand-written `%` that escapes nothing: as typed */ }
     const i = wanted ? DATA.trajectories.findIndex((r) => r[0] === wanted) : -1;
     if (i >= 0) openReplay(i);
   }
