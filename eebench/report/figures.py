@@ -15,6 +15,7 @@ import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from eebench.errors import InputError, did_you_mean, one_of  # noqa: E402
+from eebench.output import shown  # noqa: E402
 from eebench.report.kinds import FIGURE_KINDS  # noqa: E402
 from eebench.report.data import Results, load_results  # noqa: E402
 from eebench.report.replay import ACHIEVED, DISCOVERED, Maps, replay_documents  # noqa: E402
@@ -25,8 +26,44 @@ PALETTE = ("#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#0
 CASE_COLOURS = {1: "#0072B2", 2: "#D55E00", 3: "#009E73", 4: "#E69F00"}
 CASE_NAMES = {1: "explore", 2: "goal pending", 3: "exploit", 4: "either"}
 NODE_FILL = {0: "#ffffff", DISCOVERED: "#F0E442", ACHIEVED: "#56B4E9"}
+MARKERS = "osD^v<>P"   # past the palette's 8 colours, a series takes the next marker: 64 series look apart
 FORMATS = (".png", ".svg", ".pdf")
 WIDTH_INCHES = 10   # laptop width at 100 dpi; a paper scales it down
+LABEL_CHARS = 32    # a name longer than this is shown shortened in the middle (names differ at their ends too)
+
+
+def label(text: Any) -> str:
+    """A name from the results (a model, a prompt, a room, an id) as a figure shows it: control characters escaped
+    (an SVG may not hold them), and shortened in the middle past LABEL_CHARS, so long names leave room for the
+    axes."""
+    text = shown(str(text))
+    if len(text) <= LABEL_CHARS:
+        return text
+    head = (LABEL_CHARS - 1) // 2
+    return f"{text[:head]}\u2026{text[len(text) - (LABEL_CHARS - 1 - head):]}"
+
+
+def labels(names: list[Any]) -> list[str]:
+    """`label` of each name, told apart where two shorten alike (`#2`, `#3`, ... after the later ones)."""
+    shown_as: list[str] = []
+    for name in names:
+        text, k = label(name), 1
+        while text in shown_as:
+            k += 1
+            text = f"{label(name)} #{k}"
+        shown_as.append(text)
+    return shown_as
+
+
+def series_style(i: int) -> dict[str, str]:
+    """The colour and marker of the i-th series (a model), the same in every panel."""
+    return {"color": PALETTE[i % len(PALETTE)], "marker": MARKERS[i // len(PALETTE) % len(MARKERS)]}
+
+
+def legend(figure: Figure, handles: list[Any], names: list[str], title: str) -> None:
+    """A figure's legend of series, outside on the right: in columns of at most 20 names, smaller past 12."""
+    figure.legend(handles, names, loc="outside right center", title=title, frameon=False,
+                  ncol=1 + (len(names) - 1) // 20, fontsize=8 if len(names) > 12 else None)
 
 
 def _figure_one(results: Results, args: dict[str, Any]) -> Figure:
@@ -36,19 +73,20 @@ def _figure_one(results: Results, args: dict[str, Any]) -> Figure:
                                              "draw (Figure 1 is of grid_dag worlds)")
     floor = fig1.floor
     figure, axes = plt.subplots(1, 2, figsize=(WIDTH_INCHES, 4.2), sharey=True, layout="constrained")
+    names = dict(zip((p.model for p in fig1.drawn()), labels([p.model for p in fig1.drawn()]), strict=True))
     for ax, which, fit, name in ((axes[0], "explore", fig1.explore_fit, "exploration"),
                                  (axes[1], "exploit", fig1.exploit_fit, "exploitation")):
-        for i, point in enumerate(fig1.drawn()):   # (a colour each, the same in both panels)
+        for i, point in enumerate(fig1.drawn()):   # (a colour and marker each, the same in both panels)
             error: Estimate = getattr(point, which)
             if error.value is None:
                 continue
-            colour = PALETTE[i % len(PALETTE)]
+            style = series_style(i)
             x = max(error.value, floor)
             ax.errorbar([x], [point.success.value],
                         xerr=[[x - max(error.low, floor)], [max(error.high, floor) - x]],
                         yerr=[[point.success.value - point.success.low], [point.success.high - point.success.value]],
-                        fmt="o", ms=8, color=colour, mfc=colour if error.value > 0 else "white",
-                        mew=2, capsize=3, label=point.model)
+                        fmt=style["marker"], ms=8, color=style["color"],
+                        mfc=style["color"] if error.value > 0 else "white", mew=2, capsize=3, label=names[point.model])
         _draw_fit(ax, fit, floor)
         ax.set_xscale("log")
         ax.set_xlim(floor / 2, 1.5)
@@ -63,8 +101,8 @@ def _figure_one(results: Results, args: dict[str, Any]) -> Figure:
     for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             handles.setdefault(label, handle)
-    drawn = [p.model for p in fig1.drawn() if p.model in handles]
-    figure.legend([handles[m] for m in drawn], drawn, loc="outside right center", title="model", frameon=False)
+    drawn = [names[p.model] for p in fig1.drawn() if names[p.model] in handles]
+    legend(figure, [handles[m] for m in drawn], drawn, "model")
     return figure
 
 
@@ -94,19 +132,20 @@ def _prompts(results: Results, args: dict[str, Any]) -> Figure:
     if not metrics:
         raise InputError.at(str(results.db), f"model {model!r} has no metric of the selection to compare by prompt")
     figure, axes = plt.subplots(1, len(metrics), figsize=(WIDTH_INCHES, 3.8), layout="constrained", squeeze=False)
+    prompts = labels([r[1] for r in rows])
     for ax, metric in zip(axes[0], metrics, strict=True):
         for i, (_, prompt, n, est) in enumerate(rows):
             e = est[metric.column]
             if e.value is None:
                 continue
-            ax.bar([i], [e.value], color=PALETTE[i % len(PALETTE)], label=f"{prompt} (n={n})",
+            ax.bar([i], [e.value], color=PALETTE[i % len(PALETTE)], label=f"{prompts[i]} (n={n})",
                    yerr=[[e.value - e.low], [e.high - e.value]], capsize=4)
-        ax.set_xticks(range(len(rows)), [r[1] for r in rows], rotation=30, ha="right")
+        ax.set_xticks(range(len(rows)), prompts, rotation=30, ha="right")
         ax.set_title(metric.label)
         ax.set_xlabel("prompt")
         ax.grid(True, axis="y", color="#e4e4e4")
     axes[0][0].set_ylabel("mean over episodes (95% bootstrap interval)")
-    figure.suptitle(f"Prompts compared for {model}")
+    figure.suptitle(f"Prompts compared for {label(model)}")
     return figure
 
 
@@ -125,7 +164,7 @@ def _rooms_replay(doc: dict[str, Any], inst: dict[str, Any] | None, k: int) -> F
         for room, (x, y) in at.items():
             ax.add_patch(plt.Rectangle((x - 0.3, y - 0.3), 0.6, 0.6, facecolor="white", edgecolor="black",
                                        lw=3 if room == inst["start"] else 1, zorder=2))
-            ax.text(x, y - 0.2, room, ha="center", va="center", fontsize=7, zorder=3)
+            ax.text(x, y - 0.2, label(room), ha="center", va="center", fontsize=7, zorder=3)
             balls = [b for b in inst["balls"] if b["room"] == room]
             for j, _ in enumerate(balls):
                 ax.scatter([x - 0.2 + 0.1 * (j % 4)], [y + 0.05 + 0.1 * (j // 4)], s=20, c="#E69F00",
@@ -151,7 +190,7 @@ def _rooms_replay(doc: dict[str, Any], inst: dict[str, Any] | None, k: int) -> F
     ax.set_aspect("equal")
     ax.set_xticks([])
     ax.set_yticks([])
-    ax.set_title(f"{doc['id']}\nstep {k} of {n}", fontsize=9)
+    ax.set_title(f"{label(doc['id'])}\nstep {k} of {n}", fontsize=9)
     episodes = np.arange(1, len(doc["episodes"]) + 1)
     col = lambda c: np.array([np.nan if e.get(c) is None else e[c] for e in doc["episodes"]])  # noqa: E731
     returns = figure.add_subplot(grid[0, 1])
@@ -192,15 +231,15 @@ def _states_replay(doc: dict[str, Any], k: int) -> Figure:
         if read:
             ax.plot(*read[-1], "o", color="black", ms=7)
         every = max(1, -(-len(rows) // 40))   # at most about 40 labels
-        ax.set_yticks(range(0, len(rows), every), [s if len(s) <= 24 else s[:23] + "\u2026"
-                                                   for s in list(rows)[::every]], fontsize=7)
+        ax.set_yticks(range(0, len(rows), every), labels(list(rows)[::every]), fontsize=7)
         ax.set_ylim(len(rows) - 0.5, -0.5)
     else:
         ax.text(0.5, 0.5, "no state was read from this log", ha="center", transform=ax.transAxes)
         ax.set_yticks([])
     ax.set_xlim(0, max(n, 1))
     ax.set_xlabel("step")
-    ax.set_title(f"{doc['id']}\nstep {k} of {n}: the state after each step, in order of first visit", fontsize=9)
+    ax.set_title(f"{label(doc['id'])}\nstep {k} of {n}: the state after each step, in order of first visit",
+                 fontsize=9)
     steps = np.arange(1, n + 1)
     values = lambda name: np.array([np.nan if v is None else v for v in doc.get(name) or [None] * n],  # noqa: E731
                                    dtype=float)
@@ -246,7 +285,7 @@ def _replay(results: Results, args: dict[str, Any]) -> Figure:
             ax.scatter([node["x"]], [node["y"]], s=420 if node["goal"] else 300, marker="*" if node["goal"] else "s",
                        c=NODE_FILL[status.get(j, 0)], edgecolors="black", zorder=3)
             if not node["goal"]:
-                ax.text(node["x"], node["y"], node["id"][:2], ha="center", va="center", fontsize=7, zorder=4)
+                ax.text(node["x"], node["y"], label(node["id"][:2]), ha="center", va="center", fontsize=7, zorder=4)
     else:
         ax.set_xlim(min(xs) - 0.5, max(xs) + 0.5)
         ax.set_ylim(max(ys) + 0.5, min(ys) - 0.5)
@@ -264,7 +303,7 @@ def _replay(results: Results, args: dict[str, Any]) -> Figure:
     ax.set_aspect("equal")
     ax.set_xticks([])
     ax.set_yticks([])
-    ax.set_title(f"{doc['id']}\nstep {k} of {n}", fontsize=9)
+    ax.set_title(f"{label(doc['id'])}\nstep {k} of {n}", fontsize=9)
     steps = np.arange(1, n + 1)
     stale = figure.add_subplot(grid[0, 1])
     stale.plot(steps, doc["stale"], color="black")
@@ -302,6 +341,7 @@ def _rooms_gaps(results: Results, args: dict[str, Any]) -> Figure:
         raise InputError.at(str(results.db), "has no episodes of rooms worlds to draw (table episodes is missing "
                                              "or holds none of the selected trajectories)")
     models = sorted({r["model"] for r in rows})
+    names = labels(models)
     figure, axes = plt.subplots(1, 3, figsize=(WIDTH_INCHES, 3.8), layout="constrained")
     panels = (("agent_return", "Agent return", "return per episode"),
               ("explore_gap", "Exploration gap (lower is better)", "(R_max - R_exploit) / R_max"),
@@ -311,15 +351,16 @@ def _rooms_gaps(results: Results, args: dict[str, Any]) -> Figure:
             mine = [r for r in rows if r["model"] == model and r[column].value is not None]
             xs = np.array([r["episode"] + 1 for r in mine]) + (i - (len(models) - 1) / 2) * 0.06
             values = np.array([r[column].value for r in mine])
+            style = series_style(i)
             ax.errorbar(xs, values, yerr=[values - [r[column].low for r in mine], [r[column].high for r in mine] - values],
-                        fmt="o-", color=PALETTE[i % len(PALETTE)], capsize=3, label=model)
+                        fmt=f"{style['marker']}-", color=style["color"], capsize=3, label=names[i])
         ax.set_title(title)
         ax.set_xlabel("episode")
         ax.set_ylabel(ylabel)
         ax.xaxis.get_major_locator().set_params(integer=True)
         ax.grid(True, color="#e4e4e4")
-    handles, labels = axes[0].get_legend_handles_labels()
-    figure.legend(handles, labels, loc="outside right center", title="model", frameon=False)
+    handles, shown_names = axes[0].get_legend_handles_labels()
+    legend(figure, handles, shown_names, "model")
     figure.supxlabel("Means over each model's trajectories, 95% bootstrap intervals (Grams et al., Figure 2)",
                      fontsize=8, color="#444")
     return figure

@@ -180,3 +180,22 @@ def test_figure_one_legend_and_colours_are_the_drawn_models(with_rooms_models: P
     colours = {p.get_attribute("data-model"): p.get_attribute("stroke") for p in points}
     assert len(set(colours.values())) == len(colours)
     assert [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == []
+
+
+def test_a_long_label_does_not_widen_the_page_past_a_laptop(graded: Run, browser: Any, tmp_path: Path) -> None:
+    """A model named in 300 characters made the page 2,535 px wide (table cells, legend, the model picker and the
+    point labels of Figure 1)."""
+    import shutil
+
+    db = tmp_path / "long.duckdb"
+    shutil.copyfile(graded.db, db)
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE trajectories SET model = 'm' || repeat('x', 300) WHERE model = 'model-a'")
+    out = tmp_path / "report.html"
+    write_report(db, out, bench=graded.bench)
+    browser.set_window_size(1280, 900)
+    browser.get(out.as_uri())
+    assert browser.execute_script("return document.documentElement.scrollWidth") <= 1280
+    labels = browser.execute_script("return [...document.querySelectorAll('#fig1-explore .point-label')]"
+                                    ".map((t) => t.textContent)")
+    assert max(map(len, labels)) == 32 and any(label.startswith("mxxx") and "\u2026" in label for label in labels)

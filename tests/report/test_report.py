@@ -84,6 +84,53 @@ def test_figure_one_draws_each_model_with_a_point_in_a_colour_of_its_own(with_ro
     assert len(set(colours.values())) == len(colours)
 
 
+def _renamed(graded: Run, tmp_path: Path, sql: str) -> Path:
+    db = tmp_path / "renamed.duckdb"
+    shutil.copyfile(graded.db, db)
+    with duckdb.connect(str(db)) as con:
+        con.execute(sql)
+    return db
+
+
+LONG = "anthropic/claude-3-5-sonnet-20241022@temperature=0.7,top_p=0.95,max_tokens=4096-"
+
+
+def test_figure_one_with_long_and_control_character_names_is_a_valid_svg_with_distinct_short_labels(
+        graded: Run, tmp_path: Path) -> None:
+    """A control character made the SVG invalid XML (matplotlib copies labels into comments); 110-character names
+    collapsed the axes."""
+    import xml.etree.ElementTree as ET
+
+    from eebench.report.figures import KINDS, LABEL_CHARS
+
+    db = _renamed(graded, tmp_path, f"""UPDATE trajectories SET model = CASE model WHEN 'model-a' THEN 'bell' || chr(7)
+        WHEN 'model-b' THEN '{LONG}v0' WHEN 'model-c' THEN '{LONG}v1' WHEN 'model-d' THEN '{LONG}' || chr(27) ELSE model
+        END""")
+    figure = KINDS["figure1"](load_results(db), {"seed": 0})
+    (legend,) = figure.legends
+    names = [text.get_text() for text in legend.get_texts()]
+    assert "bell\\x07" in names and all(len(n) <= LABEL_CHARS for n in names) and len(set(names)) == len(names)
+    assert {n[-3:] for n in names if n.startswith("anthropic")} == {"-v0", "-v1", "x1b"}
+    draw("figure1", db, tmp_path / "f.svg")
+    ET.parse(tmp_path / "f.svg")   # (raised: not well-formed)
+
+
+def test_figure_one_of_many_models_names_each_in_a_style_of_its_own(graded: Run, tmp_path: Path) -> None:
+    """25 models: the legend was cut at the top and bottom, and the 8 colours came round again."""
+    from eebench.report.figures import KINDS
+
+    db = _renamed(graded, tmp_path, "UPDATE trajectories SET model = 'model-' || "
+                                    "lpad((hash(trajectory_id) % 25)::VARCHAR, 2, '0') WHERE model IS NOT NULL")
+    drawn = [p.model for p in load_results(db).figure_one(0).drawn()]
+    figure = KINDS["figure1"](load_results(db), {"seed": 0})
+    (legend,) = figure.legends
+    assert [text.get_text() for text in legend.get_texts()] == drawn and len(drawn) > 20
+    assert legend._ncols == 2
+    styles = {(line.get_color(), line.get_marker()) for ax in figure.axes[:2]
+              for handle in ax.get_legend_handles_labels()[0] for line in handle.lines[:1]}
+    assert len(styles) == len(drawn)
+
+
 def test_figure_one_legend_names_a_model_drawn_in_one_panel_only(graded: Run, tmp_path: Path) -> None:
     """The legend was the exploration panel's: a model with an exploitation error alone had a point, no entry."""
     from eebench.report.figures import KINDS

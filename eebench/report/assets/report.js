@@ -31,6 +31,11 @@
     return v.toFixed(digits === undefined ? 3 : digits);
   }
   function label(v) { return v === null || v === undefined ? "\u2013" : String(v); }
+  // a name drawn in a figure: shortened in the middle past 32 characters (the plots' rule), whole in its tooltip
+  function short(v) {
+    const s = label(v);
+    return s.length <= 32 ? s : s.slice(0, 15) + "\u2026" + s.slice(s.length - 16);
+  }
   function section(id, title, help) {
     const s = el("section", {id: id});
     s.appendChild(el("h2", {}, title));
@@ -197,7 +202,7 @@
                                   `episodes, ${which} error ${fmt(e[0])} [${fmt(e[1])}, ${fmt(e[2])}] over ${e[3]} episodes` +
                                   (atFloor ? " (error 0: drawn at the axis floor, left out of the line)" : "")));
       g.appendChild(c);
-      g.appendChild(sv("text", {class: "point-label", x: cx + 9, y: cy + 4, "font-size": 11}, p.model));
+      g.appendChild(sv("text", {class: "point-label", x: cx + 9, y: cy + 4, "font-size": 11}, short(p.model)));
       svg.appendChild(g);
     }
     return svg;
@@ -238,7 +243,7 @@
     const s = section("prompts", "Prompts compared for one model (Park et al., Figure 5)",
       "Mean per prompt with bootstrap intervals; choose the model.");
     const pick = el("select", {id: "prompt-model", "aria-label": "model"});
-    for (const m of models) pick.appendChild(el("option", {value: m}, m));
+    for (const m of models) pick.appendChild(el("option", {value: m, title: m}, short(m)));
     pick.value = DATA.prompt_model || models[0];   // the one with the most prompts (chosen in data.py)
     s.appendChild(pick);
     const holder = el("div", {class: "figs"});
@@ -258,7 +263,7 @@
         axes(svg, box, {scale: (v) => v, ticks: []}, ys, "prompt", m.label);
         rows.forEach((r, i) => {
           const e = r.est[m.column]; const x = box.x0 + i * bw;
-          svg.appendChild(sv("text", {x: x + bw / 2, y: box.y1 + 16, "text-anchor": "middle"}, r.prompt));
+          svg.appendChild(sv("text", {x: x + bw / 2, y: box.y1 + 16, "text-anchor": "middle"}, short(r.prompt)));
           if (!e) return;
           const bar = sv("rect", {class: "bar", x: x + bw * 0.15, width: bw * 0.7, y: ys.scale(e[0]),
                                   height: Math.max(0, box.y1 - ys.scale(e[0])), fill: PALETTE[i % PALETTE.length]});
