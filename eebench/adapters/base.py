@@ -91,6 +91,12 @@ class Adapter(abc.ABC):
     def handles(self, path: Path, head: bytes) -> bool:
         """Whether the file looks like this format, judged by its name and its first HEAD_BYTES bytes."""
 
+    def named_handles(self, path: Path, head: bytes) -> bool:
+        """Whether a file found in a folder is a log of this format when the user named the format (`--from`).
+        What `handles` says, unless a format whose detection must be strict (a bare list of actions) can accept
+        more once it is named."""
+        return self.handles(path, head)
+
     def primary_file(self, path: Path) -> Path:
         """The file to read for `path`. A format that keeps one episode in several files (BALROG's step table and
         its summary) names one of them, so that giving any or all of them converts the episode once."""

@@ -533,7 +533,7 @@ def _folder_member(path: Path, chosen: Adapter | None) -> Adapter | None:
     if not head.strip():
         return None
     if chosen is not None:
-        return chosen if chosen.handles(path, head) else None
+        return chosen if chosen.named_handles(path, head) else None
     claims = [r.adapter for r in known_adapters().adapters.values() if _claims(r, path, head)]
     if not claims:
         return None

@@ -258,6 +258,21 @@ def test_auto_fails_with_the_candidates(cli, tmp_path: Path, monkeypatch: pytest
                             "choose one with --from\n"
 
 
+def test_a_named_format_reads_a_folders_action_list_with_an_odd_answer_and_still_leaves_a_readme(
+        tmp_path: Path) -> None:
+    """With --from actions, a list holding one answer that is not a move was left out of its folder, though the
+    same file given by name converts (the answer kept unreadable, as it cost the agent)."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "good.txt").write_text("up\nleft\n")
+    (logs / "odd.txt").write_text("up\nlook around\nleft\n")
+    (logs / "README.txt").write_text("Runs of the random agent.\nOne action per line.\nup means north.\n")
+    runs = convert(logs, tmp_path / "o.jsonl", fmt="actions")
+    assert [(r["id"], [s["action"] for s in r["steps"]]) for r in runs] == [
+        ("good", ["up", "left"]), ("odd", ["up", "look around", "left"])]
+    assert [r["id"] for r in convert(logs, tmp_path / "auto.jsonl")] == ["good"]   # (detection stays strict)
+
+
 @pytest.mark.parametrize("fmt, message", [
     ("agentcc", "no file here reads as an agentcc log; give a file by its path to see why"),
     ("auto", "no file here is a log any adapter reads; name the format with --from (see `eebench formats`)")])

@@ -38,6 +38,18 @@ class ActionsAdapter(Adapter):
         complete = lines[:-1] if len(head) == HEAD_BYTES else lines   # the last line of a cut head may be partial
         return bool(complete) and all(grid_move(line) is not None for line in complete)
 
+    def named_handles(self, path: Path, head: bytes) -> bool:
+        """Named with --from, a list in which the agent sometimes answered something else is still one (those steps
+        are kept unreadable, as when the file is given by name): most of its lines must be moves, so a README
+        beside the logs is still left out."""
+        if head_value(head) == "[" or path.suffix.lower() not in self.suffixes:
+            return self.handles(path, head)
+        try:
+            lines = [line for line in head.decode("utf-8").splitlines() if line.strip()]
+        except UnicodeDecodeError:
+            return False
+        return 2 * sum(grid_move(line) is not None for line in lines) > len(lines)
+
     def episodes(self, path: Path) -> Iterator[Episode | InputError]:
         with open_input(path) as handle:
             opening = head_value(handle.read(256))
