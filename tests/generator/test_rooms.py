@@ -184,3 +184,15 @@ def test_the_generator_schema_refuses_unknown_knobs() -> None:
         ("presets.p.graph", "expected one of grid, maze, found \"tree\""),
         ("presets.p.pdrop", "unknown field (did you mean 'p_drop'?)"),
     ]
+
+
+@pytest.mark.parametrize("env", ["rooms", "grid_dag"])
+def test_a_preset_name_is_at_most_250_characters_as_the_folder_it_becomes(env: str) -> None:
+    """A rooms preset of 300 characters validated, then generate failed on a temporary path's name."""
+    preset = {"graph": "grid", "size": [2, 2]} if env == "rooms" else \
+        {"dag": {"n_nodes": 3}, "map": {"density": 0.5, "corridor_width": [1, 1]}}
+    doc = {"eebench": "generator/1", "env": env, "presets": {"r" * 251: preset, "r" * 250: preset}}
+    [problem] = schema_problems(doc, f"generator.{env}", "g.yaml")
+    assert (problem.field, problem.message) == (
+        "presets", "expected a preset name of letters, digits, '.', '_', '-' (at most 250: it becomes a folder "
+                   f"name), found \"{'r' * 36}...")
