@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from eebench.evaluator import query, query_rows
-from eebench.evaluator.store import FETCH_ROWS, _message
+from eebench.evaluator.store import FETCH_ROWS, duckdb_message
 from eebench.output import format_rows, stream_rows
 from tests.evaluator.test_store import SOLVE, bench, trajectory  # noqa: F401  (bench: a fixture)
 from tests.conftest import write_jsonl
@@ -127,7 +127,7 @@ def test_duckdb_hints_stay_whole_on_one_line(cli, db: Path) -> None:
 @given(st.lists(st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")), max_size=40), min_size=1,
                 max_size=6))
 def test_a_message_is_one_line_with_every_line_of_duckdb_s(lines: list[str]) -> None:
-    text = _message(ValueError("\n".join(lines)))
+    text = duckdb_message(ValueError("\n".join(lines)))
     assert "\n" not in text and text.strip() == text
     for line in lines:  # every line but the caret line under a quoted statement
         if line.strip() and set(line.strip()) != {"^"}:

@@ -477,7 +477,7 @@ def _connect(path: Path, *, read_only: bool = False, spill: Path | None = None,
     try:
         con = duckdb.connect(str(path), read_only=read_only, config=settings)
     except duckdb.Error as exc:
-        raise InputError.at(str(path), f"cannot open as a DuckDB database: {_message(exc)}") from None
+        raise InputError.at(str(path), f"cannot open as a DuckDB database: {duckdb_message(exc)}") from None
     if not settings.get("lock_configuration"):
         con.execute("SET enable_progress_bar = false")  # our own progress bar is the one on stderr
     return con
@@ -862,7 +862,7 @@ class ResultStore:
         try:
             yield
         except duckdb.Error as exc:
-            text = _message(exc)
+            text = duckdb_message(exc)
             if "max_temp_directory_size" in text:  # its default is the free space of the spill folder's disk
                 text = f"No space left on device (DuckDB could not spill to {self._stage_dir / SPILL_DIR})"
             raise self._failed(text) from None
@@ -926,7 +926,7 @@ class ResultStore:
                                                     "schema_version; grade into another --db")
             refuse_newer_schema(self.path, found[0], "writes")
         except duckdb.Error as exc:
-            raise InputError.at(str(self.path), f"cannot be read as a results file: {_message(exc)}; grade into "
+            raise InputError.at(str(self.path), f"cannot be read as a results file: {duckdb_message(exc)}; grade into "
                                                 "another --db") from None
         finally:
             con.close()
@@ -1485,7 +1485,7 @@ _NUMBER_DTYPES = {int: np.int64, float: np.float64, bool: np.bool_}   # what np.
 MESSAGE_CHARS = 800  # at most this much of a DuckDB message is quoted (it may echo a huge statement)
 
 
-def _message(exc: BaseException) -> str:
+def duckdb_message(exc: BaseException) -> str:
     """A DuckDB message as one line: its lines joined, so hints such as `Did you mean "trajectories"?` stay whole;
     the caret line that underlines a quoted statement goes."""
     lines = (line.strip() for line in str(exc).splitlines())
@@ -1539,7 +1539,7 @@ def _connect_reading(path: Path, config: dict[str, Any]) -> duckdb.DuckDBPyConne
 
 
 def _sql_error(exc: duckdb.Error) -> InputError:
-    text = _message(exc)
+    text = duckdb_message(exc)
     if "Required module 'pytz'" in text:  # DuckDB's Python client needs pytz to give TIMESTAMPTZ values
         return InputError("SQL: a TIMESTAMP WITH TIME ZONE value (now(), say) cannot be shown without the Python "
                           "package pytz: cast it (now()::TIMESTAMP) or pip install pytz")
@@ -1645,7 +1645,7 @@ def export(db: Path | str, out: Path | str, fmt: str, tables: Sequence[str] = ()
                 "SELECT table_name FROM information_schema.tables WHERE table_catalog = current_database() "
                 "AND table_schema = 'main' ORDER BY table_name").fetchall()]
         except duckdb.Error as exc:
-            raise InputError.at(str(path), f"cannot be read: {_message(exc)}") from None
+            raise InputError.at(str(path), f"cannot be read: {duckdb_message(exc)}") from None
         for name in tables:
             if name not in found:
                 raise InputError(f"--table: no table or view {name!r} in {path}{did_you_mean(name, found)}; it has "
@@ -1668,7 +1668,7 @@ def export(db: Path | str, out: Path | str, fmt: str, tables: Sequence[str] = ()
                     "export_version": EXPORT_VERSION, "format": fmt, "db": str(path), "eebench_version": __version__,
                     "tables": [e._asdict() for e in written]}, indent=2) + "\n", "utf-8")
         except duckdb.Error as exc:
-            raise EebenchError(f"{out}: export failed: {_message(exc)}; nothing was written") from None
+            raise EebenchError(f"{out}: export failed: {duckdb_message(exc)}; nothing was written") from None
         except OSError as exc:
             raise EebenchError(f"{out}: export failed: {exc.strerror or exc}; nothing was written") from None
         return written

@@ -20,7 +20,7 @@ import numpy as np
 import orjson
 
 from eebench.errors import InputError
-from eebench.evaluator.store import (READ_ONLY_CONFIG, STORAGE, VIEW_SQL, refuse_newer_schema,
+from eebench.evaluator.store import (READ_ONLY_CONFIG, STORAGE, VIEW_SQL, duckdb_message, refuse_newer_schema,
                                      results_file_problem)
 from eebench.report.stats import Estimate, Fit, bootstrap_mean, group_seed, least_squares
 
@@ -284,8 +284,7 @@ def _connect(db: Path) -> duckdb.DuckDBPyConnection:
     try:   # (locked down as `eebench query`: a --where condition can read or write no other file)
         con = duckdb.connect(str(db), read_only=True, config=READ_ONLY_CONFIG)
     except duckdb.Error as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError.at(str(db), f"cannot open as a DuckDB database: {first}") from None
+        raise InputError.at(str(db), f"cannot open as a DuckDB database: {duckdb_message(exc)}") from None
     # a file whose view `steps` or `checkpoints` was dropped (the summary views go with DROP VIEW ... in a loop)
     # keeps the rows: they are read through the view's definition, for this connection alone
     found = {row[0] for row in con.execute("SELECT schema_name || '.' || table_name FROM duckdb_tables() "
@@ -302,7 +301,7 @@ def _one_condition(con: duckdb.DuckDBPyConnection, where: str) -> None:
     try:
         whole = len(con.extract_statements(f"SELECT 1 WHERE ({where})")) == 1 and _balanced(where)
     except duckdb.Error as exc:
-        raise InputError(f"--where {where!r}: {str(exc).strip().splitlines()[0]}") from None
+        raise InputError(f"--where {where!r}: {duckdb_message(exc)}") from None
     if not whole:
         raise InputError(f"--where {where!r}: expected one SQL condition on the table trajectories, e.g. "
                          "\"model = 'gpt-4o' AND n_steps > 10\"")
@@ -323,6 +322,19 @@ def _balanced(text: str) -> bool:
             if depth < 0:
                 return False
     return depth == 0 and quote is None
+
+
+def closest_trajectory_id(db: Path | str, wanted: str) -> str | None:
+    """The results file's trajectory id nearest `wanted` in edit distance, for a 'did you mean'."""
+    con = _connect(Path(db))
+    try:
+        found = con.execute("SELECT trajectory_id FROM trajectories ORDER BY levenshtein(trajectory_id, ?), "
+                            "trajectory_id LIMIT 1", [wanted]).fetchone()
+    except duckdb.Error:   # (a file without the table: load_results says so)
+        return None
+    finally:
+        con.close()
+    return found[0] if found else None
 
 
 def load_results(db: Path | str, where: str | None = None) -> Results:
@@ -356,9 +368,8 @@ def load_results(db: Path | str, where: str | None = None) -> Results:
             graded = (con.execute(f"SELECT strftime(max(graded_at), '%Y-%m-%d %H:%M UTC') FROM trajectories"
                                   + (f" WHERE ({where})" if where else "")).fetchone()[0]
                       if "graded_at" in have else None)
-        except duckdb.Error as exc:
-            first = str(exc).strip().splitlines()[0]
-            raise InputError(f"--where {where!r}: {first}") from None
+        except duckdb.Error as exc:   # (with DuckDB's hints: `Candidate bindings: "model"`)
+            raise InputError(f"--where {where!r}: {duckdb_message(exc)}") from None
     finally:
         con.close()
     rows: dict[str, np.ndarray] = {}

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from eebench.errors import InputError, did_you_mean, one_of  # noqa: E402
 from eebench.output import shown  # noqa: E402
 from eebench.report.kinds import FIGURE_KINDS  # noqa: E402
-from eebench.report.data import Results, load_results  # noqa: E402
+from eebench.report.data import Results, closest_trajectory_id, load_results  # noqa: E402
 from eebench.report.replay import ACHIEVED, DISCOVERED, Maps, replay_documents  # noqa: E402
 from eebench.report.stats import Estimate, Fit  # noqa: E402
 
@@ -391,13 +391,17 @@ def draw(kind: str, db: Path | str, out: Path | str, *, where: str | None = None
                                  ("--bench", bench, "replay"), ("--model", model, "prompts")):
         if value is not None and kind != owner:   # (it was silently ignored)
             raise InputError(f"{option} goes with `eebench plot {owner}`; `plot {kind}` does not read it")
+    selected = where
     if kind == "replay" and trajectory is not None:
         quoted = "'" + trajectory.replace("'", "''") + "'"
-        where = f"trajectory_id = {quoted}" + (f" AND ({where})" if where else "")
-    results = load_results(db, where)
+        selected = f"trajectory_id = {quoted}" + (f" AND ({where})" if where else "")
+    results = load_results(db, selected)
     if not len(results):
-        raise InputError.at(str(db), "no trajectory matches" + (f" --where {where!r}" if where else "")
-                            + (f" (trajectory {trajectory!r})" if trajectory else ""))
+        if trajectory is None:
+            raise InputError.at(str(db), "no trajectory matches" + (f" --where {where!r}" if where else ""))
+        closest = closest_trajectory_id(db, trajectory)
+        raise InputError.at(str(db), f"no trajectory {trajectory!r}" + (f" matching --where {where!r}" if where else "")
+                            + did_you_mean(trajectory, [closest] if closest else []))
     figure = KINDS[kind](results, {"seed": seed, "step": step, "bench": bench, "model": model})
     from eebench.documents import atomic_file
     try:

@@ -19,6 +19,7 @@ import orjson
 
 from eebench import __version__
 from eebench.documents import atomic_file
+from eebench.errors import InputError
 from eebench.report.data import METRICS, Results, encode_block, load_results
 from eebench.report.replay import Maps, replay_documents
 from eebench.report.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE, Estimate, Fit
@@ -138,6 +139,8 @@ def write_report(db: Path | str, out: Path | str, *, where: str | None = None,
     """Write the report of the selected trajectories of a results file; the file appears whole or not at all."""
     started = time.perf_counter()
     results = load_results(db, where)
+    if where and not len(results):   # (a mistyped value: a results file with nothing graded is an empty page)
+        raise InputError.at(str(db), f"no trajectory matches --where {where!r}")
     maps = Maps(bench, results)
     page = render(results, seed, maps)
     out = Path(out)

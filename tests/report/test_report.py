@@ -385,6 +385,20 @@ def test_report_command(cli, graded: Run, tmp_path: Path) -> None:
     assert not (tmp_path / "x.html").exists()
 
 
+def test_a_where_matching_nothing_and_a_mistyped_trajectory_say_so(cli, graded: Run, tmp_path: Path) -> None:
+    """report wrote an empty page (exit 0) for a mistyped value; plot replay quoted a --where never typed and
+    named no close id; --where lost DuckDB's candidate columns."""
+    r = cli("report", "--db", graded.db, "--out", tmp_path / "x.html", "--where", "model = 'model-z'", code=2)
+    assert r.stderr == f"error: {graded.db}: no trajectory matches --where \"model = 'model-z'\"\n"
+    assert not (tmp_path / "x.html").exists()
+    trajectory = "model-d/default/seed-0/park2026-main/high-large/seed-0"
+    typo = trajectory.replace("seed-0/park", "seed-1/park")
+    r = cli("plot", "replay", "--db", graded.db, "--out", tmp_path / "r.png", "--trajectory", typo, code=2)
+    assert r.stderr == f"error: {graded.db}: no trajectory {typo!r} (did you mean {trajectory!r}?)\n"
+    r = cli("report", "--db", graded.db, "--out", tmp_path / "x.html", "--where", "modle = 1", code=2)
+    assert 'Candidate bindings: "model"' in r.stderr and r.stderr.count("\n") == 1
+
+
 @pytest.mark.parametrize("command", ["report", "plot"])
 def test_a_seed_past_the_seeds_limit_is_a_usage_error(cli, graded: Run, tmp_path: Path, command: str) -> None:
     """--seed is a seed like a suite's (at most 2^63-1): 2^64 ended `report` in a traceback from the JSON writer."""
