@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
 from eebench.documents import atomic_file, special_file
-from eebench.errors import InputError, one_of
+from eebench.errors import InputError, near_path, one_of
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip")
 OTHER_ARCHIVE_SUFFIXES = (".tar.bz2", ".tar.xz", ".tar.zst", ".tar", ".tbz2", ".txz", ".gz", ".bz2", ".xz", ".zst",
@@ -103,7 +103,7 @@ def read_archive(path: Path) -> dict[str, bytes]:
     try:
         return _read_zip(path) if suffix == ".zip" else _read_tar(path)
     except FileNotFoundError:
-        raise InputError.at(str(path), "no such file") from None
+        raise InputError.at(str(path), f"no such file{near_path(path)}") from None
     except (OSError, EOFError, zlib.error, tarfile.TarError, zipfile.BadZipFile, NotImplementedError,
             RuntimeError) as exc:
         kind = "zip" if suffix == ".zip" else "tar.gz"

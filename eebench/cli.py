@@ -22,7 +22,7 @@ from typing import Any, NoReturn
 import click
 
 from eebench import __version__
-from eebench.errors import EebenchError, InputError, did_you_mean, message_line, quote
+from eebench.errors import EebenchError, InputError, did_you_mean, message_line, near_path, quote
 from eebench.prompts import VARIANTS as PROMPT_VARIANTS
 
 
@@ -229,6 +229,10 @@ class _Path(click.Path):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if value == "":
             self.fail("an empty value", param, ctx)
+        if value == "-" and not self.allow_dash:   # (it named a file `-` in the current folder)
+            self.fail("`-` (standard input or output) is not read or written here; give a file's path", param, ctx)
+        if self.exists and isinstance(value, (str, os.PathLike)) and not os.path.lexists(value):
+            self.fail(f"no such file or folder {quote(os.fspath(value), 200)}{near_path(value)}", param, ctx)
         return super().convert(value, param, ctx)
 
 
@@ -242,6 +246,10 @@ class _BenchPath(_Path):
         if not os.path.exists(value) and str(value) in shipped_suites():
             self.fail(f"{quote(str(value), 200)} is a shipped suite, not a folder or bundle; freeze it first: "
                       f"eebench publish {value} --version 1.0.0 --out DIR, then --bench DIR", param, ctx)
+        if not os.path.exists(value) and not near_path(value) and did_you_mean(str(value), shipped_suites()):
+            self.fail(f"no such folder or bundle {quote(str(value), 200)}; a shipped suite is named alike"
+                      f"{did_you_mean(str(value), shipped_suites())}: freeze it with eebench publish SUITE "
+                      "--version 1.0.0 --out DIR, then --bench DIR", param, ctx)
         return super().convert(value, param, ctx)
 
 
@@ -464,7 +472,7 @@ def show(target: str, bench: Path | None, seeds: str | None) -> None:
                               "played once per seed.")
 @click.option("--seed", type=_SEED, help="One seed of the agent's choices (the same as --seeds N).")
 @click.option("--instance-seeds", help="When INSTANCE_OR_DIR is a preset: the seeds it is generated at (default 0).")
-@click.option("--out", "-o", required=True, type=_Path(dir_okay=False, path_type=Path),
+@click.option("--out", "-o", required=True, type=_Path(dir_okay=False, allow_dash=True, path_type=Path),
               help="JSONL file of trajectories (trajectory/1) to write; - for standard output.")
 @click.option("--observations/--no-observations", default=False, show_default=True,
               help="Also record the text observation after each step.")
@@ -597,7 +605,8 @@ class _Workers(click.ParamType):
         if text == "auto":
             return 0
         if not text.isdigit():
-            self.fail(f"{value!r} is not a count of processes (0 or auto: one per core).", param, ctx)
+            self.fail(f"{value!r} is not a count of processes (0 or auto: one per core){did_you_mean(text, ['auto'])}.",
+                      param, ctx)
         return int(text)
 
 
@@ -623,7 +632,7 @@ _RESULTS_FILE = _ResultsFile(dir_okay=False, path_type=Path)
 
 
 @main.command()
-@_argument("files", metavar="TRAJ_FILE...", nargs=-1, required=True, type=_Path(path_type=str))
+@_argument("files", metavar="TRAJ_FILE...", nargs=-1, required=True, type=_Path(allow_dash=True, path_type=str))
 @click.option("--bench", type=_BENCH,
               help="Folder of instance files (searched recursively), as written by `eebench generate`; or a "
                    "bundle (folder, .tar.gz or .zip) from `eebench publish`, verified first and recorded in every row. "
@@ -693,7 +702,8 @@ def _grade_ray(files: tuple[str, ...], bench: Path | None, checkpoints: Any, ski
     from eebench.engines.ray import grade_ray
 
     if engine != "ray":
-        raise click.UsageError("--address, --cpus and --out go with --engine ray")
+        raise click.UsageError("--address, --cpus and --out go with --engine ray" + (
+            " (Parquet partitions); a local grade writes into --db FILE" if parquet_out is not None else ""))
     if parquet_out is None:
         raise click.UsageError("--engine ray writes Parquet partitions: give --out DIR (then `eebench ingest DIR`)")
     with open_bench(bench) if bench is not None else contextlib.nullcontext() as opened:
@@ -909,10 +919,10 @@ def plot(kind: str, db: Path, out: Path, where: str | None, trajectory: str | No
 # -- adapters ------------------------------------------------------------------------------------------
 
 @main.command()
-@_argument("inputs", metavar="INPUT...", nargs=-1, required=True, type=_Path(path_type=Path))
+@_argument("inputs", metavar="INPUT...", nargs=-1, required=True, type=_Path(allow_dash=True, path_type=Path))
 @click.option("--from", "fmt", default="auto", show_default=True, metavar="FORMAT",
               help="The log format (see `eebench formats`); auto asks every adapter whether it reads the file.")
-@click.option("--out", "-o", required=True, type=_Path(dir_okay=False, path_type=Path),
+@click.option("--out", "-o", required=True, type=_Path(dir_okay=False, allow_dash=True, path_type=Path),
               help="JSONL file of trajectory/1 records to write (replaced only when the whole run succeeds); "
                    "- for standard output.")
 @click.option("--bench", type=_BENCH,

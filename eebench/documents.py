@@ -20,7 +20,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
-from eebench.errors import InputError, Problem, did_you_mean, one_of, quote, quoted
+from eebench.errors import InputError, Problem, did_you_mean, near_path, one_of, quote, quoted
 
 if TYPE_CHECKING:   # (imported where a schema is checked: 40-80 ms that reading trajectories need not pay)
     import jsonschema
@@ -418,7 +418,7 @@ def open_input(path: Path) -> IO[bytes]:
     try:
         handle = path.open("rb")
     except FileNotFoundError:
-        raise InputError.at(str(path), "no such file") from None
+        raise InputError.at(str(path), f"no such file{near_path(path)}") from None
     except IsADirectoryError:
         raise InputError.at(str(path), "is a folder, expected a file") from None
     except OSError as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Iterable
 from typing import NamedTuple
 
@@ -81,6 +82,24 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
         return ""
     close = difflib.get_close_matches(str(word), sorted(set(choices)), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+NEAR_NAMES = 10_000   # the most names of a folder read for a close one: a huge folder is not listed whole
+
+
+def near_path(path: str | os.PathLike[str]) -> str:
+    """A ' (did you mean X?)' suffix naming the file or folder beside a missing `path` whose name is closest to its
+    name (`demo/results.duckdb` for `demo/result.duckdb`), written as the path was; '' when none is close."""
+    text = os.fspath(path)
+    folder, name = os.path.split(text.rstrip("/") or text)
+    try:
+        with os.scandir(folder or ".") as entries:
+            names = [entry.name for _, entry in zip(range(NEAR_NAMES), entries)]
+    except OSError:
+        return ""
+    # (0.8, not the 0.6 of names: a shared ending such as `.duckdb` makes any two files 0.6 alike)
+    close = difflib.get_close_matches(name, sorted(names), n=1, cutoff=0.8) if len(name) <= QUOTE_CHARS else []
+    return f" (did you mean {os.path.join(folder, close[0])!r}?)" if close else ""
 
 
 def one_of(choices: Iterable[str]) -> str:

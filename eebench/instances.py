@@ -23,7 +23,7 @@ from eebench.documents import (
     sha256_hex,
     special_file,
 )
-from eebench.errors import InputError, Problem, did_you_mean, quote, quoted
+from eebench.errors import InputError, Problem, did_you_mean, near_path, quote, quoted
 from eebench.world.kinds import WorldKind, check_env
 
 INDEX_FILE = "index.json"
@@ -159,7 +159,7 @@ class InstanceLibrary:
         self.root = Path(root)
         self.where = f"in {label}" if label else f"under {self.root}"  # a bundle read from an archive: its name
         if not self.root.exists():
-            raise InputError.at(str(self.root), "no such file or folder")
+            raise InputError.at(str(self.root), f"no such file or folder{near_path(self.root)}")
         special = special_file(self.root)
         if special:   # (a pipe would be waited on; a device holds no instances)
             raise InputError.at(str(self.root), f"is {special}, expected a folder of instances, a bundle or an "

@@ -813,3 +813,40 @@ def test_a_sigterm_that_lands_where_exceptions_are_dropped_still_ends_the_comman
         "    print('ran on')\n")
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout, done.stderr) == (143, "", "")
+
+
+def test_a_mistyped_path_or_value_names_the_close_one(cli: Any, tmp_path: Path) -> None:
+    """A path one letter off said only "no such file" (or click's "does not exist"); `--workers atuo` named no
+    `auto`; `--out` on a local grade did not say results go to --db; `-` where nothing streams named a file `-`."""
+    runs = write_jsonl(tmp_path / "runs.jsonl", [])
+    (tmp_path / "bench-1.0.0").mkdir()
+    (tmp_path / "results.duckdb").write_bytes(b"")
+    cases = [
+        (["grade", tmp_path / "runs.jsonll", "--db", tmp_path / "r.duckdb"],
+         f"error: {tmp_path / 'runs.jsonll'}: no such file (did you mean {str(runs)!r}?)"),
+        (["grade", runs, "--bench", tmp_path / "bench-1.0", "--db", tmp_path / "r.duckdb"],
+         f"error: Invalid value for '--bench': no such file or folder {tmp_path / 'bench-1.0'} (did you mean "
+         f"{str(tmp_path / 'bench-1.0.0')!r}?)"),
+        (["grade", runs, "--bench", "park2026-mian", "--db", tmp_path / "r.duckdb"],
+         "error: Invalid value for '--bench': no such folder or bundle park2026-mian; a shipped suite is named alike "
+         "(did you mean 'park2026-main'?)"),
+        (["query", "SELECT 1", "--db", tmp_path / "result.duckdb"],
+         f"error: {tmp_path / 'result.duckdb'}: no such database (did you mean {str(tmp_path / 'results.duckdb')!r}?)"),
+        (["query", "SELECT 1", "--db", tmp_path / "elsewhere.duckdb"],
+         f"error: {tmp_path / 'elsewhere.duckdb'}: no such database (run `eebench grade ... --db` first)"),
+        (["grade", runs, "--db", tmp_path / "r.duckdb", "--workers", "atuo"],
+         "error: Invalid value for '--workers': 'atuo' is not a count of processes (0 or auto: one per core) (did "
+         "you mean 'auto'?)"),
+        (["grade", runs, "--out", tmp_path / "r.duckdb"],
+         "error: --address, --cpus and --out go with --engine ray (Parquet partitions); a local grade writes into "
+         "--db FILE"),
+        (["report", "--db", tmp_path / "results.duckdb", "--out", "-"],
+         "error: Invalid value for '--out' / '-o': `-` (standard input or output) is not read or written here; give "
+         "a file's path"),
+        (["validate", "-"], "error: Invalid value for 'FILES...': `-` (standard input or output) is not read or "
+                            "written here; give a file's path"),
+    ]
+    for args, said in cases:
+        refused = cli(*args, code=2).stderr
+        assert refused.startswith(said) and refused.count("\n") == 1, (args, refused)
+    assert not (tmp_path / "-").exists() and not (tmp_path / "r.duckdb").exists()

@@ -669,8 +669,8 @@ def test_names_that_become_folders_are_bounded_like_id_parts(cli, tmp_path: Path
     spec.write_text("eebench: generator/1\nenv: grid_dag\npresets:\n  " + "p" * 251
                     + ": {dag: {n_nodes: 3}, map: {size: [5, 5], corridor_width: [1, 1]}}\n", "utf-8")
     result = cli("generate", spec, "--seeds", "0", "--out", tmp_path / "out", code=2)
-    assert result.stderr == (f"error: {spec}: presets: expected text matching ^[A-Za-z0-9][A-Za-z0-9._-]{{0,249}}"
-                             f"(?![\\s\\S]), found \"{'p' * 36}...\n")
+    assert result.stderr == (f"error: {spec}: presets: expected a preset name of letters, digits, '.', '_', '-' (at "
+                             f"most 250: it becomes a folder name), found \"{'p' * 36}...\n")
     assert not (tmp_path / "out").exists()
     suite = tmp_path / "s.yaml"
     suite.write_text(f"eebench: suite/1\nname: {'s' * 251}\nmembers: [{{instance: pasta/custom-201}}]\n", "utf-8")

@@ -32,7 +32,7 @@ from eebench.adapters.base import HEAD_BYTES, Adapter, Episode, LoggedStep, bad_
 from eebench.adapters.records import dumps_line, is_json_lines
 from eebench.adapters.registry import detect, get_adapter, known_adapters
 from eebench.documents import atomic_file, json_type, open_input, read_stdin_once
-from eebench.errors import EebenchError, InputError, Problem, did_you_mean, one_of
+from eebench.errors import EebenchError, InputError, Problem, did_you_mean, near_path, one_of
 from eebench.instances import InstanceLibrary
 from eebench.pieces import Span, line_spans, resolve_workers
 from eebench.trajectories import AGENT_LABELS
@@ -483,7 +483,7 @@ def _expand(inputs: Sequence[Path], shown: Mapping[Path, str]) -> list[tuple[Pat
                 raise InputError.at(str(path), "is a folder with no files in it")
             files.extend((p, True) for p in found)
         elif not path.exists():
-            raise InputError.at(shown.get(path, str(path)), "no such file or folder")
+            raise InputError.at(shown.get(path, str(path)), f"no such file or folder{near_path(path)}")
         elif not path.is_file():
             raise InputError.at(str(path), "is not a file")
         else:

@@ -25,7 +25,7 @@ import numpy as np
 from eebench import __version__
 from eebench.checkpoints import CheckpointLibrary
 from eebench.documents import read_stdin_once, special_file
-from eebench.errors import InputError, Problem, quote
+from eebench.errors import InputError, Problem, near_path, quote
 from eebench.evaluator.coverage import LOGGED, LoggedInstance
 from eebench.evaluator.families import (MetricFamily, StepColumns, StepWindows, Trajectory, families_for, joined_steps,
                                         metric_version)
@@ -383,7 +383,7 @@ def grade_files(files: Sequence[Path], bench: Bench | None, db: Path, *, skip_in
         if _streamed(path):
             continue
         if not Path(path).is_file():  # a folder or a device (/dev/zero) is not read
-            raise InputError.at(str(path), "is not a file" if Path(path).exists() else "no such file")
+            raise InputError.at(str(path), "is not a file" if Path(path).exists() else f"no such file{near_path(path)}")
         resolved = Path(path).resolve()
         if resolved in given:
             raise InputError.at(str(path), f"is given twice (also as {given[resolved]})")

@@ -33,7 +33,7 @@ import numpy as np
 
 from eebench import __version__
 from eebench.documents import atomic_directory, special_file
-from eebench.errors import EebenchError, InputError, did_you_mean
+from eebench.errors import EebenchError, InputError, did_you_mean, near_path
 from eebench.evaluator.families import Coded, StepColumns, StepWindows, concatenated, registered, step_rows
 from eebench.evaluator.park import EXPLOIT_CASES, EXPLORE_CASES, METRIC_VERSION
 
@@ -1528,7 +1528,8 @@ def _check_sql_text(sql: str) -> None:
 def _connect_reading(path: Path, config: dict[str, Any]) -> duckdb.DuckDBPyConnection:
     """A read-only connection for `query` and `export`; a file being written (a grade committing) is said so."""
     if not path.exists():
-        raise InputError.at(str(path), "no such database (run `eebench grade ... --db` first)")
+        raise InputError.at(str(path), "no such database"
+                            + (near_path(path) or " (run `eebench grade ... --db` first)"))
     try:
         return _connect(path, read_only=True, config=config)
     except InputError as exc:

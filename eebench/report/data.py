@@ -19,7 +19,7 @@ import duckdb
 import numpy as np
 import orjson
 
-from eebench.errors import InputError
+from eebench.errors import InputError, near_path
 from eebench.evaluator.store import (READ_ONLY_CONFIG, STORAGE, VIEW_SQL, duckdb_message, refuse_newer_schema,
                                      results_file_problem)
 from eebench.report.stats import Estimate, Fit, bootstrap_mean, group_seed, least_squares
@@ -277,7 +277,8 @@ def _null_last(key: tuple[Any, ...]) -> tuple[Any, ...]:
 
 def _connect(db: Path) -> duckdb.DuckDBPyConnection:
     if not db.exists():
-        raise InputError.at(str(db), "no such database (run `eebench grade ... --db` first)")
+        raise InputError.at(str(db), "no such database"
+                            + (near_path(db) or " (run `eebench grade ... --db` first)"))
     problem = results_file_problem(db)
     if problem:
         raise InputError.at(str(db), problem)
