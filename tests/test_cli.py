@@ -850,3 +850,19 @@ def test_a_mistyped_path_or_value_names_the_close_one(cli: Any, tmp_path: Path) 
         refused = cli(*args, code=2).stderr
         assert refused.startswith(said) and refused.count("\n") == 1, (args, refused)
     assert not (tmp_path / "-").exists() and not (tmp_path / "r.duckdb").exists()
+
+
+@pytest.mark.parametrize("command", [["grade", "RUNS", "--db", "DB"], ["show", "park2026-main/low-small/seed-0"],
+                                     ["convert", "RUNS", "--out", "OUT"]])
+def test_a_bench_given_twice_is_refused_where_one_is_read(cli: Any, tmp_path: Path, command: list[str]) -> None:
+    """The last --bench silently won (report takes several, and the others looked as if they did too)."""
+    runs = write_jsonl(tmp_path / "runs.jsonl", [])
+    folders = [tmp_path / "a", tmp_path / "b"]
+    for folder in folders:
+        folder.mkdir()
+    places = {"RUNS": runs, "DB": tmp_path / "r.duckdb", "OUT": tmp_path / "o.jsonl"}
+    args = [places.get(a, a) for a in command] + ["--bench", folders[0], "--bench", folders[1]]
+    refused = cli(*args, code=2).stderr
+    assert refused.startswith(f"error: Invalid value for '--bench': given 2 times; `eebench {command[0]}` reads one "
+                              "folder or bundle") and refused.count("\n") == 1
+    assert not (tmp_path / "r.duckdb").exists() and not (tmp_path / "o.jsonl").exists()
