@@ -141,6 +141,13 @@ class ConvertOptions:
         if not pattern.groups:
             raise InputError("--instance-from-name: the pattern needs a group: (?P<instance>...), or groups joined "
                              "by '/' such as '__(park2026-main)__(.+)__(seed-\\d+)$'")
+        # a group of another name is joined into the instance unless one is named `instance`: a mistyped `modle`
+        # went into the instance id (or, beside an `instance` group, set no label), silently
+        known = ("instance", *AGENT_LABELS)
+        for name in pattern.groupindex:
+            if name not in known and (did_you_mean(name, known) or "instance" not in pattern.groupindex):
+                raise InputError(f"--instance-from-name: a group named {name!r} is none of {one_of(known)}"
+                                 f"{did_you_mean(name, known)}; leave it unnamed to join it into the instance")
         return pattern
 
     def readers(self) -> dict[str, ActionReader]:

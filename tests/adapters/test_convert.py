@@ -298,7 +298,12 @@ def test_option_conflicts_are_bad_input(tmp_path: Path) -> None:
              ({"instance": "a", "instance_field": "b"}, "give one of --instance, --instance-field or --instance-from-name, not --instance and --instance-field"),
              ({"action_regex": "("}, "--action-regex: not a regular expression: missing ), unterminated subpattern at position 0"),
              ({"instance_field": "meta..x["}, "--instance-field: expected a dotted path such as task_id, "
-                                              "metadata.instance or samples[0].id, found 'meta..x['")]
+                                              "metadata.instance or samples[0].id, found 'meta..x['"),
+             # (a mistyped label group went into the instance id, silently)
+             ({"instance_from_name": "^(?P<modle>[^_]+)__(.+)$"}, "--instance-from-name: a group named 'modle' is "
+                                                                  "none of harness, instance, model, name or prompt "
+                                                                  "(did you mean 'model'?)"),
+             ({"instance_from_name": "^(?P<instance>[^_]+)__(?P<promt>.+)$"}, "a group named 'promt' is none of")]
     for options, message in cases:
         with pytest.raises(InputError, match=re.escape(message)):
             convert_files([source], "auto", tmp_path / "out.jsonl", ConvertOptions(**options))
