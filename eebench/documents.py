@@ -736,6 +736,8 @@ def _path_order(error: jsonschema.ValidationError) -> list[tuple[int, str]]:
 
 
 def schema_problems(document: Any, schema: str, file: str, *, line: int | None = None) -> list[Problem]:
+    if _passes_fast(document, schema):
+        return []
     problems: dict[Problem, None] = {}  # ordered and without repeats: jsonschema raises one `required` error
     # per missing field, and each is explained by naming every missing field of its object
     errors = sorted(_validator(schema).iter_errors(document), key=_path_order)
@@ -745,6 +747,86 @@ def schema_problems(document: Any, schema: str, file: str, *, line: int | None =
             continue   # the object's unknown key (a typo) is what no branch accepts: one line for one mistake
         problems.update((Problem(file, line, where or None, why), None) for where, why in _explain(error))
     return list(problems)
+
+
+# The long lists of simple items (a trajectory's steps) are checked by predicates compiled from their schema, item
+# after item, 50-100x faster than jsonschema's walk of each (10 ms for a trajectory of 80 steps, so converting
+# canonical trajectories ran at 0.4 MB/s): a document whose items all pass them, and whose rest passes jsonschema,
+# has no problem; any other is checked by jsonschema whole, which words the problems. A predicate holds exactly
+# when jsonschema (integers strict, as _validator) accepts the item; an item schema with any other keyword than
+# those below is not compiled, and its lists are left to jsonschema.
+_JSON_TYPES: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str), "null": lambda v: v is None,
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool), "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list)}
+_WORDS = frozenset({"description", "x-expected"})   # keywords that say, and check, nothing
+
+
+def _rule(schema: dict[str, Any]) -> Callable[[Any], bool] | None:
+    """The predicate of a property's schema made of `type`, `minimum`, `maximum` and `enum`; None for others."""
+    if not set(schema) <= {"type", "minimum", "maximum", "enum"} | _WORDS:
+        return None
+    types = schema.get("type", list(_JSON_TYPES))
+    types = [types] if isinstance(types, str) else types
+    if any(t not in _JSON_TYPES for t in types):
+        return None
+    typed = [_JSON_TYPES[t] for t in types]
+    low, high, enum = schema.get("minimum"), schema.get("maximum"), schema.get("enum")
+
+    def holds(value: Any) -> bool:
+        if not any(t(value) for t in typed):
+            return False
+        if (low is not None or high is not None) and _JSON_TYPES["number"](value) and not (
+                (low is None or value >= low) and (high is None or value <= high)):
+            return False
+        return enum is None or any(value is e or type(value) is type(e) and value == e for e in enum)
+    return holds
+
+
+def _item_predicate(schema: dict[str, Any]) -> Callable[[Any], bool] | None:
+    """The predicate of an object schema of `required` and `properties` that `_rule` compiles; None for others."""
+    if schema.get("type") != "object" or not set(schema) <= {"type", "required", "properties"} | _WORDS:
+        return None
+    rules = {name: _rule(rule) for name, rule in schema.get("properties", {}).items()}
+    if any(rule is None for rule in rules.values()):
+        return None
+    required = tuple(schema.get("required", ()))
+    free = lambda value: True  # noqa: E731  (a key the schema names no rule for: any value)
+
+    def holds(item: Any) -> bool:   # (by the item's keys: a step has a few of the dozen the schema names)
+        return (type(item) is dict and all(name in item for name in required)
+                and all(rules.get(name, free)(value) for name, value in item.items()))
+    return holds
+
+
+@functools.cache
+def _fast_lists(name: str) -> dict[str, Callable[[Any], bool]]:
+    """A schema's top-level array properties whose items (a local `$ref` or inline) compile: by property."""
+    schema = load_schema(name)
+    lists = {}
+    for prop, rule in schema.get("properties", {}).items():
+        items = rule.get("items") if set(rule) <= {"type", "items"} | _WORDS and rule.get("type") == "array" else None
+        ref = items.get("$ref", "") if isinstance(items, dict) else ""
+        if ref.startswith("#/$defs/") and len(items) == 1:
+            items = schema.get("$defs", {}).get(ref[len("#/$defs/"):])
+        predicate = _item_predicate(items) if isinstance(items, dict) else None
+        if predicate is not None:
+            lists[prop] = predicate
+    return lists
+
+
+def _passes_fast(document: Any, schema: str) -> bool:
+    """Whether the document has no problem, found by the compiled predicates of its long lists and jsonschema's
+    check of the rest; False when that is not known so (the full check then says what is wrong)."""
+    lists = _fast_lists(schema)
+    if not lists or type(document) is not dict or any(type(document.get(k, [])) is not list for k in lists):
+        return False
+    if not all(all(map(holds, document.get(prop, ()))) for prop, holds in lists.items()):
+        return False
+    rest = {**document, **{prop: [] for prop in lists if prop in document}}
+    return next(_validator(schema).iter_errors(rest), None) is None
 
 
 # Documents that passed a schema, by the sha256 of their canonical JSON, kept in a record beside the schemas (in

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from eebench.documents import (
     KNOWN_KINDS,
@@ -339,3 +341,45 @@ def test_a_folder_that_cannot_be_written_still_reads(tmp_path: Path) -> None:
     path = _shipped_copy(tmp_path)
     (path.parent / "__pycache__").write_text("a file where the cache folder would be")
     assert load_shipped(path) == load_shipped(path) == load_document(path)
+
+
+# -- the compiled check of long lists (a trajectory's steps) ----------------------------------------------------
+
+_EDGES = [None, True, False, 0, -1, 3, 32766, 32767, 9007199254740991, 9007199254740992, 1.5, 2.0, -0.5, 1e15,
+          1e15 + 1, "", "explore", "act", "up", [1], {"a": 1}]
+_STEP_KEYS = ["action", "raw", "reasoning", "observation", "tokens_in", "tokens_out", "latency_ms", "timestamp",
+              "phase", "episode", "state", "other"]
+_STEPS = st.lists(st.dictionaries(st.sampled_from(_STEP_KEYS), st.sampled_from(_EDGES) | st.text(max_size=2)
+                                  | st.integers() | st.floats(allow_nan=False), max_size=4)
+                  .map(lambda d: {"action": "up", **d}) | st.sampled_from(_EDGES), max_size=3)
+
+
+@settings(max_examples=800, deadline=None)
+@given(steps=_STEPS, agent=st.sampled_from([None, {}, {"name": "x"}, {"name": 1}, "x"]))
+def test_the_compiled_step_check_agrees_with_jsonschema(steps: list[Any], agent: Any) -> None:
+    """schema_problems finds no problem by the compiled predicates only when jsonschema finds none."""
+    from eebench.documents import _validator
+
+    doc = {"eebench": "trajectory/1", "id": "t", "instance": "i", "steps": steps}
+    if agent is not None:
+        doc["agent"] = agent
+    full = next(_validator("trajectory").iter_errors(doc), None) is None
+    assert (schema_problems(doc, "trajectory", "t.jsonl") == []) == full
+
+
+@pytest.mark.parametrize("step", [{"action": "up", "episode": True}, {"action": "up", "tokens_in": 2**53},
+                                  {"action": "up", "latency_ms": 1e15 + 1}, {"action": "up", "phase": "x"},
+                                  {"action": 1}, {"raw": "x"}, {"action": "up", "episode": 2.0}, "up"])
+def test_the_compiled_step_check_refuses_what_jsonschema_refuses(step: Any) -> None:
+    assert schema_problems({"eebench": "trajectory/1", "id": "t", "instance": "i", "steps": [step]}, "trajectory",
+                           "t.jsonl") != []
+
+
+def test_a_valid_trajectory_is_passed_by_the_compiled_check_alone() -> None:
+    from eebench.documents import _passes_fast
+
+    step = {"action": "up", "raw": "x", "reasoning": None, "observation": "o", "tokens_in": 3, "tokens_out": 0,
+            "latency_ms": 1.5, "timestamp": "t", "phase": "act", "episode": 2, "state": "s", "mine": [1]}
+    assert _passes_fast({"eebench": "trajectory/1", "id": "t", "instance": "i", "steps": [step] * 3}, "trajectory")
+    assert not _passes_fast({"eebench": "trajectory/1", "id": "t", "instance": "i",
+                             "steps": [{**step, "tokens_in": 3.0}]}, "trajectory")   # (integers are strict)
