@@ -377,7 +377,11 @@ def _parse_seeds(text: str | None, option: str = "--seeds") -> list[int] | None:
 
 @main.command("list")
 def list_specs() -> None:
-    """List the world kinds, the shipped suites, generator presets and hand-made instances."""
+    """List the world kinds, the shipped suites, generator presets and hand-made instances.
+
+    \b
+      eebench list
+    """
     from eebench.documents import load_document
     from eebench.suites import load_suite, shipped_instances, shipped_presets, shipped_suites
     from eebench.world.kinds import kind_of, kinds
@@ -410,6 +414,11 @@ def generate(spec: str, out: Path, seeds: str | None) -> None:
     SPEC is a suite or generator YAML file, or the name of a shipped suite or preset (see `eebench list`).
     The same SPEC and seeds give the same bytes on every machine. Instance ids become paths: the instance
     'park2026-main/low-small/seed-0' is written to OUT/park2026-main/low-small/seed-0.json.
+
+    \b
+      eebench generate park2026-main --out main
+      eebench generate high-large --seeds 0-99 --out high-large
+      eebench generate my-generator.yaml --seeds 0-9 --out mine
     """
     from eebench.instances import write_instances
     from eebench.suites import resolve_spec
@@ -429,6 +438,10 @@ def validate(files: tuple[Path, ...]) -> None:
     registry, checkpoints); a .jsonl file is checked line by line, each problem located by line (a .json list: by
     item). Trajectory ids must be unique across the files, as `grade` requires. Every problem is printed, one line
     each; exit code 2 if any.
+
+    \b
+      eebench validate main/park2026-main/low-small/seed-0.json
+      eebench validate runs.jsonl my-suite.yaml
     """
     from eebench.validation import validate_file
 
@@ -454,6 +467,10 @@ def show(target: str, bench: Path | None, seeds: str | None) -> None:
 
     INSTANCE is an instance file, a folder or bundle of them, a suite or generator spec file, or the name of a
     shipped suite or preset (generated as `eebench generate` would); with --bench, an instance id.
+
+    \b
+      eebench show low-small --seeds 0-2
+      eebench show park2026-main/low-small/seed-0 --bench main
     """
     from eebench.bundles import open_bench, open_instances
     from eebench.instances import InstanceLibrary
@@ -493,6 +510,10 @@ def play(target: str, agent: str, seeds: str | None, seed: int | None, instance_
     INSTANCE_OR_DIR is an instance file, a folder or bundle of them (.tar.gz and .zip too, verified first), a
     suite or generator spec file, or the name of a shipped suite or preset (generated as `eebench generate`
     would). Trajectory ids are <agent>/seed-<seed>/<instance id>.
+
+    \b
+      eebench play park2026-main --agent frontier --seed 0 --out frontier.jsonl
+      eebench play grams2025-rooms --agent explorer --seeds 0-4 --out explorer.jsonl
     """
     from eebench.agents import play_episode
     from eebench.bundles import open_instances
@@ -678,10 +699,12 @@ def grade(files: tuple[str, ...], bench: Path | None, checkpoint_files: tuple[Pa
     (positions a log claims are never trusted); `env: logged` trajectories are not replayed, only graded for
     coverage and revisits (no --bench needed). An empty file is an error, as in `convert`. Grading a trajectory
     id again replaces its rows. One call is one transaction: if it fails, nothing is written. Then ask questions
-    with `eebench query`, e.g.
+    with `eebench query`.
 
     \b
-      eebench query "SELECT * FROM agent_summary" --db eebench.duckdb
+      eebench grade runs/*.jsonl --bench park2026-main-1.0.0 --db results.duckdb
+      eebench grade text-logs.jsonl --checkpoints my-game.yaml --db results.duckdb
+      eebench query "SELECT * FROM agent_summary" --db results.duckdb
     """
     from eebench.bundles import open_bench
     from eebench.checkpoints import library
@@ -732,6 +755,10 @@ def ingest(parquet_dir: str, db: Path) -> None:
     """Load the Parquet partitions of `eebench grade --engine ray` into a results file, in one transaction.
 
     Trajectory ids graded again replace their rows, as in `grade`; an id in two partitions is refused.
+
+    \b
+      eebench grade shards/*.jsonl --bench park2026-main-1.0.0 --engine ray --out parts
+      eebench ingest parts --db results.duckdb
     """
     from eebench.engines.ray import ingest as ingest_parquet
 
@@ -754,6 +781,10 @@ def publish(suite: str, version: str, out: Path) -> None:
     is refused. A folder bundle's files are the same bytes on every machine; an archive's may differ with another
     zlib, but its manifest digest does not. Pinned versions (`eebench bundles`) republish the same digest with
     any later eebench.
+
+    \b
+      eebench publish park2026-main --version 1.0.0 --out park2026-main-1.0.0
+      eebench publish my-suite.yaml --version 0.1.0 --out my-suite-0.1.0.tar.gz
     """
     from eebench.bundles import publish as publish_bundle
 
@@ -774,6 +805,10 @@ def verify(bundle: Path, digest: str | None) -> None:
 
     Recomputes the sha256 of every file and the bundle digest, and prints each changed, missing or extra file,
     one line each, with exit code 2. Exit code 0 only when the bundle is intact.
+
+    \b
+      eebench verify park2026-main-1.0.0
+      eebench verify my-suite-0.1.0.tar.gz --digest DIGEST
     """
     from eebench.bundles import verify_bundle
 
@@ -785,7 +820,12 @@ def verify(bundle: Path, digest: str | None) -> None:
 @main.command()
 @_argument("folder", required=False, type=_Path(path_type=Path))
 def bundles(folder: Path | None) -> None:
-    """List the bundles eebench ships, or those found in FOLDER (folders and archives, searched recursively)."""
+    """List the bundles eebench ships, or those found in FOLDER (folders and archives, searched recursively).
+
+    \b
+      eebench bundles
+      eebench bundles published/
+    """
     from eebench.bundles import find_bundles, shipped_listing
 
     if folder is None:
@@ -879,7 +919,12 @@ _WHERE_HELP = ("Only the trajectories matching this SQL condition on the table t
               help="Seed of the bootstrap resamples behind the 95% intervals.")
 def report(db: Path, out: Path, where: str | None, bench: tuple[Path, ...], seed: int) -> None:
     """Write one self-contained HTML report: the per agent/model/prompt table with bootstrap intervals, the papers'
-    figures, and a step-by-step replay of every trajectory. It opens from disk, with no network."""
+    figures, and a step-by-step replay of every trajectory. It opens from disk, with no network.
+
+    \b
+      eebench report --db results.duckdb --out report.html --bench park2026-main-1.0.0
+      eebench report --db results.duckdb --out gpt.html --where "model LIKE 'gpt-%'"
+    """
     from eebench.bundles import open_bench
     from eebench.report import write_report
 
@@ -916,7 +961,12 @@ def _plot_epilog() -> str:
               help="Seed of the bootstrap resamples behind the intervals.")
 def plot(kind: str, db: Path, out: Path, where: str | None, trajectory: str | None, model: str | None,
          step: int | None, bench: Path | None, seed: int) -> None:
-    """Draw one of the report's figures as a static image for a paper (KIND below)."""
+    """Draw one of the report's figures as a static image for a paper (KIND below).
+
+    \b
+      eebench plot figure1 --db results.duckdb --out figure1.pdf
+      eebench plot replay --db results.duckdb --trajectory ID --step 20 --bench park2026-main-1.0.0 --out r.png
+    """
     from eebench.bundles import open_bench
     from eebench.report.figures import draw
 
@@ -1029,6 +1079,10 @@ def formats(fmt: str) -> None:
 
     Fields a format never carries are left out of its trajectories (never written as zero). Third-party
     formats arrive as plug-ins through the `eebench.adapters` entry-point group.
+
+    \b
+      eebench formats
+      eebench formats --format json
     """
     from eebench.adapters import STEP_FIELDS, known_adapters
 
@@ -1055,6 +1109,10 @@ def schema(kind: str) -> None:
 
     World-specific kinds take the world after a dot (instance.grid_dag, generator.rooms); 'instance' and
     'generator' alone mean those of the default world, grid_dag.
+
+    \b
+      eebench schema trajectory
+      eebench schema generator.rooms > generator.rooms.json
     """
     from eebench.documents import load_schema, schema_names
     from eebench.errors import did_you_mean, one_of

@@ -866,3 +866,12 @@ def test_a_bench_given_twice_is_refused_where_one_is_read(cli: Any, tmp_path: Pa
     assert refused.startswith(f"error: Invalid value for '--bench': given 2 times; `eebench {command[0]}` reads one "
                               "folder or bundle") and refused.count("\n") == 1
     assert not (tmp_path / "r.duckdb").exists() and not (tmp_path / "o.jsonl").exists()
+
+
+def test_every_commands_help_shows_how_it_is_run(cli: Any) -> None:
+    """14 of 18 commands' --help had no example."""
+    from eebench.cli import main as group
+
+    for name in group.commands:
+        text = cli(name, "--help").stdout
+        assert f"\n    eebench {name} " in text or f"\n    eebench {name}\n" in text, name
