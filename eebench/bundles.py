@@ -52,7 +52,8 @@ from eebench.instances import (
     instance_files,
     load_instance,
 )
-from eebench.suites import Suite, load_suite, resolve_spec, shipped_instance, shipped_suites, specs_root
+from eebench.suites import (Suite, load_suite, resolve_spec, shipped_instance, shipped_instances, shipped_suites,
+                             specs_root)
 from eebench.world.kinds import WorldKind, kind_of
 
 CARD_FILE = "README.md"
@@ -629,12 +630,15 @@ def open_instances(target: str, seeds: list[int] | None = None) -> Iterator[Inst
     """The instances `show` and `play` act on, from whatever names them, in a stable order.
 
     `target` is an instance file; a folder of instances; a bundle (folder, manifest.json, .tar.gz or .zip),
-    verified first as `grade --bench` does; a suite or generator spec file; or the name of a shipped suite or
-    preset, generated as `eebench generate` would (presets at `seeds`, default [0]).
+    verified first as `grade --bench` does; a suite or generator spec file; the name of a shipped suite or
+    preset, generated as `eebench generate` would (presets at `seeds`, default [0]); or the name of a hand-made
+    instance (`eebench list`).
     """
     path = Path(target)
     if path.is_file() and path.name == INDEX_FILE:  # the listing `eebench generate` writes: its folder
         path = path.parent
+    if not path.exists() and target in shipped_instances():   # a hand-made instance, as `eebench list` names it
+        path = shipped_instances()[target]
     shipped = None if path.exists() else shipped_instance(target)   # an id of a shipped suite's, as eebench.load
     if shipped is not None:
         if seeds:

@@ -606,15 +606,20 @@ def _trajectory_actions(path: Path, instance_id: str, trajectory_id: str | None)
     """The actions of the one trajectory of `path` played in the instance (or named by id)."""
     from eebench.trajectories import check_trajectory, read_records
 
-    found = []
+    found, here = [], []   # (here: the ids played in the instance, for a mistyped --trajectory-id)
     for record in read_records(path):
         doc = check_trajectory(record)
-        if doc["instance"] == instance_id and trajectory_id in (None, doc["id"]):
-            found.append(doc)
+        if doc["instance"] == instance_id:
+            here.append(doc["id"])
+            if trajectory_id in (None, doc["id"]):
+                found.append(doc)
     if not found:
-        which = f"trajectory {trajectory_id!r} " if trajectory_id else "no trajectory "
-        raise InputError.at(str(path), f"{which}played in {instance_id!r}" if not trajectory_id else
-                            f"{which}is not one played in {instance_id!r}")
+        if not trajectory_id:
+            raise InputError.at(str(path), f"no trajectory played in {instance_id!r}")
+        raise InputError.at(str(path), f"trajectory {trajectory_id!r} is not one played in {instance_id!r}"
+                                       f"{did_you_mean(trajectory_id, here)}" + (
+                                           f"; played there: {', '.join(map(repr, here[:5]))}"
+                                           + (" ..." if len(here) > 5 else "") if here else ""))
     if len(found) > 1:
         ids = ", ".join(repr(d["id"]) for d in found[:5]) + (" ..." if len(found) > 5 else "")
         raise InputError.at(str(path), f"{len(found)} trajectories were played in {instance_id!r} ({ids}); "

@@ -875,3 +875,19 @@ def test_every_commands_help_shows_how_it_is_run(cli: Any) -> None:
     for name in group.commands:
         text = cli(name, "--help").stdout
         assert f"\n    eebench {name} " in text or f"\n    eebench {name}\n" in text, name
+
+
+def test_a_hand_made_instance_is_shown_by_the_name_list_gives_it(cli: Any) -> None:
+    """`eebench list` names hand-made instances (pasta/custom-201) that no command took."""
+    assert "  pasta/custom-201" in cli("list").stdout
+    assert cli("show", "pasta/custom-201").stdout.startswith("custom-201: 7x7, budget 99")
+
+
+def test_a_mistyped_trajectory_id_of_prompt_names_the_close_one(cli: Any, tmp_path: Path) -> None:
+    runs = tmp_path / "runs.jsonl"
+    cli("play", "park2026-main/low-small/seed-0", "--agent", "random", "--seed", "0", "--out", runs)
+    refused = cli("prompt", "park2026-main/low-small/seed-0", "--trajectory", runs, "--trajectory-id",
+                  "random/seed-9/park2026-main/low-small/seed-0", "--step", "1", code=2).stderr
+    assert refused == (f"error: {runs}: trajectory 'random/seed-9/park2026-main/low-small/seed-0' is not one played in "
+                       "'park2026-main/low-small/seed-0' (did you mean 'random/seed-0/park2026-main/low-small/seed-0'?); "
+                       "played there: 'random/seed-0/park2026-main/low-small/seed-0'\n")
