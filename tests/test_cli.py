@@ -888,6 +888,6 @@ def test_a_mistyped_trajectory_id_of_prompt_names_the_close_one(cli: Any, tmp_pa
     cli("play", "park2026-main/low-small/seed-0", "--agent", "random", "--seed", "0", "--out", runs)
     refused = cli("prompt", "park2026-main/low-small/seed-0", "--trajectory", runs, "--trajectory-id",
                   "random/seed-9/park2026-main/low-small/seed-0", "--step", "1", code=2).stderr
+    played = "random/seed-0/park2026-main/low-small/seed-0"
     assert refused == (f"error: {runs}: trajectory 'random/seed-9/park2026-main/low-small/seed-0' is not one played in "
-                       "'park2026-main/low-small/seed-0' (did you mean 'random/seed-0/park2026-main/low-small/seed-0'?); "
-                       "played there: 'random/seed-0/park2026-main/low-small/seed-0'\n")
+                       f"'park2026-main/low-small/seed-0' (did you mean {played!r}?); played there: {played!r}\n")
