@@ -312,13 +312,20 @@ def _echo_problems(label: str, problems: list[Any]) -> None:
 
 
 @contextlib.contextmanager
-def _progress(total: int, label: str) -> Iterator[Callable[[int], None]]:
-    """A progress bar on stderr when it is a terminal; silent otherwise (logs and pipes stay clean)."""
+def _progress(total: int, label: str, *, in_bytes: bool = False) -> Iterator[Callable[[int], None]]:
+    """A progress bar on stderr when it is a terminal; silent otherwise (logs and pipes stay clean). `in_bytes`:
+    the counts are bytes, shown as MB."""
     if not sys.stderr.isatty() or total <= 1:
         yield lambda n: None
         return
-    with click.progressbar(length=total, label=label, file=sys.stderr, show_pos=True) as bar:
-        yield bar.update
+    done = [0]
+    megabytes = (lambda _: f"{done[0] / 1e6:,.1f} of {total / 1e6:,.1f} MB") if in_bytes else None
+    with click.progressbar(length=total, label=label, file=sys.stderr, show_pos=not in_bytes,
+                           item_show_func=megabytes) as bar:
+        def update(n: int) -> None:
+            done[0] += n
+            bar.update(n)
+        yield update
 
 
 @contextlib.contextmanager
@@ -1053,7 +1060,7 @@ def convert(inputs: tuple[Path, ...], fmt: str, out: Path, bench: Path | None, i
     with contextlib.ExitStack() as stack:
         if bench is not None:
             options = dataclasses.replace(options, known=KnownInstances(stack.enter_context(open_bench(bench))))
-        update = stack.enter_context(_progress(total, "converting (bytes)"))
+        update = stack.enter_context(_progress(total, "converting", in_bytes=True))
         report = convert_files(list(inputs), fmt, out, options, progress=update, workers=workers)
     _echo_problems("skipped", report.skipped)
     say = functools.partial(click.echo, err=str(out) == "-")   # the trajectories own standard output

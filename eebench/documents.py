@@ -13,6 +13,7 @@ import re
 import secrets
 import shutil
 import stat
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from importlib import resources
 from pathlib import Path
@@ -427,7 +428,24 @@ def open_input(path: Path) -> IO[bytes]:
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):  # /dev/zero, a terminal: endless or not a document
         handle.close()
         raise InputError.at(str(path), "is a device, expected a file")
+    _reading[os.fspath(path)] = weakref.ref(handle)
     return handle
+
+
+# the handle last opened on each path (while it lives), so that long work can tell how far a file has been read
+_reading: dict[str, weakref.ref[IO[bytes]]] = {}
+
+
+def read_position(path: Path) -> int | None:
+    """How many bytes of `path` its open reader has taken from the file (its read-ahead included); None when
+    no reader of it is open."""
+    handle = _reading.get(os.fspath(path), lambda: None)()
+    if handle is None or handle.closed:
+        return None
+    try:
+        return os.lseek(handle.fileno(), 0, os.SEEK_CUR)   # (the file's own position: no buffer is touched)
+    except (OSError, ValueError):
+        return None
 
 
 def special_file(path: Path) -> str | None:

@@ -31,7 +31,7 @@ from eebench.adapters.actions import VOCABULARIES, ActionReader, render_call
 from eebench.adapters.base import HEAD_BYTES, Adapter, Episode, LoggedStep, bad_record, dig
 from eebench.adapters.records import dumps_line, is_json_lines
 from eebench.adapters.registry import detect, get_adapter, known_adapters
-from eebench.documents import atomic_file, json_type, open_input, read_stdin_once
+from eebench.documents import atomic_file, json_type, open_input, read_position, read_stdin_once
 from eebench.errors import EebenchError, InputError, Problem, did_you_mean, near_path, one_of
 from eebench.instances import InstanceLibrary
 from eebench.pieces import Span, line_spans, resolve_workers
@@ -216,10 +216,14 @@ def convert_files(inputs: Sequence[Path], fmt: str, out: Path, options: ConvertO
                         _converted(item, adapter, path, options, readers, name) for item in _items(path, adapter))
                 else:
                     results = pool.converted(pieces, path, adapter, options, name, progress)
+                done = 0   # of the file, as far as the progress bar knows (pieces report their own)
                 for result in results:
                     _take(result, report, seen, handle, options, shown, name)
-                if progress and pieces is None:
-                    progress(path.stat().st_size)
+                    if progress and pieces is None and (at := read_position(path) or 0) > done:
+                        progress(at - done)   # (as the file is read: one large file moved the bar only at its end)
+                        done = at
+                if progress and pieces is None and path.stat().st_size > done:
+                    progress(path.stat().st_size - done)
             if not report.trajectories:  # one rule with grade: a run that converted nothing is a mistake
                 raise InputError([*report.skipped, "nothing was converted: every episode was skipped (listed "
                                                    "above); nothing was written"])

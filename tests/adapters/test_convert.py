@@ -435,3 +435,11 @@ def test_an_inline_think_block_is_reasoning_and_the_action_is_read_after_it(tmp_
     [trajectory] = convert(log, tmp_path / "out.jsonl", instance=INSTANCE)
     assert trajectory["steps"] == [{"action": "up", "raw": "<think>Up is open.</think>\nMove: up",
                                     "reasoning": "Up is open.", "observation": "moved"}]
+
+
+def test_progress_moves_as_one_file_is_read(tmp_path: Path) -> None:
+    """The bar moved once per file: a large one sat at 0% until it was done."""
+    source = write_jsonl(tmp_path / "chat.jsonl", [chat_episode(f"t{i}", ["up", "left"] * 50) for i in range(400)])
+    moves: list[int] = []
+    convert_files([source], "openai-chat", tmp_path / "o.jsonl", ConvertOptions(), progress=moves.append, workers=1)
+    assert len(moves) > 3 and sum(moves) == source.stat().st_size and all(m > 0 for m in moves)
