@@ -329,6 +329,21 @@ def _progress(total: int, label: str, *, in_bytes: bool = False) -> Iterator[Cal
 
 
 @contextlib.contextmanager
+def _total_known_later(label: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar (as `_progress`) for work whose size is known when it starts: `update(done, total)`."""
+    with contextlib.ExitStack() as stack:
+        bar: list[Callable[[int], None]] = []
+        shown = [0]
+
+        def update(done: int, total: int) -> None:
+            if not bar:
+                bar.append(stack.enter_context(_progress(total, label)))
+            bar[0](done - shown[0])
+            shown[0] = done
+        yield update
+
+
+@contextlib.contextmanager
 def _grade_progress(files: tuple[Path, ...]) -> Iterator[Callable[[int, int], None]]:
     """Grading's progress on a terminal: trajectories read out of those in the files, and steps graded."""
     if not sys.stderr.isatty() or any(str(f) == "-" for f in files):
@@ -942,7 +957,8 @@ def report(db: Path, out: Path, where: str | None, bench: tuple[Path, ...], seed
 
     with contextlib.ExitStack() as stack:
         roots = [stack.enter_context(open_bench(b)).root for b in bench]
-        written = write_report(db, out, where=where, bench=roots, seed=seed)
+        written = write_report(db, out, where=where, bench=roots, seed=seed,
+                               progress=stack.enter_context(_total_known_later("making replays")))
     click.echo(f"wrote {written.path} ({written.trajectories} trajectories, {written.bytes / 1e6:.1f} MB) "
                f"in {written.seconds:.2f} s")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
@@ -94,12 +94,16 @@ def _json_for_script(doc: Any) -> str:
     return orjson.dumps(doc).decode().replace("<", "\\u003c")
 
 
-def render(results: Results, seed: int, maps: Maps) -> str:
-    """The whole page as text."""
+def render(results: Results, seed: int, maps: Maps, progress: Callable[[int, int], None] | None = None) -> str:
+    """The whole page as text; `progress(done, total)` hears of each trajectory's replay as it is made."""
     assets = resources.files("eebench.report") / "assets"
     style = (assets / "report.css").read_text("utf-8")
     script = (assets / "report.js").read_text("utf-8")
-    blocks = list(_encoded(replay_documents(results, maps)))
+    blocks = []
+    for block in _encoded(replay_documents(results, maps)):
+        blocks.append(block)
+        if progress:
+            progress(len(blocks), len(results))
     data = page_data(results, seed, maps)   # after the replays: reading the logs' text may add notes
     title = f"eebench report: {results.db.name}"
     return "".join([
@@ -134,15 +138,16 @@ def _escape(text: str) -> str:
 
 
 def write_report(db: Path | str, out: Path | str, *, where: str | None = None,
-                 bench: Path | Sequence[Path] | None = None,
-                 seed: int = 0) -> Written:
-    """Write the report of the selected trajectories of a results file; the file appears whole or not at all."""
+                 bench: Path | Sequence[Path] | None = None, seed: int = 0,
+                 progress: Callable[[int, int], None] | None = None) -> Written:
+    """Write the report of the selected trajectories of a results file; the file appears whole or not at all.
+    `progress(done, total)`: as `render`."""
     started = time.perf_counter()
     results = load_results(db, where)
     if where and not len(results):   # (a mistyped value: a results file with nothing graded is an empty page)
         raise InputError.at(str(db), f"no trajectory matches --where {where!r}")
     maps = Maps(bench, results)
-    page = render(results, seed, maps)
+    page = render(results, seed, maps, progress)
     out = Path(out)
     with atomic_file(out) as handle:
         handle.write(page)

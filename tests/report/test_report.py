@@ -496,3 +496,10 @@ def test_plot_help_lists_the_kinds(cli) -> None:
     text = cli("plot", "--help").stdout
     for kind in ("figure1", "prompts", "replay"):
         assert re.search(rf"\n +{kind} +\S", text), kind
+
+
+def test_the_report_says_how_far_its_replays_are(graded: Run, tmp_path: Path) -> None:
+    """32,400 trajectories took 11 s of silence: progress(done, total) now hears of each replay."""
+    heard: list[tuple[int, int]] = []
+    written = write_report(graded.db, tmp_path / "r.html", progress=lambda done, total: heard.append((done, total)))
+    assert heard == [(k, written.trajectories) for k in range(1, written.trajectories + 1)]
