@@ -23,6 +23,7 @@ import click
 
 from eebench import __version__
 from eebench.errors import EebenchError, InputError, did_you_mean, message_line, near_path, quote
+from eebench.interrupts import interrupt_on_signals
 from eebench.prompts import VARIANTS as PROMPT_VARIANTS
 
 
@@ -63,7 +64,8 @@ def _terminated_as_exit() -> Iterator[None]:
         signal.signal(signal.SIGINT, stop)
     alarm = signal.getsignal(signal.SIGALRM) if hasattr(signal, "SIGALRM") else None
     try:
-        yield
+        with interrupt_on_signals():   # (and the DuckDB statement running then is interrupted at once)
+            yield
     finally:
         signal.signal(signal.SIGTERM, previous)
         signal.signal(signal.SIGINT, previous_int)

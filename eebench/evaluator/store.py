@@ -36,6 +36,7 @@ from eebench.documents import atomic_directory, special_file
 from eebench.errors import EebenchError, InputError, did_you_mean, near_path
 from eebench.evaluator.families import Coded, StepColumns, StepWindows, concatenated, registered, step_rows
 from eebench.evaluator.park import EXPLOIT_CASES, EXPLORE_CASES, METRIC_VERSION
+from eebench.interrupts import interruptible
 
 if TYPE_CHECKING:
     import pyarrow as pa  # only grading workers' parts are Arrow: a one-process grade does not import it
@@ -1597,12 +1598,13 @@ def query_rows(db: Path | str, sql: str, *, timeout: float | None = None) -> Ite
             if timer:
                 timer.daemon = True
                 timer.start()
-            run(lambda: _refuse_writes(con, sql))
-            cursor = run(lambda: con.execute(sql))
-            if cursor is None:   # only `;` or a comment: DuckDB ran nothing
-                raise InputError("SQL: no statement given")
-            columns = [d[0] for d in cursor.description or []]
-            yield QueryResult(columns, batches() if columns else iter(()))
+            with interruptible(con):   # (a signal interrupts the statement: see eebench.interrupts)
+                run(lambda: _refuse_writes(con, sql))
+                cursor = run(lambda: con.execute(sql))
+                if cursor is None:   # only `;` or a comment: DuckDB ran nothing
+                    raise InputError("SQL: no statement given")
+                columns = [d[0] for d in cursor.description or []]
+                yield QueryResult(columns, batches() if columns else iter(()))
         finally:
             if timer:
                 timer.cancel()
@@ -1659,7 +1661,7 @@ def export(db: Path | str, out: Path | str, fmt: str, tables: Sequence[str] = ()
         options = "FORMAT parquet" if fmt == "parquet" else "FORMAT csv, HEADER true"
         written: list[Exported] = []
         try:
-            with atomic_directory(out, marker=EXPORT_MARKER) as folder:
+            with atomic_directory(out, marker=EXPORT_MARKER) as folder, interruptible(con):
                 for name in chosen:
                     file = f"{name}.{fmt}"
                     (rows,) = con.execute(f"COPY (SELECT * FROM {_identifier(name)}) TO {_quoted(folder / file)} "
