@@ -150,8 +150,8 @@ class _Group(click.Group):
         except RuntimeError as exc:   # a statement DuckDB stopped for a signal: the signal's ending, as elsewhere
             if str(exc) != "Query interrupted" or not _STOPPED_BY:
                 raise
-            if _STOPPED_BY[-1] == signal.SIGINT:
-                raise click.Abort() from None
+            if _STOPPED_BY[-1] == signal.SIGINT:   # (as click ends Ctrl-C anywhere else: "\nAborted!")
+                raise KeyboardInterrupt from None
             sys.exit(128 + _STOPPED_BY[-1])
         except OSError as exc:   # a path the system refuses where no check came first (a name too long, say)
             if exc.filename is None:

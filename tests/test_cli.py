@@ -664,7 +664,7 @@ def test_a_command_stopped_by_sigterm_removes_what_it_was_writing(tmp_path: Path
     assert list(tmp_path.iterdir()) == [] and b"Traceback" not in stderr
 
 
-@pytest.mark.parametrize(("signum", "code", "said"), [(2, 1, b"Aborted!\n"), (15, 143, b"")])
+@pytest.mark.parametrize(("signum", "code", "said"), [(2, 1, b"\nAborted!\n"), (15, 143, b"")])
 def test_a_signal_during_a_duckdb_statement_ends_as_that_signal_does(tmp_path: Path, signum: int, code: int,
                                                                      said: bytes) -> None:
     """DuckDB turns the exception of a signal's handler into RuntimeError('Query interrupted'): a traceback. And
