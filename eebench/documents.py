@@ -428,7 +428,12 @@ def open_input(path: Path) -> IO[bytes]:
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):  # /dev/zero, a terminal: endless or not a document
         handle.close()
         raise InputError.at(str(path), "is a device, expected a file")
-    _reading[os.fspath(path)] = weakref.ref(handle)
+    key = os.fspath(path)
+
+    def forget(ref: weakref.ref[IO[bytes]]) -> None:   # (a folder of 100,000 logs leaves no 100,000 entries)
+        if _reading.get(key) is ref:
+            del _reading[key]
+    _reading[key] = weakref.ref(handle, forget)
     return handle
 
 
