@@ -258,6 +258,15 @@ class _BenchPath(_Path):
 _BENCH = _BenchPath(exists=True, path_type=Path)
 
 
+class _OneBenchOption(click.Option):
+    """--bench of a command that reads one bench (see _one_bench): its environment variable is one path, not split
+    as a list of them at ':' as click splits a repeatable option's."""
+
+    def value_from_envvar(self, ctx: click.Context) -> Any:
+        value = self.resolve_envvar_value(ctx)
+        return None if value is None else (value,)
+
+
 def _one_bench(ctx: click.Context, param: click.Parameter, values: tuple[Path, ...]) -> Path | None:
     """--bench of a command that reads one bench: given twice, the last silently won (`report` takes several)."""
     if len(values) > 1:
@@ -482,7 +491,7 @@ def validate(files: tuple[Path, ...]) -> None:
 
 @main.command()
 @_argument("target", metavar="INSTANCE")
-@click.option("--bench", type=_BENCH, multiple=True, callback=_one_bench,
+@click.option("--bench", type=_BENCH, multiple=True, callback=_one_bench, cls=_OneBenchOption,
               help="Find INSTANCE by id in this folder or bundle (.tar.gz, .zip; verified first) instead of reading "
                    "it as a file.")
 @click.option("--seeds", help="Seeds of a preset INSTANCE, e.g. '0-2' (default 0).")
@@ -565,7 +574,7 @@ def play(target: str, agent: str, seeds: str | None, seed: int | None, instance_
 
 @main.command()
 @_argument("instance")
-@click.option("--bench", type=_BENCH, multiple=True, callback=_one_bench,
+@click.option("--bench", type=_BENCH, multiple=True, callback=_one_bench, cls=_OneBenchOption,
               help="Find INSTANCE by id in this folder or bundle (.tar.gz, .zip) instead of reading it as a file.")
 @click.option("--step", default=0, show_default=True, type=click.IntRange(min=0),
               help="The step to show: what the agent reads before its action number STEP (0 = the first).")
@@ -693,7 +702,7 @@ _RESULTS_FILE = _ResultsFile(dir_okay=False, path_type=Path)
 
 @main.command()
 @_argument("files", metavar="TRAJ_FILE...", nargs=-1, required=True, type=_Path(allow_dash=True, path_type=str))
-@click.option("--bench", type=_BENCH, multiple=True, callback=_one_bench,
+@click.option("--bench", type=_BENCH, multiple=True, callback=_one_bench, cls=_OneBenchOption,
               help="Folder of instance files (searched recursively), as written by `eebench generate`; or a "
                    "bundle (folder, .tar.gz or .zip) from `eebench publish`, verified first and recorded in every row. "
                    "Not needed when every trajectory is `env: logged`.")
@@ -985,7 +994,7 @@ def _plot_epilog() -> str:
 @click.option("--trajectory", metavar="ID", help="replay: the trajectory to draw (default: the first selected).")
 @click.option("--model", help="prompts: the model whose prompts are compared (default: the one with the most).")
 @click.option("--step", type=click.IntRange(min=0), help="replay: draw the path up to this step (default: all).")
-@click.option("--bench", type=_BENCH, multiple=True, callback=_one_bench,
+@click.option("--bench", type=_BENCH, multiple=True, callback=_one_bench, cls=_OneBenchOption,
               help="replay: the instances that were graded, to draw the map.")
 @click.option("--seed", default=0, show_default=True, type=_SEED,
               help="Seed of the bootstrap resamples behind the intervals.")
@@ -1015,7 +1024,7 @@ def plot(kind: str, db: Path, out: Path, where: str | None, trajectory: str | No
 @click.option("--out", "-o", required=True, type=_Path(dir_okay=False, allow_dash=True, path_type=Path),
               help="JSONL file of trajectory/1 records to write (replaced only when the whole run succeeds); "
                    "- for standard output.")
-@click.option("--bench", type=_BENCH, multiple=True, callback=_one_bench,
+@click.option("--bench", type=_BENCH, multiple=True, callback=_one_bench, cls=_OneBenchOption,
               help="The instances the logs were played in (a folder or a bundle, as for `grade --bench`): each "
                    "trajectory's instance must be one of them, and its sha256 is recorded.")
 @click.option("--instance", metavar="ID", help="Every episode was played in this instance (e.g. "

@@ -785,11 +785,13 @@ _JSON_TYPES: dict[str, Callable[[Any], bool]] = {
     "boolean": lambda v: isinstance(v, bool), "object": lambda v: isinstance(v, dict),
     "array": lambda v: isinstance(v, list)}
 _WORDS = frozenset({"description", "x-expected"})   # keywords that say, and check, nothing
+# a root of these keywords checks each property by its own rule alone, so a list can be checked apart from the rest
+_SAFE_ROOT = frozenset({"$schema", "$id", "title", "type", "required", "properties", "$defs"}) | _WORDS
 
 
-def _rule(schema: dict[str, Any]) -> Callable[[Any], bool] | None:
+def _rule(schema: Any) -> Callable[[Any], bool] | None:
     """The predicate of a property's schema made of `type`, `minimum`, `maximum` and `enum`; None for others."""
-    if not set(schema) <= {"type", "minimum", "maximum", "enum"} | _WORDS:
+    if not isinstance(schema, dict) or not set(schema) <= {"type", "minimum", "maximum", "enum"} | _WORDS:
         return None
     types = schema.get("type", list(_JSON_TYPES))
     types = [types] if isinstance(types, str) else types
@@ -808,9 +810,10 @@ def _rule(schema: dict[str, Any]) -> Callable[[Any], bool] | None:
     return holds
 
 
-def _item_predicate(schema: dict[str, Any]) -> Callable[[Any], bool] | None:
+def _item_predicate(schema: Any) -> Callable[[Any], bool] | None:
     """The predicate of an object schema of `required` and `properties` that `_rule` compiles; None for others."""
-    if schema.get("type") != "object" or not set(schema) <= {"type", "required", "properties"} | _WORDS:
+    if not isinstance(schema, dict) or schema.get("type") != "object" \
+            or not set(schema) <= {"type", "required", "properties"} | _WORDS:
         return None
     rules = {name: _rule(rule) for name, rule in schema.get("properties", {}).items()}
     if any(rule is None for rule in rules.values()):
@@ -828,8 +831,12 @@ def _item_predicate(schema: dict[str, Any]) -> Callable[[Any], bool] | None:
 def _fast_lists(name: str) -> dict[str, Callable[[Any], bool]]:
     """A schema's top-level array properties whose items (a local `$ref` or inline) compile: by property."""
     schema = load_schema(name)
-    lists = {}
+    lists: dict[str, Callable[[Any], bool]] = {}
+    if not set(schema) <= _SAFE_ROOT:   # (a `not`, `if` or `oneOf` at the root could look at the lists too)
+        return lists
     for prop, rule in schema.get("properties", {}).items():
+        if not isinstance(rule, dict):
+            continue
         items = rule.get("items") if set(rule) <= {"type", "items"} | _WORDS and rule.get("type") == "array" else None
         ref = items.get("$ref", "") if isinstance(items, dict) else ""
         if ref.startswith("#/$defs/") and len(items) == 1:

@@ -94,7 +94,8 @@ def near_path(path: str | os.PathLike[str]) -> str:
     folder, name = os.path.split(text.rstrip("/") or text)
     try:
         with os.scandir(folder or ".") as entries:
-            names = [entry.name for _, entry in zip(range(NEAR_NAMES), entries)]
+            # (not the name itself: a link to nothing is there, and would be its own closest name)
+            names = [entry.name for _, entry in zip(range(NEAR_NAMES), entries) if entry.name != name]
     except OSError:
         return ""
     # (0.8, not the 0.6 of names: a shared ending such as `.duckdb` makes any two files 0.6 alike)

@@ -86,7 +86,7 @@ def format_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str)
 
 def _layout(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> tuple[list[int], list[bool]]:
     """Column widths, and which columns hold only numbers or NULL (aligned right), for a table of these rows."""
-    widths = [max([len(c)] + [len(_cell(row[i])) for row in rows]) for i, c in enumerate(columns)]
+    widths = [max([len(shown(c))] + [len(_cell(row[i])) for row in rows]) for i, c in enumerate(columns)]
     numeric = [bool(rows) and all(row[i] is None or (isinstance(row[i], (int, float)) and not isinstance(row[i], bool))
                                   for row in rows) for i in range(len(columns))]
     return widths, numeric
@@ -98,7 +98,7 @@ def _line(values: Sequence[str], widths: Sequence[int], numeric: Sequence[bool])
 
 
 def _table_head(columns: Sequence[str], widths: list[int], numeric: list[bool]) -> list[str]:
-    return [_line(columns, widths, numeric), "  ".join("-" * w for w in widths)]
+    return [_line([shown(c) for c in columns], widths, numeric), "  ".join("-" * w for w in widths)]
 
 
 def _table_rows(rows: Iterable[Sequence[Any]], widths: list[int], numeric: list[bool]) -> Iterator[str]:

@@ -206,6 +206,6 @@ if __name__ == "__main__":
     except Refused as exc:
         fail(str(exc))
     except OSError as exc:
-        fail(f"{exc.filename}: {exc.strerror}")
-    except KeyError as exc:   # a column or field the data is read by
-        fail(f"expected a field or column {exc.args[0]!r} in the data")
+        fail(f"{exc.filename}: {exc.strerror}" if exc.filename else str(exc))
+    except (KeyError, TypeError, AttributeError) as exc:   # a field, a column or a shape the data is read by
+        fail(f"the data is not of the shape this script reads ({type(exc).__name__}: {exc})")

@@ -895,3 +895,15 @@ def test_a_mistyped_trajectory_id_of_prompt_names_the_close_one(cli: Any, tmp_pa
     played = "random/seed-0/park2026-main/low-small/seed-0"
     assert refused == (f"error: {runs}: trajectory 'random/seed-9/park2026-main/low-small/seed-0' is not one played in "
                        f"'park2026-main/low-small/seed-0' (did you mean {played!r}?); played there: {played!r}\n")
+
+
+def test_review_points_of_the_close_names_and_the_bench_variable(cli: Any, tmp_path: Path, monkeypatch: Any) -> None:
+    """A link to nothing was its own close name; EEBENCH_GRADE_BENCH was split at ':' into two benches."""
+    (tmp_path / "run.jsonl").symlink_to(tmp_path / "gone")
+    refused = cli("validate", tmp_path / "run.jsonl", code=2).stderr
+    assert "did you mean" not in refused and refused.count("\n") == 1
+    bench = tmp_path / "a:b"
+    bench.mkdir()
+    monkeypatch.setenv("EEBENCH_GRADE_BENCH", str(bench))
+    refused = cli("grade", write_jsonl(tmp_path / "runs.jsonl", []), "--db", tmp_path / "r.duckdb", code=2).stderr
+    assert "given 2 times" not in refused

@@ -249,3 +249,9 @@ def test_query_refuses_no_statement_and_a_timeout_past_its_range(cli, tmp_path: 
     assert cli("query", "select 1", "--db", db, "--timeout", "nan", code=2).stderr == \
         "error: --timeout: expected a number of seconds, found nan\n"
     assert "is not in the range" in cli("query", "select 1", "--db", db, "--timeout", "inf", code=2).stderr
+
+
+def test_a_tables_column_names_are_shown_escaped_too(cli, db: Path) -> None:
+    """Column names can come from the data (a PIVOT): a header drove the terminal."""
+    out = cli("query", "SELECT 1 AS \"x\x1b[2J\"", "--db", db).stdout
+    assert "\x1b" not in out and out.startswith("x\\x1b[2J\n" + "-" * 8 + "\n")

@@ -94,9 +94,9 @@ def csv_table(path: Path, columns: tuple[str, ...], required: tuple[str, ...], *
         if missing:
             raise bad_record(path, f"expected {table}columns {', '.join(columns)}; found {quote(', '.join(header))} "
                                    f"(no {', '.join(missing)})", line=1)
-        twice = next((name for i, name in enumerate(header) if name in header[:i]), None)
-        if twice is not None:   # (one of the two columns would be read, silently)
-            raise bad_record(path, f"the column {quote(twice)} is named twice in the header", line=1)
+        twice = next((name for name in columns if header.count(name) > 1), None)
+        if twice is not None:   # (one of the two columns would be read, silently; others are never read)
+            raise bad_record(path, f"the column {twice!r} is named twice in the header", line=1)
         start = reader.line_num + 1
         for row in reader:
             if len(row) != len(header):

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from eebench.errors import InputError, did_you_mean, one_of  # noqa: E402
 from eebench.output import shown  # noqa: E402
-from eebench.report.kinds import FIGURE_KINDS  # noqa: E402
+from eebench.report.kinds import FIGURE_KINDS, LABEL_CHARS  # noqa: E402
 from eebench.report.data import Results, closest_trajectory_id, load_results  # noqa: E402
 from eebench.report.replay import ACHIEVED, DISCOVERED, Maps, replay_documents  # noqa: E402
 from eebench.report.stats import Estimate, Fit  # noqa: E402
@@ -29,7 +29,6 @@ NODE_FILL = {0: "#ffffff", DISCOVERED: "#F0E442", ACHIEVED: "#56B4E9"}
 MARKERS = "osD^v<>P"   # past the palette's 8 colours, a series takes the next marker: 64 series look apart
 FORMATS = (".png", ".svg", ".pdf")
 WIDTH_INCHES = 10   # laptop width at 100 dpi; a paper scales it down
-LABEL_CHARS = 32    # a name longer than this is shown shortened in the middle (names differ at their ends too)
 
 
 def label(text: Any) -> str:
@@ -400,8 +399,10 @@ def draw(kind: str, db: Path | str, out: Path | str, *, where: str | None = None
         if trajectory is None:
             raise InputError.at(str(db), "no trajectory matches" + (f" --where {where!r}" if where else ""))
         closest = closest_trajectory_id(db, trajectory)
-        raise InputError.at(str(db), f"no trajectory {trajectory!r}" + (f" matching --where {where!r}" if where else "")
-                            + did_you_mean(trajectory, [closest] if closest else []))
+        if closest == trajectory:   # (it is there: the --where leaves it out)
+            raise InputError.at(str(db), f"trajectory {trajectory!r} does not match --where {where!r}")
+        raise InputError.at(str(db), f"no trajectory {trajectory!r}" + did_you_mean(trajectory, [closest] if closest
+                                                                                  else []))
     figure = KINDS[kind](results, {"seed": seed, "step": step, "bench": bench, "model": model})
     from eebench.documents import atomic_file
     try:

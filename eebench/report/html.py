@@ -21,6 +21,7 @@ from eebench import __version__
 from eebench.documents import atomic_file
 from eebench.errors import InputError
 from eebench.report.data import METRICS, Results, encode_block, load_results
+from eebench.report.kinds import LABEL_CHARS
 from eebench.report.replay import Maps, replay_documents
 from eebench.report.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE, Estimate, Fit
 
@@ -53,6 +54,7 @@ def page_data(results: Results, seed: int, maps: Maps) -> dict[str, Any]:
         "db": results.db.name, "where": results.where, "meta": results.meta, "notes": results.notes,
         "graded": results.graded, "version": __version__,
         "bootstrap": {"resamples": BOOTSTRAP_RESAMPLES, "confidence": CONFIDENCE, "seed": seed},
+        "label_chars": LABEL_CHARS,
         "metrics": [{"column": m.column, "label": m.label, "better": m.better.value, "view": m.view_column}
                     for m in results.metrics],
         "summary": [{"labels": s.labels, "episodes": s.episodes, "steps_success": s.mean_steps_success,

@@ -10,3 +10,6 @@ FIGURE_KINDS = {
     "rooms-gaps": "rooms worlds: agent return, exploration gap and coverage per episode, one line per model, with "
                   "bootstrap intervals (Grams et al., Figure 2)",
 }
+
+# a name (model, prompt, room, id) longer than this is drawn shortened in the middle, in the plots and in the page
+LABEL_CHARS = 32

@@ -71,7 +71,7 @@ def test_the_last_action_takes_its_result_header_as_the_state(tmp_path: Path) ->
     (b'Step,Room,Action,Result,Reasoning\n1,Cellar,game_action(go east),"ok', r":2: malformed CSV \(truncated: a "
      r"quoted value is not closed\)"),
     (b"Step,Room,Action,Result,Room\n1,Cellar,game_action(go east),ok,I think\n",
-     r":1: the column Room is named twice in the header"),
+     r":1: the column 'Room' is named twice in the header"),
 ])
 def test_a_broken_run_is_one_located_error(tmp_path: Path, content: bytes, message: str) -> None:
     path = tmp_path / "play_x_LOSS.csv"

@@ -8,7 +8,7 @@ from typing import Any
 
 from eebench.adapters import detect
 from tests.adapters.conftest import assert_refused, convert, damaged, files_claimed
-from tests.conftest import write_json
+from tests.conftest import write_json, write_jsonl
 
 TERMINUS = "atif/terminus-2__hello-world-invalid-json.trajectory.json"
 OPENHANDS = "atif/openhands__hello-world.trajectory.json"
@@ -135,11 +135,17 @@ def test_a_subagents_embedded_trajectory_is_one_of_its_own(tmp_path: Path) -> No
     parent, child = convert(log, tmp_path / "out.jsonl", instance="maze", env="logged")
     assert (parent["id"], [s["raw"] for s in parent["steps"]]) == ("run.trajectory/s-1",
                                                                    ['Task({"prompt": "find usages"})'])
-    assert (child["id"], child["agent"]["name"], child["agent"]["model"]) == ("run.trajectory/sub-1", "searcher",
+    assert (child["id"], child["agent"]["name"], child["agent"]["model"]) == ("run.trajectory/s-1/sub-1", "searcher",
                                                                               "haiku")
     assert [(s["raw"], s["observation"], s["tokens_in"]) for s in child["steps"]] == [
         ('bash({"command": "grep -rn foo"})', "x.py:1 foo", 1002)]
     assert child["meta"]["parent_session_id"] == "s-1" and child["meta"]["schema_version"] == "ATIF-v1.7"
+    # session ids that repeat (Harbor's golden files normalise them): the ids stay apart under their parents'
+    lines = [atif([], session_id="S", subagent_trajectories=[{**subagent, "session_id": "S"}, subagent]) for _ in "ab"]
+    lines[1]["session_id"] = "T"
+    repeated = write_jsonl(tmp_path / "repeated.jsonl", lines)
+    assert [r["id"] for r in convert(repeated, tmp_path / "r.jsonl", instance="maze", env="logged")] == [
+        "repeated/S", "repeated/S/S", "repeated/S/sub-1", "repeated/T", "repeated/T/S", "repeated/T/sub-1"]
     broken = write_json(tmp_path / "broken.json", atif([], subagent_trajectories=[{**subagent, "steps": [
         {"source": 5}]}]))
     assert_refused(broken, tmp_path / "refused.jsonl", r": record 0: subagent_trajectories\[0\]\.steps\[0\]\.source: "

@@ -162,7 +162,7 @@ def test_a_summary_without_its_table(tmp_path: Path) -> None:
     (b"Step,Action,Reasoning,Reward,Done\n0,go forward,,0,False\n", r":1: expected BALROG columns Step, Action, "
      r"Reasoning, Observation, Reward, Done; found Step, Action, Reasoning, Reward, Done \(no Observation\)"),
     (b"Step,Action,Reasoning,Observation,Reward,Observation\n0,go forward,,ok,0,False\n",
-     r":1: the column Observation is named twice in the header"),
+     r":1: the column 'Observation' is named twice in the header"),
 ])
 def test_a_broken_table_is_one_located_error(tmp_path: Path, content: bytes, message: str) -> None:
     table = tmp_path / "goto_run_00.csv"
@@ -233,3 +233,11 @@ def test_a_summary_field_naming_the_episode_of_the_wrong_type_is_refused(cli: An
 def test_a_done_cell_is_true_or_false(tmp_path: Path) -> None:
     table = write_episode(tmp_path, [["0", "go forward", "", "ok", "0", "yes"]])
     assert_refused(table, tmp_path / "out.jsonl", r":2: Done: expected True or False, found 'yes'", fmt="balrog")
+
+
+def test_a_header_with_empty_names_past_the_columns_converts(tmp_path: Path) -> None:
+    """Trailing commas (two empty names) were refused as a column named twice, the name unquoted."""
+    table = tmp_path / "goto_run_00.csv"
+    table.write_bytes(b"Step,Action,Reasoning,Observation,Reward,Done,,\n0,go forward,,ok,0,True,,\n")
+    [run] = convert(table, tmp_path / "out.jsonl", fmt="balrog", instance="x", env="logged")
+    assert [s["action"] for s in run["steps"]] == ["go forward"]

@@ -443,3 +443,8 @@ def test_progress_moves_as_one_file_is_read(tmp_path: Path) -> None:
     moves: list[int] = []
     convert_files([source], "openai-chat", tmp_path / "o.jsonl", ConvertOptions(), progress=moves.append, workers=1)
     assert len(moves) > 3 and sum(moves) == source.stat().st_size and all(m > 0 for m in moves)
+
+
+def test_a_chat_log_that_mentions_mini_swe_agent_is_still_a_chat_log(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "chat.jsonl", [chat_episode("t", ['import "minisweagent.agents" fails'])])
+    assert detect(source).name == "openai-chat"

@@ -6,7 +6,8 @@ not parse): `tool_calls[].function_name` + `arguments`, the observation from `ob
 and time from `timestamp`. `system` and `user` steps are the prompt, not actions. ATIF has no latency field.
 A step marked `is_copied_context` (v1.5: copied from an earlier trajectory that this one continues) is no action of
 this trajectory: left out, and counted in meta (`copied_context_steps`). A subagent's trajectory embedded in its
-parent's (`subagent_trajectories`, v1.7) is a trajectory of its own, `<stem>/<its session id>`, after the parent's.
+parent's (`subagent_trajectories`, v1.7) is a trajectory of its own, `<parent's id>/<its session id>` (or
+`subagent-<i>`), after the parent's.
 """
 
 from __future__ import annotations
@@ -57,6 +58,9 @@ class AtifAdapter(Adapter):
             for made in self._episodes(path, item, subagent, f"{at}subagent_trajectories[{i}]."):
                 if isinstance(made, Episode) and "parent_session_id" not in made.meta:
                     made.meta["parent_session_id"] = episode.meta.get("session_id")
+                    # under its parent's id: ids stay apart when session ids repeat (golden files normalise them)
+                    own = made.meta.get("session_id") or f"subagent-{i}"
+                    made.id = f"{episode.id}/{own}"
                 yield made
                 if isinstance(made, InputError):
                     return
@@ -98,7 +102,7 @@ class AtifAdapter(Adapter):
                                                  if isinstance(s.get("model_name"), str)), None)
         session = doc.get("session_id")
         # session ids are meant to be unique, but Harbor's own golden files normalise them: the stem keeps ids apart
-        record_id = session if isinstance(session, str) and session else item.index if not at else at.rstrip(".")
+        record_id = session if isinstance(session, str) and session else item.index
         meta = _meta(doc, agent)
         if copied:
             meta["copied_context_steps"] = copied

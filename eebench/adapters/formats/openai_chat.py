@@ -25,8 +25,8 @@ from eebench.pieces import Span
 MESSAGE_KEYS = ("messages", "traj", "conversation")
 # Keys that mark other formats which also embed chat messages; their own adapters read them.
 OTHER_FORMATS = (b'"responses_create_params"', b'"schema_version"', b'"conversations"',
-                 b'"trajectory_format"', b'"mini_version"', b'"minisweagent.',   # mini-swe-agent (2.x: the
-                 # first two at its end, its classes' names early)
+                 b'"trajectory_format"', b'"mini_version"', b'_type": "minisweagent.', b'_type":"minisweagent.',
+                 # mini-swe-agent (2.x: the first two at its end, its config's classes early)
                  b'"samples"', b'"spans"', b'"dotted_order"', b'"history"', b'"eebench"', b'"message_pool"',
                  b'"tool_call_metadata"', b'"extras"',   # OpenHands event streams
                  b'"output_text"', b'"object": "response"', b'"object":"response"')   # Responses-API objects

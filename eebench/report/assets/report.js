@@ -31,10 +31,12 @@
     return v.toFixed(digits === undefined ? 3 : digits);
   }
   function label(v) { return v === null || v === undefined ? "\u2013" : String(v); }
-  // a name drawn in a figure: shortened in the middle past 32 characters (the plots' rule), whole in its tooltip
+  // a name drawn in a figure: shortened in the middle past DATA.label_chars characters (the plots' rule, by code
+  // point: an emoji is not cut in two), whole in its tooltip
   function short(v) {
-    const s = label(v);
-    return s.length <= 32 ? s : s.slice(0, 15) + "\u2026" + s.slice(s.length - 16);
+    const chars = Array.from(label(v)), n = DATA.label_chars, head = Math.floor((n - 1) / 2);
+    return chars.length <= n ? chars.join("") :
+      chars.slice(0, head).join("") + "\u2026" + chars.slice(chars.length - (n - 1 - head)).join("");
   }
   function section(id, title, help) {
     const s = el("section", {id: id});
