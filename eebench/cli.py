@@ -22,7 +22,7 @@ from typing import Any, NoReturn
 import click
 
 from eebench import __version__
-from eebench.errors import EebenchError, InputError, did_you_mean, message_line, near_path, quote
+from eebench.errors import EebenchError, InputError, Problem, did_you_mean, message_line, near_path, quote
 from eebench.interrupts import interrupt_on_signals
 from eebench.prompts import VARIANTS as PROMPT_VARIANTS
 
@@ -107,6 +107,7 @@ class _Group(click.Group):
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         if not standalone_mode:
             return super().main(*args, standalone_mode=False, **kwargs)
+        _FROM_ENV.clear()
         with _terminated_as_exit():
             return self._main(*args, **kwargs)
 
@@ -140,7 +141,7 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except InputError as exc:
-            _echo_problems("error", exc.problems)
+            _echo_problems("error", [_with_variables(p) for p in exc.problems])
             ctx.exit(2)
         except EebenchError as exc:
             click.echo(message_line(f"error: {exc}"), err=True)
@@ -176,6 +177,8 @@ class _Group(click.Group):
         for param in cmd.params:
             if isinstance(param, click.Option) and param.envvar is None:
                 param.envvar = option_envvar(name or cmd.name or "", param)
+            if isinstance(param, click.Option):
+                param.handle_parse_result = _noting_the_variable(param)   # type: ignore[method-assign]
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
         try:
@@ -186,6 +189,33 @@ class _Group(click.Group):
                 raise click.UsageError(f"no command {args[0]!r}{did_you_mean(args[0], self.commands)}; "
                                        "see `eebench --help`", ctx) from None
             raise exc
+
+
+# The options of the running command whose values came from environment variables: the variable of each (by its
+# option's flag), so that a problem naming the option names the variable too (the user typed no option)
+_FROM_ENV: dict[str, str] = {}
+
+
+def _noting_the_variable(param: click.Option) -> Callable[..., Any]:
+    parse = param.handle_parse_result
+
+    def handle_parse_result(ctx: click.Context, opts: Any, args: list[str]) -> Any:
+        result = parse(ctx, opts, args)
+        if param.name and ctx.get_parameter_source(param.name) is click.core.ParameterSource.ENVIRONMENT:
+            _FROM_ENV[max(param.opts, key=len)] = str(param.envvar)
+        return result
+    return handle_parse_result
+
+
+def _with_variables(problem: Problem | str) -> Problem | str:
+    """A problem whose message names an option an environment variable set, saying which variable."""
+    message = problem.message if isinstance(problem, Problem) else problem
+    named = [f"{flag} came from {var}" for flag, var in _FROM_ENV.items()
+             if re.search(rf"{re.escape(flag)}(?![\w-])", message)]
+    if not named:
+        return problem
+    message = f"{message} ({'; '.join(named)})"
+    return problem._replace(message=message) if isinstance(problem, Problem) else message
 
 
 def _name_the_variable(exc: click.UsageError) -> None:

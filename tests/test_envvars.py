@@ -127,3 +127,18 @@ def test_a_bad_value_from_a_variable_names_the_variable(cli, tmp_path: Path) -> 
     assert given.stderr.startswith("error: Invalid value for '--format' (from EEBENCH_QUERY_FORMAT): 'xml' is not ")
     typed = run(cli, {}, "query", "SELECT 1", "--db", db, "--format", "xml", code=2)
     assert typed.stderr.startswith("error: Invalid value for '--format': 'xml' is not ")
+
+
+def test_a_problem_with_an_option_a_variable_set_names_the_variable(cli, tmp_path: Path) -> None:
+    """The user typed no option: `--seed and --seeds: give one of them` named only options."""
+    refused = run(cli, {"EEBENCH_PLAY_SEEDS": "0-1"}, "play", "low-small", "--agent", "random", "--seed", "2",
+                  "--out", tmp_path / "p.jsonl", code=2)
+    assert refused.stderr == ("error: --seed and --seeds: give one of them (--seed N is --seeds N) (--seeds came from "
+                              "EEBENCH_PLAY_SEEDS)\n")
+    moves = tmp_path / "moves.json"
+    moves.write_text('["up", "down"]')
+    refused = run(cli, {"EEBENCH_CONVERT_FROM": "nope"}, "convert", moves, "--out", tmp_path / "o.jsonl", code=2)
+    assert refused.stderr.endswith("(--from came from EEBENCH_CONVERT_FROM)\n")
+    refused = run(cli, {}, "play", "low-small", "--agent", "random", "--seed", "2", "--seeds", "0-1",
+                  "--out", tmp_path / "p.jsonl", code=2)
+    assert "came from" not in refused.stderr   # (typed: no variable to name, none left from the run before)
