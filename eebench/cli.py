@@ -197,6 +197,7 @@ _FROM_ENV: dict[str, str] = {}
 
 
 def _noting_the_variable(param: click.Option) -> Callable[..., Any]:
+    """The option's handle_parse_result, which also notes in _FROM_ENV when the value came from its variable."""
     parse = param.handle_parse_result
 
     def handle_parse_result(ctx: click.Context, opts: Any, args: list[str]) -> Any:
