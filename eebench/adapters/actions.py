@@ -296,7 +296,7 @@ class ActionReader:
         return self._read_call(name, arguments)
 
     def _read_call(self, name: str, arguments: Mapping[str, Any] | str | None) -> str | None:
-        arguments = _decoded(arguments)
+        arguments = decoded_arguments(arguments)
         if self.vocabulary == "text":
             return render_call(name, arguments)
         word = self._word
@@ -319,7 +319,7 @@ _CACHED_TEXT = 200
 _CACHED_ENTRIES = 1 << 16
 
 
-def _decoded(arguments: Mapping[str, Any] | str | None) -> Mapping[str, Any] | str | None:
+def decoded_arguments(arguments: Mapping[str, Any] | str | None) -> Mapping[str, Any] | str | None:
     """A call's arguments as a mapping when an API sent them JSON-encoded (`'{"direction": "up"}'`)."""
     if not isinstance(arguments, str):
         return arguments
@@ -335,7 +335,7 @@ def render_call(name: str, arguments: Mapping[str, Any] | str | None, *, verbati
     """A tool call as text: `bash({"command": "ls"})`. As an action, in one form whatever the log's encoding (keys
     sorted); `verbatim` (for `raw`) keeps JSON-encoded arguments exactly as the model wrote them."""
     if not verbatim:
-        arguments = _decoded(arguments)
+        arguments = decoded_arguments(arguments)
     if arguments is None or arguments == {} or arguments == "":
         return f"{name}()"
     if isinstance(arguments, str):

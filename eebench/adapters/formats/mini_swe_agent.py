@@ -19,12 +19,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from eebench.adapters.actions import render_call
+from eebench.adapters.actions import decoded_arguments, render_call
 from eebench.adapters.base import (HEAD_BYTES, Adapter, Episode, LoggedStep, bad_record, dig, iso_utc, listed,
                                   number, text_of)
 from eebench.adapters.chat import call_parts, message_problem, usage_of, usage_problem
 from eebench.adapters.records import document_episode, head_value, object_with_list
-from eebench.documents import json_type, loads_json
+from eebench.documents import json_type
 from eebench.errors import InputError
 
 # mini-swe-agent's own rule: the action is the one ```bash block; none or several is a format error
@@ -135,10 +135,6 @@ def _command(arguments: Any) -> str | None:
     """The shell command of a 2.x `bash` tool call (`{"command": "ls"}`, JSON-encoded or not); None when the call
     holds none (mini-swe-agent answers such a call with a format error, as it does a text without one bash
     block)."""
-    if isinstance(arguments, str):
-        try:
-            arguments = loads_json(arguments)
-        except ValueError:
-            return None
+    arguments = decoded_arguments(arguments)
     command = arguments.get("command") if isinstance(arguments, Mapping) else None
     return command if isinstance(command, str) else None
