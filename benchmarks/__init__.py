@@ -46,7 +46,7 @@ def peak_rss_of(code: str, children: int = 0) -> float:
 
 def peak_and_file_rss_of(code: str, children: int = 0) -> tuple[float, float]:
     """peak_rss_of, and the process's file-backed resident memory (MB) when `code` has run: the shared libraries'
-    pages it mapped (LLVM's, DuckDB's), which vary with the system's page cache, not with eebench (README: "Memory
+    pages it mapped (LLVM's, DuckDB's), which vary with the system's page cache, not with eebench (docs/performance.md: "Memory
     bounded by steps"); the rest of the peak is the process's own memory."""
     # VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec, so a child would report its parent's peak
     report = ("; import resource; status = {line.split(':')[0]: int(line.split()[1]) for line in "

@@ -406,7 +406,7 @@ _KEY = Column("trajectory_key", "BIGINT NOT NULL", "Staging only: the row's posi
 # the machine's memory) and the work done again, so a valid run never fails for the cap's sake. At 24 MB the two
 # writer lanes' commits ran out of it together in a third to a half of 5M-step grades, and the recovery's higher
 # cap took their peak past 300 MB; at 32 MB none did in 8 (peaks 285-290 MB; 278-291 MB at 24 MB otherwise).
-MEMORY_LIMIT_MB = 32  # (with numba loaded for a large run, a grade stays under 300 MB: see README, Performance)
+MEMORY_LIMIT_MB = 32  # (with numba loaded for a large run, a grade stays under 300 MB: see docs/performance.md)
 MEMORY_SHARE = 0.8   # of the machine's memory: the highest cap a run may raise DuckDB's to
 CAP_GROWTH = 4       # the factor a cap is raised by when work does not fit it (see _Memory)
 # An automatic checkpoint of the run's file keeps the metadata of every row group pinned, so the memory it needs

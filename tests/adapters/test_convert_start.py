@@ -1,4 +1,4 @@
-"""What `eebench convert` imports: a start that pays only for what converting uses (README, "Start-up")."""
+"""What `eebench convert` imports: a start that pays only for what converting uses (docs/performance.md, "Start-up")."""
 
 from __future__ import annotations
 

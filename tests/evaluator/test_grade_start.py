@@ -1,4 +1,4 @@
-"""What a short `eebench grade` imports: a start that pays only for what grading a few steps uses (README, "A short
+"""What a short `eebench grade` imports: a start that pays only for what grading a few steps uses (docs/performance.md, "A short
 start and a short end")."""
 
 from __future__ import annotations
