@@ -675,6 +675,12 @@ def found(value: Any) -> str:
     return f"found {json_type(value)}" + ("" if value is None else f" {_short(value)}")
 
 
+def enum_problem(value: Any, options: list[Any]) -> str:
+    """Why `value` is none of a schema's `enum` options, with the close one if any."""
+    words = [v if isinstance(v, str) else json.dumps(v) for v in options]   # (null, not Python's None)
+    return f"expected one of {', '.join(words)}, found {_short(value)}{did_you_mean(str(value), words)}"
+
+
 def scalar_problem(value: Any, rule: dict[str, Any]) -> str | None:
     """Why `value` breaks a schema fragment of `type`, `minimum` and `maximum`, in schema_problems' words, or
     None: for a hot path that checks one field of many records without running the whole schema."""
@@ -713,9 +719,7 @@ def _explain(error: jsonschema.ValidationError) -> list[tuple[str, str]]:
     if kind == "const":
         return [(here, f"expected {_short(value)}, found {_short(instance)}")]
     if kind == "enum":
-        words = [v if isinstance(v, str) else json.dumps(v) for v in value]   # (null, not Python's None)
-        return [(here, f"expected one of {', '.join(words)}, found {_short(instance)}"
-                       f"{did_you_mean(str(instance), words)}")]
+        return [(here, enum_problem(instance, value))]
     if kind in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
         sign = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}[kind]
         return [(here, f"expected a number {sign} {value}, found {_short(instance)}")]

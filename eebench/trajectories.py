@@ -24,6 +24,7 @@ from eebench.documents import (
     JsonLimitError,
     decode_utf8,
     document_kind,
+    enum_problem,
     json_problem,
     json_type,
     loads_json,
@@ -200,6 +201,9 @@ def check_trajectory(record: Record) -> dict[str, Any]:
     for name, expected in _NOT_NULL.items():   # read by the grader: given, the schema allows no null (validate)
         if name in doc and doc[name] is None:
             raise fail(name, f"expected {expected}, found null")
+    env = doc.get("env")
+    if env is not None and (type(env) is not str or env not in _env_rule()["enum"]):   # before any --bench lookup
+        raise fail("env", enum_problem(env, _env_rule()["enum"]))
     sha = doc.get("instance_sha256")
     if sha is not None and (not isinstance(sha, str) or not _SHA256.fullmatch(sha)):   # (as the schema's pattern)
         raise fail("instance_sha256", f"expected {_NOT_NULL['instance_sha256']}, found {quoted(sha)}")
@@ -245,6 +249,14 @@ def iter_trajectories(path: Path | str) -> Iterator[tuple[Record, dict[str, Any]
 
 
 USAGE_FIELDS = ("tokens_in", "tokens_out", "latency_ms")
+
+
+@functools.cache
+def _env_rule() -> dict[str, Any]:
+    """The trajectory schema's rule of `env` (its enum of world kinds)."""
+    from eebench.documents import load_schema
+
+    return load_schema("trajectory")["properties"]["env"]
 
 
 @functools.cache

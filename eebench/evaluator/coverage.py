@@ -16,6 +16,7 @@ beginning of each rooms episode) is one visit before the first step; a logged tr
 from __future__ import annotations
 
 import functools
+import graphlib
 from collections.abc import Hashable, Sequence
 from itertools import chain, groupby
 from typing import Any, NamedTuple
@@ -92,7 +93,7 @@ def _plan(sets: Sequence[CheckpointSet], states: dict[str, Hashable] | None,
     by_field: dict[str, list[tuple[int, Any]]] = {}
     achieved: dict[int, list[int]] = {}
     balls: dict[str, list[int]] = {}
-    alls: list[tuple[int, tuple[int, ...]]] = []
+    named_alls: list[tuple[int, tuple[str, ...]]] = []
     reader = next((s.state for s in sets if s.state is not None), None)
 
     def add(cid: str) -> int:
@@ -107,9 +108,7 @@ def _plan(sets: Sequence[CheckpointSet], states: dict[str, Hashable] | None,
         for checkpoint in checkpoint_set.checkpoints:
             i = add(checkpoint.id)
             if checkpoint.all is not None:
-                members = tuple(index.get(m, -1) for m in checkpoint.all)  # members come first in a set
-                if -1 not in members:  # a rule's id this instance lacks: never hit
-                    alls.append((i, members))
+                named_alls.append((i, checkpoint.all))
             elif checkpoint.state is not None:
                 if states is None:
                     by_state.setdefault(checkpoint.state, []).append(i)
@@ -125,9 +124,25 @@ def _plan(sets: Sequence[CheckpointSet], states: dict[str, Hashable] | None,
             else:
                 field = checkpoint.field.value  # type: ignore[union-attr]
                 by_field.setdefault(field, []).append((i, checkpoint.regex))
+    alls = [(i, tuple(index.get(m, -1) for m in members)) for i, members in named_alls]
+    alls = [(i, members) for i, members in alls if -1 not in members]  # a rule's id this instance lacks: never hit
     return Plan(tuple(index), {k: tuple(v) for k, v in by_state.items()}, tuple(state_regex),
                 tuple((f, tuple(v)) for f, v in by_field.items()), {k: tuple(v) for k, v in achieved.items()},
-                {k: tuple(v) for k, v in balls.items()}, tuple(alls), reader, seen)
+                {k: tuple(v) for k, v in balls.items()}, _members_first(alls), reader, seen)
+
+
+def _members_first(alls: list[tuple[int, tuple[int, ...]]]) -> tuple[tuple[int, tuple[int, ...]], ...]:
+    """The `all`s in an order that evaluates each after every `all` defining one of its members, so one pass
+    gives each its first hit. An id defined in several sets is one checkpoint, so an `all` of one set may need
+    an `all` of a later set, even in a cycle across sets: then the pass is repeated once per `all` (an `all` can
+    only bring a hit earlier, from a member hit by another definition, and that runs through at most every `all`
+    once; NEVER, where only the cycle would justify a hit, stays NEVER)."""
+    needs = {i: set(members) for i, members in alls}
+    try:
+        order = {i: k for k, i in enumerate(graphlib.TopologicalSorter(needs).static_order())}
+    except graphlib.CycleError:
+        return tuple(alls) * len(alls)
+    return tuple(sorted(alls, key=lambda entry: order[entry[0]]))
 
 
 class GridTables:
@@ -649,6 +664,8 @@ def _logged(plan: Plan, steps: list[dict[str, Any]], trajectory: Trajectory) -> 
     states: list[str | None] = []
     state: str | None = None
     for i, step in enumerate(steps):
+        if "episode" in step:   # not read in a logged world, but refused where validate refuses it
+            _check_episode(step["episode"], i, trajectory)
         own = step.get("state")
         if isinstance(own, str):
             state = own

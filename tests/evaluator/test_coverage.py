@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eebench.checkpoints import CheckpointLibrary, load_checkpoints
+from eebench.errors import InputError
 from eebench.evaluator import park
 from eebench.evaluator.coverage import FAMILY, NEVER, Coverage, LoggedInstance, _compiled_groups, _PendingGrid
 from eebench.evaluator.families import Coded, FamilyColumns, Trajectory, families_for
@@ -368,3 +369,62 @@ def test_field_hits_are_each_checkpoints_first_step_whose_field_a_regex_finds(da
             hits = list(start)
             _field_hits(plan, steps, hits)
             assert hits == expected
+
+
+def test_an_all_sees_every_sets_definitions_of_its_members(tmp_path: Path) -> None:
+    # one id defined by several sets is one checkpoint (hit by the first definition that holds), so an `all` of
+    # it waits for that, whichever set defines what and in whichever order the sets come
+    steps = [{"action": "a", "observation": text} for text in ("early", "mid", "late")]
+    later_all = """
+  - instances: ["*"]
+    checkpoints:
+      - {id: y, field: observation, regex: late}
+      - {id: x, all: [y]}
+  - instances: ["*"]
+    checkpoints:
+      - {id: z, field: observation, regex: early}
+      - {id: y, all: [z]}
+"""
+    (run,), _ = grade(checkpoints(tmp_path, later_all), LoggedInstance("g/a"), steps)
+    assert hits(run) == {"y": 1, "x": 1, "z": 1}
+    later_member = """
+  - instances: ["*"]
+    rules: [room_visited]
+    checkpoints:
+      - {id: k, field: observation, regex: early}
+      - {id: both, all: ["room:hall", k]}
+  - instances: ["*"]
+    checkpoints:
+      - {id: "room:hall", field: observation, regex: mid}
+"""
+    (run,), _ = grade(checkpoints(tmp_path, later_member), LoggedInstance("g/a"), steps)
+    assert hits(run) == {"k": 1, "both": 2, "room:hall": 2}
+
+
+def test_an_all_in_a_cycle_across_sets_holds_only_by_another_definition(tmp_path: Path) -> None:
+    # x needs y and y needs x: neither is hit by the other alone (no step justifies it), but y's own regex does
+    steps = [{"action": "a", "observation": text} for text in ("early", "mid", "late")]
+    cycle = """
+  - instances: ["*"]
+    checkpoints:
+      - {id: y, field: observation, regex: never}
+      - {id: x, all: [y]}
+  - instances: ["*"]
+    checkpoints:
+      - {id: x, field: observation, regex: never}
+      - {id: y, all: [x]}
+"""
+    (run,), _ = grade(checkpoints(tmp_path, cycle), LoggedInstance("g/a"), steps)
+    assert hits(run) == {"y": None, "x": None}
+    (run,), _ = grade(checkpoints(tmp_path, cycle.replace("regex: never}\n      - {id: x", "regex: mid}\n      - {id: x", 1)),
+                      LoggedInstance("g/a"), steps)
+    assert hits(run) == {"y": 2, "x": 2}
+
+
+@pytest.mark.parametrize("episode", ["two", -1, [1], 1.5])
+def test_a_logged_steps_episode_is_refused_where_validate_refuses_it(episode: Any) -> None:
+    # a logged world does not read episodes, but a bad one is refused as in every other world (and by validate)
+    with pytest.raises(InputError) as caught:
+        grade(CheckpointLibrary(), LoggedInstance("x"), [{"action": "a", "episode": 0},
+                                                          {"action": "b", "episode": episode}])
+    assert caught.value.problems[0].field == "steps[1].episode"

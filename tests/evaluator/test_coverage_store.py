@@ -271,3 +271,13 @@ def test_grid_dag_ignores_a_step_episode_but_refuses_what_validate_refuses(cli: 
     doc["steps"][1]["episode"] = 3   # an index: ignored
     cli("grade", write_jsonl(runs, [doc]), "--bench", bench, "--db", tmp_path / "r.duckdb")
     assert rows(tmp_path / "r.duckdb", "SELECT count(*) FROM steps") == [(len(SOLVE),)]
+
+
+def test_a_mistyped_env_is_named_before_any_instance_is_looked_up(cli: Any, tmp_path: Path) -> None:
+    # "logd" is not refused as an instance that needs --bench (or one missing from it): its env is what is wrong
+    bad = write_jsonl(tmp_path / "bad.jsonl", [logged("a", ["Kitchen"]), {**logged("b", ["Hall"]), "env": "logd"}])
+    db = tmp_path / "r.duckdb"
+    result = cli("grade", bad, "--db", db, code=2)
+    assert result.stderr == (f"error: {bad}:2: env: expected one of grid_dag, rooms, logged, found \"logd\" "
+                             "(did you mean 'logged'?)\n")
+    assert not db.exists()
