@@ -2,7 +2,8 @@
 
 The rules stay in the worlds (`world.grid_dag.GridDagEnv`); this module only translates: integer actions to move
 words, the world's observation dict to a fixed Gymnasium space, and `render_mode="ansi"` to the text the LLM
-agent reads. The full observation dict is in `info["observation"]` at every step.
+agent reads. The full observation dict is in `info["observation"]` at every step (GridDag-v0: `node` is {} off a
+node rather than None, so that vector envs can merge the infos).
 
     import gymnasium, eebench, eebench.gym
     env = gymnasium.make("eebench/GridDag-v0", instance=eebench.load("park2026-main/low-small/seed-0"))
@@ -47,7 +48,11 @@ class _WorldEnv(gymnasium.Env):
         word = self.action_word(action)
         observation, reward, terminated, truncated, info = self._env.step(word)
         self._last = observation
-        return self._encode(observation), reward, terminated, truncated, {**info, "observation": observation}
+        return self._encode(observation), reward, terminated, truncated, self._info(info, observation)
+
+    def _info(self, info: dict[str, Any], observation: dict[str, Any]) -> dict[str, Any]:
+        """The world's info, and its observation dict under `observation`."""
+        return {**info, "observation": observation}
 
     def _index(self, action: Any) -> int:
         """An index of the action space; ValueError otherwise (-1 would count from the end, 1.7 be cut to 1)."""
@@ -100,7 +105,14 @@ class GridDag(_WorldEnv):
         super().reset(seed=seed)
         observation, info = self._env.reset(seed=seed, options=options)
         self._last = observation
-        return self._encode(observation), {**info, "observation": observation}
+        return self._encode(observation), self._info(info, observation)
+
+    def _info(self, info: dict[str, Any], observation: dict[str, Any]) -> dict[str, Any]:
+        """As the world's, but `node` is {} off a node, not None: Gymnasium's vector envs merge the envs' infos
+        key by key, into a dict's keys, and cannot merge a None of one env with a dict of another."""
+        if observation["node"] is None:
+            observation = {**observation, "node": {}}
+        return {**info, "observation": observation}
 
     def action_word(self, action: int | np.integer | str) -> str:
         """The move word of an action index (a word is kept as it is)."""
@@ -161,12 +173,19 @@ class Rooms(_WorldEnv):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[dict[str, Any], dict[str, Any]]:
         super().reset(seed=seed)
+        observation, info = self._env.reset(seed=seed, options=self._reset_options(seed, options))
+        self._last = observation
+        return self._encode(observation), self._info(info, observation)
+
+    def episode_to_start(self, seed: int | None = None, options: dict[str, Any] | None = None) -> int:
+        """The episode `reset(seed=seed, options=options)` starts; EebenchError for one the instance lacks."""
+        return self._env.episode_to_start(self._reset_options(seed, options))
+
+    def _reset_options(self, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
         options = dict(options or {})
         if "episode" not in options and (seed is not None or self._env.next_episode >= self.instance.episodes):
-            options["episode"] = 0
-        observation, info = self._env.reset(seed=seed, options=options)
-        self._last = observation
-        return self._encode(observation), {**info, "observation": observation}
+            options["episode"] = 0   # a seed, or a reset after the last episode, starts the run over
+        return options
 
     def action_word(self, action: int | np.integer | str) -> str:
         """The action text of an action index, `<name> door` or `<name> ball` (text is kept as it is)."""
@@ -200,13 +219,14 @@ class ScoredReward(gymnasium.RewardWrapper):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[Any, dict[str, Any]]:
-        observation, info = super().reset(seed=seed, options=options)
-        episode = info.get("episode", 0)
-        if episode == 0:
-            self.scorer.reset()
-        elif getattr(self.scorer, "next_episode", None) != episode:
+        starts = getattr(self.env.unwrapped, "episode_to_start", None)
+        episode = starts(seed, options) if starts is not None else 0   # grid_dag: every episode is a run
+        if episode != 0 and getattr(self.scorer, "next_episode", None) != episode:  # refused before the env moves
             raise EebenchError(f"ScoredReward scores a run episode after episode: episode {episode} follows an "
                                "episode that has not ended; reset to episode 0 to start over")
+        observation, info = super().reset(seed=seed, options=options)
+        if episode == 0:
+            self.scorer.reset()
         return observation, info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:

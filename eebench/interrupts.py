@@ -65,3 +65,42 @@ def interrupt_on_signals() -> Iterator[None]:
         writer.close()
         watcher.join(timeout=1)
         reader.close()
+
+
+class CommitGate:
+    """Stops that come once a change is committed: noted, not acted on.
+
+    While the gate's block runs (main thread), SIGINT and SIGTERM act as before until `close()`, called just before
+    the statement or rename that commits; from then on they are noted in `late`. A stop that came during a commit
+    would otherwise end the command as failed ("Aborted!") with its results written all the same: DuckDB finishes
+    a COMMIT it has begun, and a rename is done or not. Elsewhere than the main thread nothing changes.
+    """
+
+    def __init__(self) -> None:
+        self.closed = False
+        self.late: list[int] = []
+        self._previous: dict[int, Any] = {}
+
+    def close(self) -> None:
+        self.closed = True
+
+    def __enter__(self) -> CommitGate:
+        if threading.current_thread() is threading.main_thread() and \
+                all(signal.getsignal(signum) is not None for signum in STOPPING):  # (None: set outside Python)
+            self._previous = {signum: signal.signal(signum, self._stop) for signum in STOPPING}
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+    def _stop(self, signum: int, frame: Any) -> None:
+        if self.closed:
+            self.late.append(signum)
+            return
+        previous = self._previous[signum]
+        if callable(previous):
+            previous(signum, frame)
+        elif previous == signal.SIG_DFL:   # as the process would have ended without us
+            signal.signal(signum, signal.SIG_DFL)
+            signal.raise_signal(signum)

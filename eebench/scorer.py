@@ -79,7 +79,8 @@ class StepRecord(NamedTuple):
 class Scorer(abc.ABC):
     """`Scorer(instance)` makes the scorer of the instance's world kind (`GridDagScorer`, `RoomsScorer`)."""
 
-    def __new__(cls, instance: Any, *args: Any, **kwargs: Any) -> Scorer:
+    def __new__(cls, instance: Any = None, *args: Any, **kwargs: Any) -> Scorer:
+        # (a world's scorer class is made without arguments too: a copy or an unpickled one, which sets its state)
         if cls is Scorer:
             from eebench.world.kinds import kind_of  # one kind at a time: grid_dag never imports the rooms world
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import gc
+import signal
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
@@ -31,6 +32,7 @@ from eebench.evaluator.families import (MetricFamily, StepColumns, StepWindows, 
                                         metric_version)
 from eebench.evaluator.store import TRAJECTORY_COLUMNS, Batch, Replaced, ResultStore, quick_switches
 from eebench.instances import Bench, InstanceLibrary, check_trajectory_env
+from eebench.interrupts import CommitGate
 from eebench.long_lines import StepList
 from eebench.pieces import resolve_workers
 from eebench.trajectories import (AGENT_LABELS, EMPTY_EXPECTED, USAGE_FIELDS, Record, check_trajectory,
@@ -50,16 +52,21 @@ class GradeReport:
     skipped: list[Problem] = field(default_factory=list)
     seconds: float = 0.0
     replaced: Replaced = Replaced()   # earlier grades of the same trajectory ids, now replaced
+    late_stops: list[str] = field(default_factory=list)   # signals that came once the commit had begun
 
     def notes(self) -> str:
-        """What the summary line adds after the counts: replaced grades, and bundles they lose."""
+        """What the summary line adds after the counts: replaced grades, bundles they lose, a late stop."""
         replaced = self.replaced
         text = f"; replaced the earlier grades of {replaced.trajectories} trajectory ids" \
             if replaced.trajectories else ""
         if replaced.unbundled:
             text += (f" ({replaced.unbundled} of them graded against bundle {', '.join(replaced.bundles)}, now "
                      "against a plain folder: their bench_name, bench_version and bench_digest are NULL)")
-        return text + (f"; skipped {len(self.skipped)}" if self.skipped else "")
+        text += f"; skipped {len(self.skipped)}" if self.skipped else ""
+        if self.late_stops:
+            text += (f"; {' and '.join(self.late_stops)} came during the commit, too late to stop it: these results "
+                     "are written")
+        return text
     coverage_notes: list[str] = field(default_factory=list)   # sets that matched nothing, checkpoints never hit
 
 
@@ -410,7 +417,9 @@ def grade_files(files: Sequence[Path], bench: Bench | None, db: Path, *, skip_in
             if not report.trajectories:  # one rule with convert: a run that graded nothing is a mistake
                 raise InputError([*report.skipped, NOTHING_GRADED])
             report.coverage_notes = _coverage_notes(store, checkpoints)
-            report.replaced = store.commit()
+            with CommitGate() as gate:
+                report.replaced = store.commit(gate)
+            report.late_stops = [signal.Signals(signum).name for signum in gate.late]
         except BaseException:
             store.abort()
             raise

@@ -36,7 +36,7 @@ from eebench.documents import atomic_directory, special_file
 from eebench.errors import EebenchError, InputError, did_you_mean, near_path
 from eebench.evaluator.families import Coded, StepColumns, StepWindows, concatenated, registered, step_rows
 from eebench.evaluator.park import EXPLOIT_CASES, EXPLORE_CASES, METRIC_VERSION
-from eebench.interrupts import interruptible
+from eebench.interrupts import CommitGate, interruptible
 
 if TYPE_CHECKING:
     import pyarrow as pa  # only grading workers' parts are Arrow: a one-process grade does not import it
@@ -1208,9 +1208,10 @@ class ResultStore:
     def staged_trajectories(self) -> int:
         return self._staged("SELECT count(*) FROM trajectories")[0][0]
 
-    def commit(self) -> Replaced:
+    def commit(self, gate: CommitGate | None = None) -> Replaced:
         """Make the staged rows the results (a new file), or add them to the results file in one transaction,
-        replacing re-graded ids (what was replaced is returned)."""
+        replacing re-graded ids (what was replaced is returned). `gate` is closed just before the commit."""
+        self._commit_gate = gate or CommitGate()
         try:
             with self._failures():
                 self._flush()
@@ -1252,6 +1253,7 @@ class ResultStore:
 
     def _claim(self) -> bool:
         """Put the finished run's file in place as the results file, unless one appeared meanwhile."""
+        self._commit_gate.close()
         try:
             os.link(self._stage_path, self.path)  # never replaces a file (a concurrent run's results)
         except FileExistsError:
@@ -1309,7 +1311,7 @@ class ResultStore:
         its trajectory ids. Done again (after a commit that ran out of memory, perhaps in the checkpoint after it,
         when it held), it replaces any of the run's own rows by the same rows, and the first attempt's count of
         what was replaced stands (`first`)."""
-        with _transaction(con):
+        with _transaction(con, before_commit=self._commit_gate.close):
             _upgrade(con)
             con.execute(_ddl("meta", META_COLUMNS))
             con.execute(f"CREATE SCHEMA IF NOT EXISTS {STORAGE}")
@@ -1432,11 +1434,14 @@ def _upgrade(con: duckdb.DuckDBPyConnection) -> None:
 
 
 @contextlib.contextmanager
-def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+def _transaction(con: duckdb.DuckDBPyConnection, before_commit: Callable[[], None] | None = None
+                 ) -> Iterator[None]:
     """BEGIN ... COMMIT, or ROLLBACK when the block raises."""
     con.execute("BEGIN TRANSACTION")
     try:
         yield
+        if before_commit is not None:
+            before_commit()
         con.execute("COMMIT")
     except BaseException:
         with contextlib.suppress(duckdb.Error):

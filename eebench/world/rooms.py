@@ -383,6 +383,14 @@ class RoomsEnv:
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict]:
         """Start the next episode (or `options["episode"]`). The world has no randomness: `seed` is accepted only."""
         del seed
+        episode = self.episode_to_start(options)
+        self.state = self.world.initial_state(episode)
+        self.next_episode = episode + 1
+        return self.world.observe(self.state), {"episode": episode}
+
+    def episode_to_start(self, options: dict[str, Any] | None) -> int:
+        """The episode `reset(options=options)` starts: `options["episode"]` or the next one; EebenchError for
+        one the instance does not have."""
         episode = (options or {}).get("episode", self.next_episode)
         total = self.world.instance.episodes
         if isinstance(episode, bool) or not hasattr(episode, "__index__"):   # (a NumPy integer is one)
@@ -390,9 +398,7 @@ class RoomsEnv:
         episode = operator.index(episode)
         if not 0 <= episode < total:
             raise EebenchError(f"episode {episode} does not exist: the instance has {total} episodes (0 to {total - 1})")
-        self.state = self.world.initial_state(episode)
-        self.next_episode = episode + 1
-        return self.world.observe(self.state), {"episode": episode}
+        return episode
 
     def step(self, action: str | None) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         if self.state is None or self.state.over:

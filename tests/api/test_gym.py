@@ -30,13 +30,14 @@ def test_steps_follow_the_world(instance) -> None:
     rng = np.random.default_rng(0)
     obs, info = env.reset(seed=0)
     raw, _ = world_env.reset()
-    assert info["observation"] == raw and env.render() == render_observation(raw) + "\n"
+    assert info["observation"] == {**raw, "node": {}} and env.render() == render_observation(raw) + "\n"
     assert obs["position"].tolist() == raw["position"] and obs in env.observation_space
     for _ in range(instance.budget):
         action = int(rng.integers(4))
         obs, reward, terminated, truncated, info = env.step(action)
         expected = world_env.step(ACTIONS[action])
-        assert (info["observation"], reward, terminated, truncated) == (expected[0], *expected[1:4])
+        assert (info["observation"], reward, terminated, truncated) == (
+            {**expected[0], "node": expected[0]["node"] or {}}, *expected[1:4])
         assert obs in env.observation_space
         assert obs["moves"].tolist() == [int(a in expected[0]["moves"]) for a in ACTIONS]
         assert env.render().startswith(f"You moved {ACTIONS[action]}" if expected[4]["valid"]
@@ -181,3 +182,27 @@ def test_rooms_reset_takes_an_episode_index_only() -> None:
     for episode in (1.5, True, "1", None):
         with pytest.raises(EebenchError, match=r"expected an episode index, 0 to 1$"):
             env.reset(options={"episode": episode})
+
+
+@pytest.mark.parametrize("env_id", ["eebench/GridDag-v0", "eebench/Rooms-v0"])
+def test_vector_envs_merge_the_infos(env_id: str, instance, rooms_instance) -> None:
+    # Gymnasium merges the envs' infos key by key, into a nested dict's keys: a key that is None in one env and a
+    # dict in another (a node on one agent's cell only) broke every vector env within a few steps
+    chosen = instance if env_id.endswith("GridDag-v0") else rooms_instance
+    envs = gymnasium.vector.SyncVectorEnv([lambda: gymnasium.make(env_id, instance=chosen)] * 2)
+    rng = np.random.default_rng(0)
+    envs.reset(seed=0)
+    on_node = 0
+    for _ in range(300):
+        _, _, _, _, info = envs.step(rng.integers(envs.single_action_space.n, size=2))
+        if env_id.endswith("GridDag-v0"):
+            on_node += int(info["observation"]["_node"].all() and "id" in info["observation"]["node"])
+    envs.close()
+    assert env_id.endswith("Rooms-v0") or on_node > 0   # the case that broke: a node on some agent's cell
+
+
+def test_off_a_node_the_info_observation_has_an_empty_node(instance) -> None:
+    env = gymnasium.make("eebench/GridDag-v0", instance=instance)
+    _, info = env.reset(seed=0)
+    raw, _ = GridDagEnv(instance).reset()
+    assert raw["node"] is None and info["observation"] == {**raw, "node": {}}

@@ -172,3 +172,19 @@ def test_steps_returns_and_ends() -> None:
     assert scorer.done and scorer.next_episode == 2
     scorer.reset()
     assert scorer.step("red door").room == "b"
+
+
+@pytest.mark.parametrize("reset", [{}, {"options": {"episode": 2}}], ids=["next", "skip"])
+def test_a_refused_reset_leaves_env_and_scorer_in_step(instance, reset: dict) -> None:
+    """A reset the wrapper refuses (the scorer's episode has not ended) is refused before the env moves on: the
+    env stays in its episode, and the next steps are scored in it (they were scored as an episode the env left)."""
+    env = eebench.gym.ScoredReward(gymnasium.make("eebench/Rooms-v0", instance=instance))
+    env.reset(seed=0)
+    env.step(0)
+    with pytest.raises(EebenchError, match="episode after episode"):
+        env.reset(**reset)
+    _, _, _, _, info = env.step(0)
+    assert info["episode"] == info["step_record"].episode == 0 and info["step_record"].t == 1   # (t from 0)
+    with pytest.raises(EebenchError, match="does not exist"):   # the env's own refusal, before anything moves
+        env.reset(options={"episode": 99})
+    assert env.step(0)[4]["step_record"].t == 2

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -129,3 +132,19 @@ def test_batch_and_play_refuse_what_is_not_lists_of_actions(call, says: str) -> 
     scorer = eebench.Scorer(make_instance(["..."], [0, 0], [("G", [2, 0], [])], "G", budget=9))
     with pytest.raises(TypeError, match=says):
         call(scorer)
+
+
+@pytest.mark.parametrize("copy_of", [lambda s: pickle.loads(pickle.dumps(s)), copy.deepcopy],
+                         ids=["pickle", "deepcopy"])
+def test_a_scorer_copied_mid_run_goes_on_as_the_original(main_suite: eebench.Instances, copy_of) -> None:
+    # Ray and multiprocessing send objects by pickle, and a copied env copies its scorer: `__new__` dispatching on
+    # the instance refused the copy's `__new__(cls)` without one
+    rooms = next(iter(eebench.load("grams2025-rooms").values()))
+    for instance, actions in ((main_suite["park2026-main/low-small/seed-0"], ["up", "left", "right", "down"] * 5),
+                              (rooms, ["x ball", "a door", "b door"] * 40)):
+        scorer = eebench.Scorer(instance)
+        for action in actions[:7]:
+            scorer.step(action)
+        twin = copy_of(scorer)
+        assert type(twin) is type(scorer)
+        assert [twin.step(a) for a in actions[7:]] == [scorer.step(a) for a in actions[7:]]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -545,3 +546,39 @@ def test_one_trajectory_has_no_duplicate_and_two_copies_are_found(tmp_path: Path
         else:
             with pytest.raises(InputError, match="trajectory id 't' was already read at"):
                 grade_files([runs], Bench(tmp_path / "bench"), results)
+
+
+@pytest.mark.parametrize("existing", [False, True], ids=["new file", "into results"])
+def test_a_stop_once_the_commit_has_begun_is_noted_not_reported_as_a_failure(bench: Path, tmp_path: Path,
+                                                                             monkeypatch, existing: bool) -> None:
+    # DuckDB finishes a COMMIT it has begun (a rename is done or not): a Ctrl-C then ended the grade as "Aborted!"
+    # with its rows written all the same
+    db = tmp_path / "r.duckdb"
+    if existing:
+        grade_files([write_jsonl(tmp_path / "a.jsonl", [trajectory("a", SOLVE)])], Bench(bench), db)
+    close = store.CommitGate.close
+
+    def close_then_stop(gate: store.CommitGate) -> None:
+        close(gate)
+        signal.raise_signal(signal.SIGINT)   # (the handler runs at once, in this thread)
+
+    monkeypatch.setattr(store.CommitGate, "close", close_then_stop)
+    report = grade_files([write_jsonl(tmp_path / "b.jsonl", [trajectory("b", SOLVE)])], Bench(bench), db)
+    assert report.late_stops == ["SIGINT"] and "SIGINT came during the commit" in report.notes()
+    assert rows(db, "SELECT trajectory_id FROM trajectories ORDER BY 1") == [("a",), ("b",)][1 - existing:]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler   # as it was
+
+
+def test_a_stop_before_the_commit_leaves_the_results_as_they_were(bench: Path, tmp_path: Path, monkeypatch) -> None:
+    db = tmp_path / "r.duckdb"
+    grade_files([write_jsonl(tmp_path / "a.jsonl", [trajectory("a", SOLVE)])], Bench(bench), db)
+    write_lookups = store.ResultStore._write_lookups
+
+    def stopped(self: store.ResultStore) -> None:
+        write_lookups(self)
+        signal.raise_signal(signal.SIGINT)
+
+    monkeypatch.setattr(store.ResultStore, "_write_lookups", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        grade_files([write_jsonl(tmp_path / "b.jsonl", [trajectory("b", SOLVE)])], Bench(bench), db)
+    assert rows(db, "SELECT trajectory_id FROM trajectories") == [("a",)]
