@@ -1423,9 +1423,9 @@ def _upgrade(con: duckdb.DuckDBPyConnection) -> None:
         joins = [f"JOIN {STORAGE}.{TRAJECTORY_IDS.table} k USING (trajectory_id)"]
         for n, words in enumerate(WORDS[table]):
             con.execute(f"INSERT INTO {STORAGE}.{words.table} SELECT row_number() OVER (ORDER BY {words.column}) - 1, "
-                        f"{words.column} FROM (SELECT DISTINCT {words.column} FROM {table} "
-                        f"WHERE {words.column} IS NOT NULL)")
-            joins.append(f"LEFT JOIN {STORAGE}.{words.table} w{n} ON w{n}.{words.column} = s.{words.column}")
+                        f"{words.column} FROM (SELECT DISTINCT {words.column} FROM {table})")  # (NULL: a key too)
+            joins.append(f"LEFT JOIN {STORAGE}.{words.table} w{n} "
+                         f"ON w{n}.{words.column} IS NOT DISTINCT FROM s.{words.column}")
         keys = [TRAJECTORY_IDS.key, *(w.key for w in WORDS[table])]
         con.execute(f"INSERT INTO {RELATIONS[table]} ({', '.join([*keys, *kept, *fills])}) "
                     f"SELECT {', '.join([*keys, *(f's.{n}' for n in kept), *fills.values()])} "

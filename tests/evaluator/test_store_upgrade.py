@@ -123,3 +123,7 @@ def test_the_next_grade_moves_a_schema_3_file_s_steps_and_checkpoints_into_stora
     cli("grade", runs, "--bench", bench, "--db", fresh, "--checkpoints", sets)
     assert layout(v3) == layout(fresh)
     assert rows(v3, "SELECT count(*), max(trajectory_key) FROM storage.trajectory_keys") == [(5, 4)]   # dense
+    # a NULL action has its key, as in a file graded afresh ("declared nullable, never NULL")
+    assert rows(v3, "SELECT count(*) FROM storage.steps WHERE action_key IS NULL") == [(0,)]
+    assert rows(v3, "SELECT count(*) FROM storage.steps JOIN storage.actions USING (action_key)") == \
+        rows(v3, "SELECT count(*) FROM storage.steps")
