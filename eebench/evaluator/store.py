@@ -914,8 +914,15 @@ class ResultStore:
             ours = {"meta": ["key", "value"],
                     "trajectories": [c.name for c in TRAJECTORY_COLUMNS[:V1_TRAJECTORY_COLUMNS]],
                     "steps": [c.name for c in STEP_COLUMNS[:V1_STEP_COLUMNS]]}
-            if "meta" not in columns and not columns.keys() & ours.keys():
-                return  # a DuckDB file of other tables: ours are added beside them
+            if "meta" not in columns and not columns.keys() & ours.keys():  # a DuckDB file of other tables:
+                taken = sorted(columns.keys() & {*TABLES, *VIEWS})            # ours are added beside them
+                if con.execute("SELECT count(*) FROM information_schema.schemata WHERE catalog_name = "
+                               "current_database() AND schema_name = ?", [STORAGE]).fetchone()[0]:
+                    taken.append(f"the schema {STORAGE}")
+                if taken:
+                    raise InputError.at(str(self.path), f"is not an eebench results file: it has {taken[0]}, a "
+                                                        "name eebench's results use; grade into another --db")
+                return
             for table, names in ours.items():
                 if columns.get(table, names)[:len(names)] != names:
                     raise InputError.at(str(self.path), f"is not an eebench results file: its table {table} has "

@@ -380,7 +380,12 @@ def test_a_foreign_results_file_is_refused_before_grading(cli, bench: Path, tmp_
     traj = write_jsonl(tmp_path / "t.jsonl", [trajectory("x", ["left"])])
     cases = {"meta-other-columns": "CREATE TABLE meta (id INTEGER, note VARCHAR)",
              "meta-no-version": "CREATE TABLE meta (key VARCHAR, value VARCHAR); INSERT INTO meta VALUES ('owner', 'me')",
-             "foreign-trajectories": "CREATE TABLE trajectories (x INTEGER)"}
+             "foreign-trajectories": "CREATE TABLE trajectories (x INTEGER)",
+             # a name eebench's results use, in a file of other tables: refused before grading (a view was
+             # replaced silently; a table made the grade fail once done, in DuckDB's words)
+             "foreign-episodes": "CREATE TABLE episodes (x INTEGER)",
+             "foreign-view": "CREATE TABLE notes (n VARCHAR); CREATE VIEW agent_summary AS SELECT * FROM notes",
+             "foreign-storage": "CREATE SCHEMA storage; CREATE TABLE storage.actions (a VARCHAR)"}
     for name, sql in cases.items():
         db = tmp_path / f"{name}.duckdb"
         con = duckdb.connect(str(db))
