@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from eebench.errors import InputError, Problem, quote
 
 DOCUMENTS_PREFIX, DOCUMENTS_FILE = "eebench-trajectories-", "trajectories.jsonl"  # where dicts are written to grade
+DOCUMENTS = "trajectories"   # how messages and rows (source_file) name documents given as dicts
 
 if TYPE_CHECKING:
     import pandas
@@ -268,24 +269,30 @@ def grade_files(trajectories: Any, *, bench: str | Path | Instances | Iterable[A
         files = _trajectory_files(trajectories, stack)
         opened = _open_bench(bench, stack)
         try:
-            report = grade_into(files, opened, db, skip_invalid=skip_invalid, workers=workers, checkpoints=sets)
+            report = grade_into(files, opened, db, skip_invalid=skip_invalid, workers=workers, checkpoints=sets,
+                                source_names={str(files[0]): DOCUMENTS} if _documents(files) else None)
         except InputError as exc:
             raise InputError([_located(p, files) for p in exc.problems]) from None
         report.skipped[:] = [_located(p, files) for p in report.skipped]
         return report
 
 
+def _documents(files: list[Path]) -> bool:
+    """Whether `files` is the temporary file of documents given as dicts."""
+    return bool(files) and files[0].name == DOCUMENTS_FILE and files[0].parent.name.startswith(DOCUMENTS_PREFIX)
+
+
 def _located(problem: Problem | str, files: list[Path]) -> Problem | str:
     """A problem in documents given as dicts, located as `trajectories[i]` rather than in the temporary file."""
-    if not (files and files[0].name == DOCUMENTS_FILE and files[0].parent.name.startswith(DOCUMENTS_PREFIX)):
+    if not _documents(files):
         return problem
     if isinstance(problem, str):
-        return problem.replace(str(files[0]), "trajectories")
-    message = re.sub(re.escape(str(files[0])) + r":(\d+)", lambda m: f"trajectories[{int(m.group(1)) - 1}]",
+        return problem.replace(str(files[0]), DOCUMENTS)
+    message = re.sub(re.escape(str(files[0])) + r":(\d+)", lambda m: f"{DOCUMENTS}[{int(m.group(1)) - 1}]",
                      problem.message)
     if problem.file != str(files[0]):
         return problem._replace(message=message)
-    where = "trajectories" if problem.line is None else f"trajectories[{problem.line - 1}]"
+    where = DOCUMENTS if problem.line is None else f"{DOCUMENTS}[{problem.line - 1}]"
     return Problem(where, None, problem.field, message)
 
 
@@ -312,7 +319,7 @@ def _trajectory_files(trajectories: Any, stack: contextlib.ExitStack) -> list[Pa
             try:
                 out.write(orjson.dumps(item) + b"\n")
             except orjson.JSONEncodeError as exc:   # a value JSON cannot hold: a set, a NumPy scalar, 2**70, ...
-                raise InputError(Problem(f"trajectories[{i}]", None, None, f"cannot be written as JSON: {exc}")
+                raise InputError(Problem(f"{DOCUMENTS}[{i}]", None, None, f"cannot be written as JSON: {exc}")
                                  ) from None
     return [path]
 

@@ -16,7 +16,7 @@ import gc
 import signal
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -373,7 +373,8 @@ def _young_collections() -> Iterator[None]:
 
 def grade_files(files: Sequence[Path], bench: Bench | None, db: Path, *, skip_invalid: bool = False,
                 progress: Callable[[int, int], None] | None = None,
-                checkpoints: CheckpointLibrary | None = None, workers: int = 1) -> GradeReport:
+                checkpoints: CheckpointLibrary | None = None, workers: int = 1,
+                source_names: Mapping[str, str] | None = None) -> GradeReport:
     """Grade every trajectory of `files` into the DuckDB file `db`, in one transaction; `progress` is told the
     records read and the steps graded of each chunk. The file `-` is standard input.
 
@@ -382,7 +383,8 @@ def grade_files(files: Sequence[Path], bench: Bench | None, db: Path, *, skip_in
 
     `bench` may be None when every trajectory is `env: logged`. `checkpoints`: the sets coverage applies (default:
     the shipped ones); a given set that matches no graded trajectory, and every checkpoint no trajectory hit, are
-    listed in the report's `coverage_notes`.
+    listed in the report's `coverage_notes`. `source_names`: the name rows give a file (`source_file`) in place of
+    its path, for a temporary file of the caller's.
     """
     read_stdin_once(files)   # (the second `-` would read a closed stream)
     given: dict[Path, Path] = {}
@@ -417,6 +419,7 @@ def grade_files(files: Sequence[Path], bench: Bench | None, db: Path, *, skip_in
             if not report.trajectories:  # one rule with convert: a run that graded nothing is a mistake
                 raise InputError([*report.skipped, NOTHING_GRADED])
             report.coverage_notes = _coverage_notes(store, checkpoints)
+            store.name_sources(source_names or {})
             with CommitGate() as gate:
                 report.replaced = store.commit(gate)
             report.late_stops = [signal.Signals(signum).name for signum in gate.late]

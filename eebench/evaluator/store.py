@@ -1172,6 +1172,12 @@ class ResultStore:
             self._flush()
             return self._memory.run(lambda: self.stage.execute(sql).fetchall())
 
+    def name_sources(self, names: Mapping[str, str]) -> None:
+        """The staged rows read from file `old` name `new` as their source_file (documents a caller wrote to a
+        temporary file, which is gone once graded)."""
+        for old, new in names.items():
+            self._staged(f"UPDATE trajectories SET source_file = {_quoted(new)} WHERE source_file = {_quoted(old)}")
+
     def duplicates(self) -> list[tuple[str, str, int | None, str, int | None]]:
         """Trajectory ids staged more than once: (id, file, line) of the later copy and of the first one."""
         if self._next_key < 2:   # (one trajectory has no twin: a one-trajectory grade skips the query, 20 ms)
@@ -1461,9 +1467,9 @@ def _kept(values: np.ndarray | Coded) -> np.ndarray | Coded:
     return values.compact() if isinstance(values, Coded) else values.copy()
 
 
-def _quoted(path: Path) -> str:
-    """A path as an SQL string literal."""
-    return "'" + str(path).replace("'", "''") + "'"
+def _quoted(text: Path | str) -> str:
+    """A path or a text as an SQL string literal."""
+    return "'" + str(text).replace("'", "''") + "'"
 
 
 def _columns(values: Mapping[str, Sequence[Any]], columns: Iterable[Column]) -> dict[str, np.ndarray]:

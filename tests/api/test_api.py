@@ -236,3 +236,19 @@ def test_query_names_a_wrong_typed_db_and_the_missing_pandas(tmp_path: Path, mon
     monkeypatch.setitem(sys.modules, "pandas", None)   # (as if not installed)
     with pytest.raises(ImportError, match=r"^eebench.query needs pandas: pip install 'eebench\[pandas\]'$"):
         eebench.query("SELECT 1", db)
+
+
+def test_documents_given_as_dicts_are_named_as_their_errors_name_them(main_suite: eebench.Instances,
+                                                                      tmp_path: Path) -> None:
+    # their rows named a temporary file, gone once graded and another at each call: equal input, unequal rows
+    instance = main_suite["park2026-main/low-small/seed-0"]
+    docs = [{"eebench": "trajectory/1", "id": name, "instance": instance.id, "steps": [{"action": "up"}]}
+            for name in ("x", "y")]
+    sources = [eebench.grade(docs, bench=instance)["trajectories"].select(["source_file", "source_line"]).to_pylist()
+               for _ in range(2)]
+    assert sources[0] == sources[1] == [{"source_file": "trajectories", "source_line": 1},
+                                        {"source_file": "trajectories", "source_line": 2}]
+    db = tmp_path / "r.duckdb"
+    eebench.grade_files(docs, bench=instance, db=db)
+    assert eebench.query_arrow("SELECT DISTINCT source_file FROM trajectories", db=db).to_pylist() == \
+        [{"source_file": "trajectories"}]
