@@ -86,6 +86,9 @@ def scan(text: np.ndarray, starts: np.ndarray, ends: np.ndarray, kinds: np.ndarr
                     if not ok:
                         break
                     i = _space(text, i + 1, end)
+                    if k >= kinds.size:   # (sized for the shortest steps: never, but a write past them is no error)
+                        ok = False
+                        break
                     if _starts(text, i, end, _NULL):
                         kinds[k] = 0
                         i += _NULL.size
@@ -168,7 +171,7 @@ def loads_bare(lines: Sequence[bytes]) -> list[dict[str, Any] | None]:
     lengths = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
     del arrays
     ends = np.cumsum(lengths)
-    most = text.size // 15 + 1   # the shortest step, {"action":null}, is 15 bytes
+    most = text.size // 13 + 1   # the shortest step, {"action":""}, is 13 bytes
     kinds = np.empty(most, dtype=np.int8)
     at = np.empty(most, dtype=np.int32)   # (a chunk's lines are bytes: shorter than LONG_LINE_BYTES each)
     until = np.empty(most, dtype=np.int32)

@@ -167,3 +167,24 @@ def test_a_large_run_of_logged_steps_never_imports_the_scanner(tmp_path: Path) -
             "print(r.steps, 'numba' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == [str(2 * grade.COMPACT_FROM_STEPS), "False"]
+
+
+@pytest.mark.parametrize("n", [30, 150, 2_000])
+def test_steps_of_empty_actions_are_all_read(n: int) -> None:
+    # {"action":""} is 13 bytes, under the 15 of {"action":null} the arrays were sized for: a chunk of mostly such
+    # steps lost its last ones, or wrote past the arrays (a crash)
+    lines = [orjson.dumps(trajectory(k, [{"action": ""}] * n)) + b"\n" for k in range(5)]
+    for line, doc in zip(lines, loads_bare(lines)):
+        assert doc is not None and {**doc, "steps": list(doc["steps"])} == loads_json(line)
+
+
+def test_a_steps_array_longer_than_the_room_left_is_left_to_the_door() -> None:
+    import numpy as np
+
+    from eebench.evaluator.bare_steps import scan
+
+    text = np.frombuffer(b'[{"action":"up"},{"action":""}][{"action":"up"},{"action":"up"}]', dtype=np.uint8)
+    starts, ends = np.array([0, 31]), np.array([31, text.size])
+    kinds, at, until, counts = (np.zeros(3, np.int8), np.zeros(3, np.int32), np.zeros(3, np.int32),
+                                np.zeros(2, np.int64))
+    assert scan(text, starts, ends, kinds, at, until, counts) == 2 and counts.tolist() == [2, -1]
