@@ -40,7 +40,7 @@ from eebench.documents import (
     schema_problems_unless_passed,
     sha256_hex,
 )
-from eebench.errors import InputError, Problem, did_you_mean, one_of
+from eebench.errors import InputError, Problem, did_you_mean, near_path, one_of
 from eebench.instances import (
     INDEX_FILE,
     INSTANCES_FOLDER,
@@ -256,7 +256,7 @@ def read_bundle(path: Path) -> BundleFiles:
             raise InputError.at(str(path / MANIFEST_FILE), f"is {odd[MANIFEST_FILE]}, not a file; refused")
         return BundleFiles(path, files, odd)
     if not path.exists():
-        raise InputError.at(str(path), "no such file or folder")
+        raise InputError.at(str(path), f"no such file or folder{near_path(path)}")
     if archive_suffix(path) is None:
         raise InputError.at(str(path), f"not a bundle: expected a folder holding {MANIFEST_FILE} or an archive of "
                                        f"one ({one_of(ARCHIVE_SUFFIXES)})")
@@ -647,7 +647,7 @@ def open_instances(target: str, seeds: list[int] | None = None) -> Iterator[Inst
         return
     if not path.exists() and ("/" in target or os.sep in target or archive_suffix(path)
                               or path.suffix.lower() in (".json", ".yaml", ".yml")):  # meant as a path, not a name
-        raise InputError.at(target, "no such file")
+        raise InputError.at(target, f"no such file{near_path(path)}")
     if path.exists() and not path.is_file() and not path.is_dir():  # /dev/zero, a pipe: never read
         raise InputError.at(target, "is a device, expected a file")
     document = path.is_file() and not archive_suffix(path) and path.name != MANIFEST_FILE

@@ -651,7 +651,8 @@ def prompt(instance: str, bench: Path | None, step: int, trajectory: Path | None
                 raise InputError.at(instance, "no such file, nor the id of a shipped suite's instance (such as "
                                               "park2026-main/low-small/seed-0: a suite or preset holds many, name "
                                               "one); an id of your own needs --bench DIR"
-                                              + did_you_mean(instance.split("/")[0], shipped_suites()))
+                                              + (near_path(instance)
+                                                 or did_you_mean(instance.split("/")[0], shipped_suites())))
     if loaded.kind.env != "grid_dag":  # the templates are Park et al.'s; no other world has a published prompt
         raise InputError.at(loaded.file, f"prompt templates exist for grid_dag instances (Park et al., Appendix "
                                          f"C.3), not for {loaded.kind.env}; `eebench play --observations` records "

@@ -88,19 +88,36 @@ NEAR_NAMES = 10_000   # the most names of a folder read for a close one: a huge 
 
 
 def near_path(path: str | os.PathLike[str]) -> str:
-    """A ' (did you mean X?)' suffix naming the file or folder beside a missing `path` whose name is closest to its
-    name (`demo/results.duckdb` for `demo/result.duckdb`), written as the path was; '' when none is close."""
-    text = os.fspath(path)
-    folder, name = os.path.split(text.rstrip("/") or text)
+    """A ' (did you mean X?)' suffix for a missing `path`: its first part that does not exist replaced by the name
+    closest to it in its folder (`demo/results.duckdb` for `demo/result.duckdb`, `runs/low-small/a.json` for
+    `runs/low-smal/a.json` when that file is there), written as the path was; '' when none is close."""
+    text = os.fspath(path).rstrip("/") or os.fspath(path)
+    parts = text.split("/")
+    for i, part in enumerate(parts):
+        here = "/".join(parts[:i + 1])   # ('' before a leading or a double /; a link to nothing is missing)
+        if not part or (os.path.lexists(here) if i < len(parts) - 1 else os.path.exists(here)):
+            continue
+        close = _closest_name(part, "/".join(parts[:i]) or ("/" if i else "."))
+        if close is None:
+            return ""
+        fixed = "/".join([*parts[:i], close, *parts[i + 1:]])
+        return f" (did you mean {fixed!r}?)" if i == len(parts) - 1 or os.path.exists(fixed) else ""
+    return ""
+
+
+def _closest_name(name: str, folder: str) -> str | None:
+    """The name in `folder` closest to `name` (not `name` itself: a link to nothing is there, and would be its own
+    closest name), or None."""
+    if len(name) > QUOTE_CHARS:
+        return None
     try:
-        with os.scandir(folder or ".") as entries:
-            # (not the name itself: a link to nothing is there, and would be its own closest name)
+        with os.scandir(folder) as entries:
             names = [entry.name for _, entry in zip(range(NEAR_NAMES), entries) if entry.name != name]
     except OSError:
-        return ""
+        return None
     # (0.8, not the 0.6 of names: a shared ending such as `.duckdb` makes any two files 0.6 alike)
-    close = difflib.get_close_matches(name, sorted(names), n=1, cutoff=0.8) if len(name) <= QUOTE_CHARS else []
-    return f" (did you mean {os.path.join(folder, close[0])!r}?)" if close else ""
+    close = difflib.get_close_matches(name, sorted(names), n=1, cutoff=0.8)
+    return close[0] if close else None
 
 
 def one_of(choices: Iterable[str]) -> str:

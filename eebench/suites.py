@@ -27,7 +27,7 @@ from eebench.documents import (
     sha256_hex,
     validate_schema,
 )
-from eebench.errors import InputError, Problem, did_you_mean, quote
+from eebench.errors import InputError, Problem, did_you_mean, near_path, quote
 from eebench.instances import LoadedInstance, load_instance
 from eebench.world.kinds import DEFAULT_ENV, WorldKind, check_env, envs, kind_of, kinds
 
@@ -305,7 +305,7 @@ def resolve_spec(spec: str, seeds: list[int] | None = None) -> Suite:
     if spec in shipped_presets():
         return presets_suite({spec: shipped_presets()[spec]}, seeds or [0])
     names = [*shipped_suites(), *shipped_presets()]
-    raise InputError(f"{spec}: no such file, shipped suite or preset{did_you_mean(spec, names)} "
+    raise InputError(f"{spec}: no such file, shipped suite or preset{near_path(spec) or did_you_mean(spec, names)} "
                      "(`eebench list` shows them)")
 
 

@@ -849,7 +849,18 @@ def test_a_mistyped_path_or_value_names_the_close_one(cli: Any, tmp_path: Path) 
          "a file's path"),
         (["validate", "-"], "error: Invalid value for 'FILES...': `-` (standard input or output) is not read or "
                             "written here; give a file's path"),
+        # a folder one letter off, inside a path; and what `show`, `verify` and `prompt` are given
+        (["grade", tmp_path / "bench-1.0" / "runs.jsonl", "--db", tmp_path / "r.duckdb"],
+         f"error: {tmp_path / 'bench-1.0' / 'runs.jsonl'}: no such file (did you mean "
+         f"{str(tmp_path / 'bench-1.0.0' / 'runs.jsonl')!r}?)"),
+        (["verify", tmp_path / "bench-1.0"],
+         f"error: {tmp_path / 'bench-1.0'}: no such file or folder (did you mean {str(tmp_path / 'bench-1.0.0')!r}?)"),
+        (["show", tmp_path / "runs.jsonll"],
+         f"error: {tmp_path / 'runs.jsonll'}: no such file (did you mean {str(runs)!r}?)"),
+        (["prompt", tmp_path / "bench-1.0" / "runs.jsonl"],
+         f"error: {tmp_path / 'bench-1.0' / 'runs.jsonl'}: no such file, nor the id of a shipped suite's instance"),
     ]
+    (tmp_path / "bench-1.0.0" / "runs.jsonl").write_bytes(b"")
     for args, said in cases:
         refused = cli(*args, code=2).stderr
         assert refused.startswith(said) and refused.count("\n") == 1, (args, refused)
