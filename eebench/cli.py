@@ -831,9 +831,10 @@ def ingest(parquet_dir: str, db: Path) -> None:
       eebench ingest parts --db results.duckdb
     """
     from eebench.engines.ray import ingest as ingest_parquet
+    from eebench.interrupts import late_note
 
-    trajectories, steps = ingest_parquet(parquet_dir, db)
-    click.echo(f"loaded {trajectories} trajectories ({steps} steps) from {parquet_dir} into {db}")
+    trajectories, steps, late = ingest_parquet(parquet_dir, db)
+    click.echo(f"loaded {trajectories} trajectories ({steps} steps) from {parquet_dir} into {db}{late_note(late)}")
 
 
 # -- frozen versions ----------------------------------------------------------------------------------

@@ -84,6 +84,10 @@ class CommitGate:
     def close(self) -> None:
         self.closed = True
 
+    def late_names(self) -> list[str]:
+        """The signals that came once closed, by name (SIGINT)."""
+        return [signal.Signals(signum).name for signum in self.late]
+
     def __enter__(self) -> CommitGate:
         if threading.current_thread() is threading.main_thread() and \
                 all(signal.getsignal(signum) is not None for signum in STOPPING):  # (None: set outside Python)
@@ -104,3 +108,9 @@ class CommitGate:
         elif previous == signal.SIG_DFL:   # as the process would have ended without us
             signal.signal(signum, signal.SIG_DFL)
             signal.raise_signal(signum)
+
+
+def late_note(names: list[str]) -> str:
+    """What a command's summary adds when stops came once its commit had begun."""
+    return f"; {' and '.join(names)} came during the commit, too late to stop it: these results are written" \
+        if names else ""

@@ -235,12 +235,14 @@ def grade_ray(files: Sequence[str], bench: Any, out: str, *, address: str | None
     return RayReport(len(rows), graded, sum(r["steps"] for r in rows), problems, time.perf_counter() - started)
 
 
-def ingest(parquet_dir: str, db: Path) -> tuple[int, int]:
+def ingest(parquet_dir: str, db: Path) -> tuple[int, int, list[str]]:
     """Load Parquet partitions (OUT/<table>/*.parquet) into the results file `db` in one transaction.
 
-    Returns (trajectories, steps) loaded. Trajectory ids must be unique across the partitions.
+    Returns (trajectories, steps) loaded, and the stops that came once the commit had begun (CommitGate).
+    Trajectory ids must be unique across the partitions.
     """
     from eebench.evaluator.store import TABLES, ResultStore
+    from eebench.interrupts import CommitGate
 
     source, base = _filesystem(parquet_dir)
     from pyarrow import fs
@@ -268,11 +270,12 @@ def ingest(parquet_dir: str, db: Path) -> tuple[int, int]:
         if problems:
             raise InputError(problems)
         counts = store.staged_trajectories(), store.staged_steps()
-        store.commit()
+        with CommitGate() as gate:
+            store.commit(gate)
     except BaseException:
         store.abort()
         raise
-    return counts
+    return (*counts, gate.late_names())
 
 
 def _stage_tables(store: Any, parquet_dir: str, tables: list[str]) -> None:

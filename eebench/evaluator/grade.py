@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import gc
-import signal
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -32,7 +31,7 @@ from eebench.evaluator.families import (MetricFamily, StepColumns, StepWindows, 
                                         metric_version)
 from eebench.evaluator.store import TRAJECTORY_COLUMNS, Batch, Replaced, ResultStore, quick_switches
 from eebench.instances import Bench, InstanceLibrary, check_trajectory_env
-from eebench.interrupts import CommitGate
+from eebench.interrupts import CommitGate, late_note
 from eebench.long_lines import StepList
 from eebench.pieces import resolve_workers
 from eebench.trajectories import (AGENT_LABELS, EMPTY_EXPECTED, USAGE_FIELDS, Record, check_trajectory,
@@ -63,10 +62,7 @@ class GradeReport:
             text += (f" ({replaced.unbundled} of them graded against bundle {', '.join(replaced.bundles)}, now "
                      "against a plain folder: their bench_name, bench_version and bench_digest are NULL)")
         text += f"; skipped {len(self.skipped)}" if self.skipped else ""
-        if self.late_stops:
-            text += (f"; {' and '.join(self.late_stops)} came during the commit, too late to stop it: these results "
-                     "are written")
-        return text
+        return text + late_note(self.late_stops)
     coverage_notes: list[str] = field(default_factory=list)   # sets that matched nothing, checkpoints never hit
 
 
@@ -422,7 +418,7 @@ def grade_files(files: Sequence[Path], bench: Bench | None, db: Path, *, skip_in
             store.name_sources(source_names or {})
             with CommitGate() as gate:
                 report.replaced = store.commit(gate)
-            report.late_stops = [signal.Signals(signum).name for signum in gate.late]
+            report.late_stops = gate.late_names()
         except BaseException:
             store.abort()
             raise
