@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import signal
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -237,6 +238,8 @@ def grade(trajectories: Any, *, bench: str | Path | Instances | Iterable[Any] | 
     with tempfile.TemporaryDirectory(prefix="eebench-grade-") as tmp:
         db = Path(tmp) / "results.duckdb"
         report = grade_files(trajectories, bench=bench, db=db, checkpoints=checkpoints, skip_invalid=skip_invalid)
+        for name in report.late_stops:   # a commit to a file of ours, not kept: a stop then still stops the caller
+            signal.raise_signal(signal.Signals[name])
         import duckdb
 
         from eebench.evaluator.store import TABLES

@@ -84,9 +84,17 @@ class CommitGate:
     def close(self) -> None:
         self.closed = True
 
+    def reopen(self, frame: Any = None) -> None:
+        """The commit did not happen (it failed, or another run's file took the place): stops act again, and one
+        noted meanwhile acts now."""
+        self.closed = False
+        late, self.late = self.late, []
+        for signum in dict.fromkeys(late):
+            self._stop(signum, frame)
+
     def late_names(self) -> list[str]:
-        """The signals that came once closed, by name (SIGINT)."""
-        return [signal.Signals(signum).name for signum in self.late]
+        """The signals that came once closed, by name (SIGINT), each once."""
+        return [signal.Signals(signum).name for signum in dict.fromkeys(self.late)]
 
     def __enter__(self) -> CommitGate:
         if threading.current_thread() is threading.main_thread() and \
@@ -102,7 +110,7 @@ class CommitGate:
         if self.closed:
             self.late.append(signum)
             return
-        previous = self._previous[signum]
+        previous = self._previous.get(signum)
         if callable(previous):
             previous(signum, frame)
         elif previous == signal.SIG_DFL:   # as the process would have ended without us

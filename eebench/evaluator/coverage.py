@@ -137,7 +137,9 @@ def _members_first(alls: list[tuple[int, tuple[int, ...]]]) -> tuple[tuple[int, 
     an `all` of a later set, even in a cycle across sets: then the pass is repeated once per `all` (an `all` can
     only bring a hit earlier, from a member hit by another definition, and that runs through at most every `all`
     once; NEVER, where only the cycle would justify a hit, stays NEVER)."""
-    needs = {i: set(members) for i, members in alls}
+    needs: dict[int, set[int]] = {}
+    for i, members in alls:   # (an id may be an `all` in several sets: it needs what any of them names)
+        needs.setdefault(i, set()).update(members)
     try:
         order = {i: k for k, i in enumerate(graphlib.TopologicalSorter(needs).static_order())}
     except graphlib.CycleError:

@@ -914,10 +914,11 @@ class ResultStore:
             ours = {"meta": ["key", "value"],
                     "trajectories": [c.name for c in TRAJECTORY_COLUMNS[:V1_TRAJECTORY_COLUMNS]],
                     "steps": [c.name for c in STEP_COLUMNS[:V1_STEP_COLUMNS]]}
-            if "meta" not in columns and not columns.keys() & ours.keys():  # a DuckDB file of other tables:
-                taken = sorted(columns.keys() & {*TABLES, *VIEWS})            # ours are added beside them
+            if "meta" not in columns and not columns.keys() & ours.keys():  # a DuckDB file of other tables
+                # ours are added beside them, unless a name is taken (DuckDB's names ignore case)
+                taken = sorted(name for name in columns if name.lower() in {*TABLES, *VIEWS, "meta"})
                 if con.execute("SELECT count(*) FROM information_schema.schemata WHERE catalog_name = "
-                               "current_database() AND schema_name = ?", [STORAGE]).fetchone()[0]:
+                               "current_database() AND lower(schema_name) = ?", [STORAGE]).fetchone()[0]:
                     taken.append(f"the schema {STORAGE}")
                 if taken:
                     raise InputError.at(str(self.path), f"is not an eebench results file: it has {taken[0]}, a "
@@ -1270,9 +1271,11 @@ class ResultStore:
         try:
             os.link(self._stage_path, self.path)  # never replaces a file (a concurrent run's results)
         except FileExistsError:
+            self._commit_gate.reopen()
             return False
         except OSError:  # a file system without hard links
             if os.path.lexists(self.path):
+                self._commit_gate.reopen()
                 return False
             os.replace(self._stage_path, self.path)
         return True
@@ -1324,7 +1327,7 @@ class ResultStore:
         its trajectory ids. Done again (after a commit that ran out of memory, perhaps in the checkpoint after it,
         when it held), it replaces any of the run's own rows by the same rows, and the first attempt's count of
         what was replaced stands (`first`)."""
-        with _transaction(con, before_commit=self._commit_gate.close):
+        with _transaction(con, self._commit_gate):
             _upgrade(con)
             con.execute(_ddl("meta", META_COLUMNS))
             con.execute(f"CREATE SCHEMA IF NOT EXISTS {STORAGE}")
@@ -1447,18 +1450,20 @@ def _upgrade(con: duckdb.DuckDBPyConnection) -> None:
 
 
 @contextlib.contextmanager
-def _transaction(con: duckdb.DuckDBPyConnection, before_commit: Callable[[], None] | None = None
-                 ) -> Iterator[None]:
-    """BEGIN ... COMMIT, or ROLLBACK when the block raises."""
+def _transaction(con: duckdb.DuckDBPyConnection, gate: CommitGate | None = None) -> Iterator[None]:
+    """BEGIN ... COMMIT, or ROLLBACK when the block raises. `gate` is closed for the COMMIT, and reopened if it
+    fails (to be done again, say, which a stop must still be able to end)."""
     con.execute("BEGIN TRANSACTION")
     try:
         yield
-        if before_commit is not None:
-            before_commit()
+        if gate is not None:
+            gate.close()
         con.execute("COMMIT")
     except BaseException:
         with contextlib.suppress(duckdb.Error):
             con.execute("ROLLBACK")
+        if gate is not None and gate.closed:
+            gate.reopen()
         raise
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import signal
 
 import json
 import subprocess
@@ -252,3 +253,21 @@ def test_documents_given_as_dicts_are_named_as_their_errors_name_them(main_suite
     eebench.grade_files(docs, bench=instance, db=db)
     assert eebench.query_arrow("SELECT DISTINCT source_file FROM trajectories", db=db).to_pylist() == \
         [{"source_file": "trajectories"}]
+
+
+def test_a_stop_during_an_in_memory_grades_commit_still_stops_the_caller(main_suite: eebench.Instances,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # the commit is to a temporary file whose tables are returned, not kept: nothing to protect by going on
+    from eebench.interrupts import CommitGate
+
+    close = CommitGate.close
+
+    def close_then_stop(gate: CommitGate) -> None:
+        close(gate)
+        signal.raise_signal(signal.SIGINT)
+
+    monkeypatch.setattr(CommitGate, "close", close_then_stop)
+    instance = main_suite["park2026-main/low-small/seed-0"]
+    with pytest.raises(KeyboardInterrupt):
+        eebench.grade({"eebench": "trajectory/1", "id": "x", "instance": instance.id, "steps": [{"action": "up"}]},
+                      bench=instance)

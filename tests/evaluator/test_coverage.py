@@ -428,3 +428,23 @@ def test_a_logged_steps_episode_is_refused_where_validate_refuses_it(episode: An
         grade(CheckpointLibrary(), LoggedInstance("x"), [{"action": "a", "episode": 0},
                                                           {"action": "b", "episode": episode}])
     assert caught.value.problems[0].field == "steps[1].episode"
+
+
+def test_an_id_that_is_an_all_in_several_sets_waits_for_whichever_holds_first(tmp_path: Path) -> None:
+    # x is `all [w]` in one set and `all [q]` in another: hit when w is (2), though q comes later (3); w itself is
+    # an `all` of the second set
+    steps = [{"action": "a", "observation": text} for text in ("early", "mid", "late")]
+    library = checkpoints(tmp_path, """
+  - instances: ["*"]
+    checkpoints:
+      - {id: w, field: observation, regex: never}
+      - {id: x, all: [w]}
+  - instances: ["*"]
+    checkpoints:
+      - {id: z, field: observation, regex: mid}
+      - {id: w, all: [z]}
+      - {id: q, field: observation, regex: late}
+      - {id: x, all: [q]}
+""")
+    (run,), _ = grade(library, LoggedInstance("g/a"), steps)
+    assert hits(run) == {"w": 2, "x": 2, "z": 2, "q": 3}

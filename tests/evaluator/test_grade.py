@@ -385,7 +385,9 @@ def test_a_foreign_results_file_is_refused_before_grading(cli, bench: Path, tmp_
              # replaced silently; a table made the grade fail once done, in DuckDB's words)
              "foreign-episodes": "CREATE TABLE episodes (x INTEGER)",
              "foreign-view": "CREATE TABLE notes (n VARCHAR); CREATE VIEW agent_summary AS SELECT * FROM notes",
-             "foreign-storage": "CREATE SCHEMA storage; CREATE TABLE storage.actions (a VARCHAR)"}
+             "foreign-storage": "CREATE SCHEMA storage; CREATE TABLE storage.actions (a VARCHAR)",
+             "foreign-other-case": 'CREATE TABLE "Episodes" (x INTEGER)',   # (DuckDB's names ignore case)
+             "foreign-schema-case": 'CREATE SCHEMA "Storage"'}
     for name, sql in cases.items():
         db = tmp_path / f"{name}.duckdb"
         con = duckdb.connect(str(db))

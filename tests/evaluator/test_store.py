@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -13,6 +14,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -582,3 +584,41 @@ def test_a_stop_before_the_commit_leaves_the_results_as_they_were(bench: Path, t
     with pytest.raises(KeyboardInterrupt):
         grade_files([write_jsonl(tmp_path / "b.jsonl", [trajectory("b", SOLVE)])], Bench(bench), db)
     assert rows(db, "SELECT trajectory_id FROM trajectories") == [("a",)]
+
+
+def test_a_run_whose_new_file_was_taken_meanwhile_can_still_be_stopped(bench: Path, tmp_path: Path,
+                                                                      monkeypatch) -> None:
+    # the gate closed for the rename; another run's file took the place, and the rows went into it in a transaction
+    # still to come, which a stop must end as failed, not note as too late
+    other = tmp_path / "other.duckdb"
+    grade_files([write_jsonl(tmp_path / "a.jsonl", [trajectory("a", SOLVE)])], Bench(bench), other)
+    db = tmp_path / "r.duckdb"
+    claim, copy = store.ResultStore._claim, store.ResultStore._copy_into_results
+
+    def racing_claim(self: store.ResultStore) -> bool:
+        shutil.copy(other, db)
+        return claim(self)
+
+    def stopped_copy(self: store.ResultStore) -> Any:
+        signal.raise_signal(signal.SIGINT)
+        return copy(self)
+
+    monkeypatch.setattr(store.ResultStore, "_claim", racing_claim)
+    monkeypatch.setattr(store.ResultStore, "_copy_into_results", stopped_copy)
+    with pytest.raises(KeyboardInterrupt):
+        grade_files([write_jsonl(tmp_path / "b.jsonl", [trajectory("b", SOLVE)])], Bench(bench), db)
+    assert rows(db, "SELECT trajectory_id FROM trajectories") == [("a",)]
+
+
+def test_a_commit_that_fails_reopens_the_gate_and_a_stop_noted_meanwhile_acts() -> None:
+    # (a commit out of memory is done again: a stop noted during the failed one must end the run, not wait)
+    class FailingCommit:
+        def execute(self, sql: str) -> None:
+            if sql == "COMMIT":
+                signal.raise_signal(signal.SIGINT)   # noted: the gate is closed
+                raise duckdb.OutOfMemoryException("failed to pin block")
+
+    with store.CommitGate() as gate, pytest.raises(KeyboardInterrupt):
+        with store._transaction(FailingCommit(), gate):
+            pass
+    assert not gate.closed and gate.late == []
