@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
-from itertools import chain, groupby
+from itertools import accumulate, chain, groupby
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -182,11 +182,14 @@ def _trajectory_values(graded: GapsReplay, episodes: dict[str, list[Any]], posit
     """The trajectory's columns; its episode rows are appended to `episodes`."""
     tables, run = graded.tables, graded.replay
     best = tables.max_solution
-    r_max = best.value
+    # A solve the time limit stopped (status bound) may have found less than a path known to be feasible: the
+    # agent's own episode in K(i), the best of K(i - 1) in K(i), and any K(i)'s in the whole map. So each value is
+    # the best of those (a proven optimum already is), and R_max >= R_exploit(i) >= R_agent(i) always holds.
+    r_exploits = list(accumulate((max(s.value, agent) for s, agent in zip(graded.exploit, run.returns)), max))
+    r_max = max([best.value, *r_exploits])
     explore: list[float | None] = []
     exploit: list[float | None] = []
-    for i, (solution, agent) in enumerate(zip(graded.exploit, run.returns)):
-        r_exploit = solution.value
+    for i, (solution, agent, r_exploit) in enumerate(zip(graded.exploit, run.returns, r_exploits)):
         explore_gap = (r_max - r_exploit) / r_max if r_max else None
         exploit_gap = (r_exploit - agent) / r_max if r_max else None
         explore.append(explore_gap)
@@ -230,7 +233,7 @@ def _trajectory_values(graded: GapsReplay, episodes: dict[str, list[Any]], posit
         "exploit_gap_mean": exploit_mean,
         "coverage": len(run.knowledge[-1].rooms) / tables.n_rooms if played else None,
         "redundancy": repeats / len(run.steps) if run.steps else None,
-        "sample_efficiency": _sample_efficiency([s.value for s in graded.exploit], run.episode_steps),
+        "sample_efficiency": _sample_efficiency(r_exploits, run.episode_steps),
     }
 
 

@@ -291,3 +291,22 @@ def test_the_state_cache_is_bounded_and_forgetting_changes_nothing(monkeypatch: 
         assert {k: v.tolist() for k, v in got.items()} == {k: v.tolist() for k, v in want.items()}
         assert len(bounded._by_knowledge) <= 2 and len(bounded.cache) <= 2
     assert bounded.lookups == unbounded.lookups and bounded.state_hits < unbounded.state_hits
+
+
+def test_a_bound_solve_never_stores_less_than_a_path_known_to_be_feasible() -> None:
+    # R_max >= R_exploit(i) >= R_agent(i) always (issue 10; Grams et al., Section 3.1): the agent's episode is a
+    # feasible path of K(i), K(i - 1)'s best is one of K(i), and any K(i)'s is one of the whole map. A solve the
+    # time limit stopped early (a loaded machine) stored less: a negative explore gap, or R_max 0 and no gaps.
+    instance = RoomsInstance.from_document(LINE)
+    tables = GapsTables(instance)
+    actions = ["x ball", "d1 door", "y ball", "d1 door", "d2 door", "z ball"]
+    graded = FAMILY.replay(tables, instance, Trajectory({"steps": [{"action": a} for a in actions]}, "f", 1))
+    assert graded.replay.returns == [7, 9]
+    stopped = Solution(0, (0,), Status.BOUND, Method.CP_SAT, 20)
+    tables.max_solution = stopped
+    columns = FAMILY.columns([graded._replace(exploit=[stopped, Solution(2, (0, 1), Status.BOUND,
+                                                                          Method.CP_SAT, 20)])])
+    assert episode_rows(columns, "agent_return", "exploit_return", "max_return", "solver_status",
+                        "exploit_bound", "max_bound") == [(7, 7, 9, "bound", 20, 20), (9, 9, 9, "bound", 20, 20)]
+    assert all(gap >= 0 for name in ("explore_gap", "exploit_gap") for gap in columns.episodes[name].tolist())
+    assert one(columns)["max_return"] == 9
