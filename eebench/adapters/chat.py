@@ -48,10 +48,31 @@ def reasoning_of(message: Mapping[str, Any]) -> str | None:
 
 
 def visible_text(content: Any) -> str | None:
-    """The text parts of a content, without reasoning parts (which `reasoning_of` reads)."""
+    """The text parts of a content, refusal parts included, without reasoning parts (which `reasoning_of`
+    reads)."""
     if isinstance(content, list):
-        content = [p for p in content if not (isinstance(p, dict) and p.get("type") in ("reasoning", "thinking"))]
+        content = [p for p in refusals_as_text(content)
+                   if not (isinstance(p, dict) and p.get("type") in ("reasoning", "thinking"))]
     return text_of(content)
+
+
+def refusals_as_text(content: Any) -> Any:
+    """A message's content with its `refusal` parts as text parts: what the model answered instead of acting."""
+    if not isinstance(content, list):
+        return content
+    return [{"type": "text", "text": part.get("refusal")} if isinstance(part, Mapping) and part.get("type") == "refusal"
+            else part for part in content]
+
+
+def spoken_answer(message: Mapping[str, Any]) -> str | None:
+    """What an assistant message with no content answered: its `refusal`, else its audio's transcript (the
+    chat-completions API puts them beside `content`, which is then null)."""
+    refusal = message.get("refusal")
+    if isinstance(refusal, str) and refusal:
+        return refusal
+    audio = message.get("audio")
+    transcript = audio.get("transcript") if isinstance(audio, Mapping) else None
+    return transcript if isinstance(transcript, str) and transcript else None
 
 
 _USAGE_KEYS = (("prompt_tokens", "input_tokens"), ("completion_tokens", "output_tokens"))   # (in, out): either name
@@ -193,6 +214,8 @@ def _assistant_steps(message: Mapping[str, Any], by_call: dict[str, LoggedStep])
         text, reasoning = content, None   # the common case, decided at once
     else:
         text, reasoning = visible_text(content), reasoning_of(message)
+    if text is None:
+        text = spoken_answer(message)
     usage = message.get("usage")
     tokens_in, tokens_out = usage_of(message) if usage is not None else (None, None)
     calls = message.get("tool_calls")
@@ -278,6 +301,8 @@ def typed_chat_documents(messages: list[ChatMessage], reader: ActionReader) -> t
         role = message.role
         if role == "assistant":
             text, usage, calls = message.content, message.usage, message.tool_calls
+            if text is None and message.refusal:   # (as spoken_answer: an audio answer takes the exact path)
+                text = message.refusal
             if not calls:
                 think, answer = split_think(text)   # (as in _assistant_steps)
                 action = from_text(answer)

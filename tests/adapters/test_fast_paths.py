@@ -247,3 +247,23 @@ def test_the_label_patterns_match_from_the_first_label_word_as_from_the_start(te
         return
     for pattern, at in ((_ACTION_INLINE, start), (_ACTION_LINE, _line_start(text, start))):
         assert [m.span() for m in pattern.finditer(text, at)] == [m.span() for m in pattern.finditer(text)]
+
+
+def test_a_refusal_or_a_spoken_answer_is_the_steps_text(tmp_path: Path) -> None:
+    # the chat-completions API answers beside a null content: `refusal`, a refusal part, or audio's transcript; the
+    # step kept none of it (no action and no raw), on either path
+    messages = [{"role": "user", "content": "Where now?"},
+                {"role": "assistant", "content": None, "refusal": "I cannot help with that."},
+                {"role": "user", "content": "Please move"},
+                {"role": "assistant", "content": [{"type": "refusal", "refusal": "No."}]},
+                {"role": "assistant", "content": None, "audio": {"id": "a1", "transcript": "Going up."}}]
+    path = tmp_path / "chat.jsonl"
+    path.write_bytes(orjson.dumps({"task_id": "t/x", "messages": messages}) + b"\n")
+    exact = OpenAIChatAdapter()
+    exact.fast_reader = None
+    for adapter in (OpenAIChatAdapter(), exact):
+        (made,) = _converted(adapter, path, "logged", "task_id")
+        steps = orjson.loads(made)["steps"]
+        assert [step.get("raw") for step in steps] == ["I cannot help with that.", "No.", "Going up."], adapter
+    path.write_bytes(orjson.dumps({"task_id": "t/x", "messages": messages[:3]}) + b"\n")   # the fast path's shape
+    assert _converted(OpenAIChatAdapter(), path, "logged", "task_id") == _converted(exact, path, "logged", "task_id")

@@ -195,3 +195,22 @@ def test_mini_swe_agent_2_is_told_by_its_classes_when_a_long_template_hides_the_
     head = path.read_bytes()[:HEAD_BYTES]
     assert b"mini_version" not in head and b"trajectory_format" not in head
     assert detect(path).name == "mini-swe-agent"
+
+
+def test_a_text_based_trajectory_of_mini_swe_agent_2(tmp_path: Path) -> None:
+    # 2.x's text-based models answer in a ```mswea_bash_command block, and the harness records the command it ran
+    # in `extra.actions`: every action was null
+    path = tmp_path / "demo__repo-1.traj.json"
+    path.write_text(json.dumps({"info": {"mini_version": "2.1.0", "exit_status": "Submitted"},
+                                "trajectory_format": "mini-swe-agent-1.1", "messages": [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": "Please solve this issue: fix it"},
+        {"role": "assistant", "content": "THOUGHT: list files\n\n```mswea_bash_command\nls -la\n```",
+         "extra": {"actions": [{"command": "ls -la"}]}},
+        {"role": "user", "content": "<returncode>0</returncode>"},
+        {"role": "assistant", "content": "THOUGHT: the harness ran what it read", "extra": {"actions": [{"command": "pwd"}]}},
+        {"role": "user", "content": "<returncode>0</returncode>"}]}), "utf-8")
+    [run] = convert(path, tmp_path / "out.jsonl")
+    assert [(s["action"], s.get("reasoning")) for s in run["steps"]] == [
+        ("ls -la", "list files"), ("pwd", "the harness ran what it read")]
+    assert run["source"]["unreadable_actions"] == 0

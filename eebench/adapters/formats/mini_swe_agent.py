@@ -1,8 +1,9 @@
 """`mini-swe-agent`: mini-swe-agent trajectories (`trajectory_format: mini-swe-agent-1` and `-1.1`); one file is one
 episode.
 
-Version 1 (and 2's text-based models): each assistant message is a step: its one ```bash block is the action, the
-text around it ("THOUGHT: …") the reasoning, the whole content the raw output; the next user message is the
+Version 1 (and 2's text-based models): each assistant message is a step: its one ```bash block (2.x:
+```mswea_bash_command, or the one command of `extra.actions`) is the action, the text around it ("THOUGHT: …")
+the reasoning, the whole content the raw output; the next user message is the
 observation (`<returncode>…`, or the harness's format-error message when the output did not hold exactly one bash
 block, in which case the step has no action). Version 2 (tool-calling models, mini-swe-agent 2.x): each tool call
 of an assistant message is a step, its `command` argument the action, the call as the model wrote it the raw
@@ -27,8 +28,9 @@ from eebench.adapters.records import document_episode, head_value, object_with_l
 from eebench.documents import json_type
 from eebench.errors import InputError
 
-# mini-swe-agent's own rule: the action is the one ```bash block; none or several is a format error
-_BASH = re.compile(r"```bash\s*\n(.*?)\n```", re.S)
+# mini-swe-agent's own rule: the action is the one ```bash block (```mswea_bash_command in 2.x's text-based
+# models); none or several is a format error
+_BASH = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```", re.S)
 _THOUGHT = re.compile(r"^\s*THOUGHT:\s*")
 _FORMAT = re.compile(rb'"trajectory_format"\s*:\s*"mini-swe-agent')
 # `info` is written first: in 1.x its exit status, then a submission that may be a long diff; in 2.x its config,
@@ -114,8 +116,8 @@ def _steps(message: Mapping[str, Any], by_call: dict[str, LoggedStep]) -> list[L
     calls = [call for call in listed(message.get("tool_calls")) if isinstance(call, Mapping)]
     if not calls:
         blocks = list(_BASH.finditer(content or ""))
-        action = blocks[0].group(1).strip() if len(blocks) == 1 else None
-        thought = _BASH.sub("", content or "") if len(blocks) == 1 else ""
+        action = blocks[0].group(1).strip() if len(blocks) == 1 else _executed(message)
+        thought = _BASH.sub("", content or "") if action is not None else ""
         return [LoggedStep(action=action, raw=content, reasoning=_THOUGHT.sub("", thought).strip() or None,
                            tokens_in=tokens_in, tokens_out=tokens_out, timestamp=timestamp)]
     steps = []
@@ -129,6 +131,12 @@ def _steps(message: Mapping[str, Any], by_call: dict[str, LoggedStep]) -> list[L
             by_call[str(call_id)] = step
         steps.append(step)
     return steps
+
+
+def _executed(message: Mapping[str, Any]) -> str | None:
+    """The one command 2.x recorded as run for a text answer (`extra.actions`: [{"command": ...}]), else None."""
+    actions = [a for a in listed(dig(message, "extra.actions")) if isinstance(a, Mapping)]
+    return _command(actions[0]) if len(actions) == 1 else None
 
 
 def _command(arguments: Any) -> str | None:

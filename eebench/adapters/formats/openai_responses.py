@@ -21,7 +21,7 @@ from typing import Any
 
 from eebench.adapters.base import (Adapter, Episode, as_int, as_label, count_problem, dig, iso_utc, listed,
                                    scalars, text_of)
-from eebench.adapters.chat import chat_steps
+from eebench.adapters.chat import chat_steps, refusals_as_text
 from eebench.adapters.records import JsonRecord, bad_item, json_records
 from eebench.documents import json_type
 from eebench.errors import InputError
@@ -141,7 +141,7 @@ def chat_messages(items: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
             if item.get("output") is not None:   # mcp_call and hosted tools carry their own output
                 messages.append({"role": "tool", "tool_call_id": call["id"], "content": _text(item["output"])})
         elif kind == "message":
-            message = {"role": item.get("role"), "content": _refusals_as_text(item.get("content"))}
+            message = {"role": item.get("role"), "content": refusals_as_text(item.get("content"))}
             if message["role"] == "assistant":
                 _take_reasoning(message, reasoning)
                 made_of[id(message)] = [*thought, item]
@@ -168,14 +168,6 @@ def _token_counts(items: Sequence[Mapping[str, Any]]) -> tuple[int, int] | None:
     if all(before[0] + before[1] == after[0] for before, after in zip(spans, spans[1:])):   # one generation, cut
         return spans[0][0], sum(generated for _, generated in spans)
     return spans[-1]
-
-
-def _refusals_as_text(content: Any) -> Any:
-    """A message's content with its `refusal` parts as text parts: what the model answered instead of acting."""
-    if not isinstance(content, list):
-        return content
-    return [{"type": "text", "text": part.get("refusal")} if isinstance(part, Mapping) and part.get("type") == "refusal"
-            else part for part in content]
 
 
 def _text(value: Any) -> str | None:
