@@ -215,3 +215,53 @@ def test_a_tool_run_after_a_model_call_that_answered_in_text_is_one_step_with_it
         (("Search", "foo"), None, "bar", 7, 3, " I should search\nAction: Search\nAction Input: foo"),
         (None, "Final Answer: bar", None, 9, None, None),
         (None, "Thought: more\nAction: Look", None, None, None, "r")]   # (no run followed: a step of its own)
+
+
+def test_openinference_spans(tmp_path: Path) -> None:
+    # Arize's OpenInference conventions (smolagents, LlamaIndex, Phoenix): LLM and TOOL spans by
+    # `openinference.span.kind`, the answer flattened under llm.output_messages; such a trace was 0 steps, exit 0
+    def llm(span_id: str, start_ms: int, tokens: tuple[int, int], **message: Any) -> dict[str, Any]:
+        return span(span_id, "a0", "LiteLLMModel.__call__", start_ms, start_ms + 100, **{
+            "openinference.span.kind": "LLM", "llm.model_name": "gpt-4o", "llm.token_count.prompt": tokens[0],
+            "llm.token_count.completion": tokens[1], "llm.output_messages.0.message.role": "assistant",
+            **{f"llm.output_messages.0.message.{k.replace('__', '.')}": v for k, v in message.items()}})
+
+    log = write_json(tmp_path / "export.json", otlp(
+        llm("b1", 0, (100, 12), tool_calls__0__tool_call__function__name="move",
+            tool_calls__0__tool_call__function__arguments='{"direction": "up"}'),
+        span("b2", "a0", "move", 200, 210, **{"openinference.span.kind": "TOOL", "tool.name": "move",
+                                               "input.value": '{"direction": "up"}', "output.value": "moved up"}),
+        llm("b3", 300, (120, 5), content="left"),
+        span("a0", "", "Agent.run", 0, 500, **{"openinference.span.kind": "AGENT"})))
+    [trajectory] = convert(log, tmp_path / "out.jsonl", instance="maze/1", env="logged")
+    assert trajectory["agent"] == {"model": "gpt-4o"}
+    assert [(s["action"], s.get("observation"), s.get("tokens_in")) for s in trajectory["steps"]] == [
+        ('move({"direction": "up"})', "moved up", 100), ("left", None, 120)]
+
+
+def test_an_answer_in_span_events_is_read(tmp_path: Path) -> None:
+    # the conventions before their attributes: the completion as a `gen_ai.content.completion` event, or a
+    # `gen_ai.choice` event's message; both answers were dropped (steps of no action and no raw)
+    def chat(span_id: str, start_ms: int, event: str, key: str, value: str) -> dict[str, Any]:
+        made = span(span_id, "a0", "chat gpt-4o", start_ms, start_ms + 100, **{
+            "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o", "gen_ai.usage.input_tokens": 10,
+            "gen_ai.usage.output_tokens": 2})
+        made["events"] = [{"name": event, "timeUnixNano": str(T0), "attributes": [attribute(key, value)]}]
+        return made
+
+    log = write_json(tmp_path / "export.json", otlp(
+        chat("b1", 0, "gen_ai.content.completion", "gen_ai.completion",
+             json.dumps([{"role": "assistant", "content": "up"}])),
+        chat("b2", 200, "gen_ai.choice", "message", json.dumps({"role": "assistant", "content": "left"})),
+        chat("b3", 400, "gen_ai.content.completion", "gen_ai.completion", "down"),
+        span("a0", "", "invoke_agent", 0, 600, **{"gen_ai.operation.name": "invoke_agent"})))
+    [trajectory] = convert(log, tmp_path / "out.jsonl", instance="maze/1", env="logged")
+    assert [(s["action"], s.get("raw")) for s in trajectory["steps"]] == [("up", "up"), ("left", "left"),
+                                                                         ("down", "down")]
+
+
+def test_a_trace_of_spans_no_convention_names_is_refused_not_empty(tmp_path: Path) -> None:
+    log = write_json(tmp_path / "export.json", otlp(
+        span("b1", "a0", "http.request", 0, 10, **{"http.method": "GET"}),
+        span("a0", "", "main", 0, 20)))
+    assert_refused(log, tmp_path / "out.jsonl", r".*none of its 2 spans is a model call or a tool run", "otel")

@@ -7,7 +7,12 @@ text (no tool call) is a step of its own. Times are epoch nanoseconds in OTel, w
 The answer is read from the conventions' `gen_ai.output.messages`, any-agent's `gen_ai.output`, or OpenLLMetry's
 flattened `gen_ai.completion.0.*` (its spans, such as `openai.chat`, say `llm.request.type`); token counts from
 `gen_ai.usage.input_tokens`/`output_tokens`, or the names before conventions 1.27 (`prompt_tokens`/
-`completion_tokens`). OpenLLMetry records no tool runs: its calls are steps without observation.
+`completion_tokens`). OpenLLMetry records no tool runs: its calls are steps without observation. Older
+instrumentations log the answer as span events (`gen_ai.content.completion`, `gen_ai.choice`): read when the span
+has none of those attributes. OpenInference's spans (smolagents, LlamaIndex, Phoenix) are read by their
+`openinference.span.kind`: LLM spans as model calls (`llm.output_messages.0.message.*`, `llm.token_count.*`),
+TOOL spans as tool runs (`tool.name`, `input.value`, `output.value`). A trace of several spans none of which is a
+model call or a tool run is refused (spans of another convention), not written as an empty trajectory.
 
 Records may be JSON Lines of batches; a trace is given once its root span (no parent) has been read, which in
 OTel comes last, so memory holds only traces still open.
@@ -23,12 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from eebench.adapters.base import Adapter, Episode, LoggedStep, as_int, count_problem, dig, iso_utc, listed, text_of
-from eebench.adapters.chat import ModelTurn, ToolRun, traced_steps
+from eebench.adapters.chat import ModelTurn, ToolRun, call_parts, traced_steps, visible_text
 from eebench.adapters.records import JsonRecord, bad_item, json_records
 from eebench.documents import json_type, loads_json
 from eebench.errors import InputError
 
 MODEL_OPERATIONS = ("call_llm", "chat", "text_completion", "generate_content")
+_OPENINFERENCE = {"LLM": "chat", "TOOL": "execute_tool"}   # its span kinds, as the GenAI conventions' operations
 
 
 @dataclass
@@ -43,6 +49,7 @@ class Span:
     status: str | None = None
     resource: dict[str, Any] = field(default_factory=dict)
     where: str = ""    # the span's place in its record (`spans[3]`), for errors
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)   # (name, attributes), in order
 
     @property
     def operation(self) -> str:
@@ -51,6 +58,9 @@ class Span:
             return operation
         if self.attributes.get("llm.request.type") in ("chat", "completion"):   # OpenLLMetry's spans (`openai.chat`)
             return "chat"
+        kind = self.attributes.get("openinference.span.kind")   # OpenInference's (smolagents, LlamaIndex, Phoenix)
+        if kind in _OPENINFERENCE:
+            return _OPENINFERENCE[kind]
         return self.name.split(" ", 1)[0]
 
     @property
@@ -69,7 +79,8 @@ class OtelAdapter(Adapter):
     name = "otel"
     summary = ("OpenTelemetry GenAI spans: any-agent AgentTrace JSON ({spans, final_output}) or OTLP JSON "
                "(resourceSpans); execute_tool spans are actions, model-call spans give tokens (also OpenLLMetry's "
-               "flattened gen_ai.completion.0.* answers)")
+               "flattened gen_ai.completion.0.* answers, answers in span events, and OpenInference's LLM and TOOL "
+               "spans)")
     example = "eebench convert trace.json --from otel --out runs.jsonl"
     suffixes = (".json", ".jsonl")
     never_carries = frozenset()
@@ -110,6 +121,15 @@ def _located(path: Path, item: JsonRecord, trace: str, spans: list[Span], final:
     except _Refused as exc:
         span, name, message = exc.args
         return bad_item(path, item, message, f"{span.where}.attributes.{name}")
+    except _Unread as exc:
+        return bad_item(path, item, f"trace {exc.args[0]}: none of its {exc.args[1]} spans is a model call or a tool "
+                                    "run (the GenAI conventions' gen_ai.operation.name chat or execute_tool, "
+                                    "OpenLLMetry's llm.request.type, OpenInference's openinference.span.kind LLM or "
+                                    "TOOL); expected spans of one of these")
+
+
+class _Unread(Exception):
+    """(trace id, spans): a trace of several spans none of which this adapter reads as a step."""
 
 
 class _Refused(Exception):
@@ -156,6 +176,38 @@ def _indexed_calls(span: Span) -> list[tuple[str, Any]]:
     return calls
 
 
+# OpenInference flattens the first output message so: `.content`, `.tool_calls.N.tool_call.function.name`/`.arguments`
+OPENINFERENCE_ANSWER = "llm.output_messages.0.message."
+
+
+def _openinference_calls(span: Span) -> list[tuple[str, Any]]:
+    attributes, calls = span.attributes, []
+    while (name := attributes.get(f"{OPENINFERENCE_ANSWER}tool_calls.{len(calls)}.tool_call.function.name")) is not None:
+        field = f"{OPENINFERENCE_ANSWER}tool_calls.{len(calls)}.tool_call.function"
+        calls.append((_name(span, f"{field}.name", name), attributes.get(f"{field}.arguments")))
+    return calls
+
+
+def _event_answer(span: Span) -> Mapping[str, Any] | None:
+    """The answer as the conventions logged it in span events before they moved it to attributes: the last
+    `gen_ai.content.completion` event's `gen_ai.completion` (a JSON list of messages, or the text), or a
+    `gen_ai.choice` event's `message`; as a chat message (role, content, tool_calls), or None."""
+    for name, attributes in reversed(span.events):
+        value = attributes.get("gen_ai.completion") if name == "gen_ai.content.completion" else \
+            attributes.get("message") if name == "gen_ai.choice" else None
+        if value is None:
+            continue
+        decoded = _json(value)
+        if isinstance(decoded, list):   # the messages of the completion: the assistant's
+            decoded = next((m for m in reversed(decoded) if isinstance(m, Mapping)
+                            and m.get("role") in ("assistant", None)), None)
+        if isinstance(decoded, Mapping):
+            return decoded
+        if isinstance(value, str):
+            return {"content": value}
+    return None
+
+
 def _name_problem(span: Mapping[str, Any]) -> str | None:
     """What is wrong with a span's `name` as exported (it names a tool: never written as another type's repr)."""
     name = span.get("name")
@@ -194,7 +246,9 @@ def _record_spans(path: Path, item: JsonRecord) -> list[Span] | InputError:
             parent_id=_hex(parent.get("span_id"), 16), start_ns=as_int(span.get("start_time")),
             end_ns=as_int(span.get("end_time")), attributes=dict(attributes),
             status=status.get("status_code") if isinstance(status, Mapping) else None,
-            resource=dict(resource) if isinstance(resource, Mapping) else {}, where=f"spans[{i}]"))
+            resource=dict(resource) if isinstance(resource, Mapping) else {}, where=f"spans[{i}]",
+            events=[(e["name"], dict(e["attributes"]) if isinstance(e.get("attributes"), Mapping) else {})
+                    for e in listed(span.get("events")) if isinstance(e, Mapping) and isinstance(e.get("name"), str)]))
     return spans
 
 
@@ -232,7 +286,9 @@ def _otlp_spans(resource_spans: Any, bad: Any) -> list[Span] | InputError:
                     start_ns=_nanos(span.get("startTimeUnixNano")), end_ns=_nanos(span.get("endTimeUnixNano")),
                     attributes=_otlp_attributes(span.get("attributes")),
                     status=_otlp_status(status.get("code")) if isinstance(status, Mapping) else None,
-                    resource=resource, where=at))
+                    resource=resource, where=at,
+                    events=[(e["name"], _otlp_attributes(e.get("attributes"))) for e in listed(span.get("events"))
+                            if isinstance(e, Mapping) and isinstance(e.get("name"), str)]))
     return spans
 
 
@@ -284,12 +340,18 @@ def _model_turn(span: Span) -> ModelTurn:
     `gen_ai.output` (a JSON list of `tool.name`/`tool.args` calls, or text)."""
     attributes = span.attributes
     # (the conventions' names before 1.27, still written by OpenLLMetry and others: prompt and completion tokens)
-    turn = ModelTurn(None, tokens_in=_count(span, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
-                     tokens_out=_count(span, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"),
+    turn = ModelTurn(None, tokens_in=_count(span, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens",
+                                            "llm.token_count.prompt"),
+                     tokens_out=_count(span, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens",
+                                       "llm.token_count.completion"),
                      latency_ms=span.latency_ms, timestamp=span.started)
     if INDEXED_ANSWER + "role" in attributes or INDEXED_ANSWER + "content" in attributes:
         turn.text = _text(span, INDEXED_ANSWER + "content")
         turn.calls = _indexed_calls(span)
+        return turn
+    if OPENINFERENCE_ANSWER + "role" in attributes or OPENINFERENCE_ANSWER + "content" in attributes:
+        turn.text = _text(span, OPENINFERENCE_ANSWER + "content")
+        turn.calls = _openinference_calls(span)
         return turn
     messages = _json(attributes.get("gen_ai.output.messages"))
     if isinstance(messages, list):
@@ -307,6 +369,10 @@ def _model_turn(span: Span) -> ModelTurn:
                     texts.append(text_of(part.get("content")))
         turn.text, turn.reasoning = _lines(texts), _lines(thoughts)
         return turn
+    if "gen_ai.output" not in attributes and (message := _event_answer(span)) is not None:
+        turn.text = visible_text(message.get("content"))
+        turn.calls = [call_parts(call)[:2] for call in listed(message.get("tool_calls")) if isinstance(call, Mapping)]
+        return turn
     output = attributes.get("gen_ai.output")
     decoded = _json(output) if attributes.get("gen_ai.output.type") == "json" else None
     if isinstance(decoded, list) and decoded and all(isinstance(c, Mapping) and "tool.name" in c for c in decoded):
@@ -322,11 +388,14 @@ def _model_turn(span: Span) -> ModelTurn:
 def _tool_run(span: Span) -> ToolRun:
     attributes = span.attributes
     # (any-agent's names first; `gen_ai.tool.call.result` is the semantic conventions' own, pydantic-ai's)
-    output = next((attributes[key] for key in ("gen_ai.output", "gen_ai.tool.output", "gen_ai.tool.call.result")
-                   if attributes.get(key) is not None), None)
-    return ToolRun(_name(span, "gen_ai.tool.name", attributes.get("gen_ai.tool.name"))
-                   or span.name.removeprefix("execute_tool "),
-                   attributes.get("gen_ai.tool.args", attributes.get("gen_ai.tool.call.arguments")),
+    # (then OpenInference's: `tool.name`, and the span's `input.value`/`output.value`)
+    output = next((attributes[key] for key in ("gen_ai.output", "gen_ai.tool.output", "gen_ai.tool.call.result",
+                                               "output.value") if attributes.get(key) is not None), None)
+    name_field = "gen_ai.tool.name" if "gen_ai.tool.name" in attributes or "tool.name" not in attributes else "tool.name"
+    arguments = next((attributes[key] for key in ("gen_ai.tool.args", "gen_ai.tool.call.arguments", "input.value")
+                      if key in attributes), None)
+    return ToolRun(_name(span, name_field, attributes.get(name_field)) or span.name.removeprefix("execute_tool "),
+                   arguments,
                    output if isinstance(output, str) or output is None else json.dumps(output, ensure_ascii=False),
                    span.started)
 
@@ -354,7 +423,7 @@ def _steps(spans: list[Span]) -> list[LoggedStep]:
 def _episode(path: Path, item: JsonRecord, trace: str, spans: list[Span], final: Any) -> Episode:
     root = next((s for s in spans if s.parent_id is None), None)
     attributes = [s.attributes for s in ([root] if root else []) + spans]
-    model = next((a[k] for a in attributes for k in ("gen_ai.request.model", "gen_ai.response.model")
+    model = next((a[k] for a in attributes for k in ("gen_ai.request.model", "gen_ai.response.model", "llm.model_name")
                   if isinstance(a.get(k), str)), None)
     agent_name = next((a["gen_ai.agent.name"] for a in attributes if isinstance(a.get("gen_ai.agent.name"), str)),
                       None)
@@ -370,5 +439,8 @@ def _episode(path: Path, item: JsonRecord, trace: str, spans: list[Span], final:
     service = (root or spans[0]).resource.get("service.name")
     if isinstance(service, str):
         meta["service_name"] = service
-    return Episode(id=trace, record=item.index, line=item.line, steps=_steps(spans), fields=item.value,
+    steps = _steps(spans)
+    if not steps and len(spans) > 1:   # spans of a convention not read here: refused, not an empty trajectory
+        raise _Unread(trace, len(spans))
+    return Episode(id=trace, record=item.index, line=item.line, steps=steps, fields=item.value,
                    agent={"name": agent_name, "model": model}, meta=meta)
