@@ -197,3 +197,22 @@ def test_redacted_reasoning_is_not_written_as_the_steps_reasoning(tmp_path: Path
     [run] = convert(write_json(tmp_path / "log.json", doc), tmp_path / "out.jsonl")
     [step] = run["steps"]
     assert (step["action"], step.get("reasoning")) == ("left", reasoning)
+
+
+@pytest.mark.parametrize("start", ["_journal/start.json", "start.json"])
+def test_an_eval_archive_without_its_header_reads_the_start_record(agent_logs: Path, tmp_path: Path,
+                                                                   start: str) -> None:
+    # header.json is written when the run ends: a run still going (or killed) has `_journal/start.json`, the
+    # first .eval layout `start.json`; both hold the eval spec, and such archives were refused
+    with zipfile.ZipFile(agent_logs / DEDUP) as original:
+        header = json.loads(original.read("header.json"))
+        members = {name: original.read(name) for name in original.namelist()
+                   if name not in ("header.json", "_journal/start.json")}
+    started = tmp_path / "started.eval"
+    with zipfile.ZipFile(started, "w", zipfile.ZIP_DEFLATED) as copy:
+        for name, data in members.items():
+            copy.writestr(name, data)
+        copy.writestr(start, json.dumps({"version": header.get("version"), "eval": header["eval"]}))
+    [whole] = convert(agent_logs / DEDUP, tmp_path / "whole.jsonl")
+    [trajectory] = convert(started, tmp_path / "out.jsonl")
+    assert trajectory["steps"] == whole["steps"] and trajectory["id"] == whole["id"]

@@ -32,12 +32,14 @@ ATTACHMENT = "attachment://"
 ZIP_MAGIC = b"PK\x03\x04"
 _EVAL_SPEC = re.compile(rb'"eval"\s*:\s*\{')
 _SAMPLE_MEMBER = re.compile(r"^samples/[^/]+\.json$")
+_HEADER_MEMBERS = ("header.json", "_journal/start.json", "start.json")   # where a .eval keeps its eval spec
 
 
 class InspectAdapter(Adapter):
     name = "inspect"
-    summary = ("Inspect (inspect_ai) eval logs: the .json EvalLog or the .eval ZIP; one trajectory per sample "
-               "and epoch, attachments and message-pool references resolved")
+    summary = ("Inspect (inspect_ai) eval logs: the .json EvalLog or the .eval ZIP (also of a run still going: "
+               "its _journal/start.json); one trajectory per sample and epoch, attachments and message-pool "
+               "references resolved")
     example = "eebench convert logs/2025-05-12T20-27-36_browser.eval --from inspect --out runs.jsonl"
     suffixes = (".eval", ".json")
     never_carries = frozenset()
@@ -70,13 +72,17 @@ class InspectAdapter(Adapter):
     def _eval_zip(self, path: Path) -> Iterator[Episode | InputError]:
         try:
             with zipfile.ZipFile(path) as archive:
-                header = _member_json(path, archive, "header.json")
+                names = set(archive.namelist())
+                # header.json is written when the run ends; a run still going, or killed, has the start's record
+                # (`_journal/start.json`; `start.json` in the first .eval layout), which holds the eval spec too
+                member = next((m for m in _HEADER_MEMBERS if m in names), _HEADER_MEMBERS[0])
+                header = _member_json(path, archive, member)
                 if isinstance(header, InputError):
                     raise header
                 spec = dig(header, "eval") if isinstance(header, Mapping) else header
                 if not isinstance(spec, Mapping):
                     raise bad_record(path, f"expected an `eval` object, found {json_type(spec)}",
-                                     record="header.json", field="eval")
+                                     record=member, field="eval")
                 for member in archive.namelist():
                     if _SAMPLE_MEMBER.match(member):
                         sample = _member_json(path, archive, member)
