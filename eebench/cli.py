@@ -999,12 +999,25 @@ def report(db: Path, out: Path, where: str | None, bench: tuple[Path, ...], seed
     from eebench.bundles import open_bench
     from eebench.report import write_report
 
-    with contextlib.ExitStack() as stack:
+    with contextlib.ExitStack() as stack, _drawn_from(db):
         roots = [stack.enter_context(open_bench(b)).root for b in bench]
         written = write_report(db, out, where=where, bench=roots, seed=seed,
                                progress=stack.enter_context(_total_known_later("making replays")))
     click.echo(f"wrote {written.path} ({written.trajectories} trajectories, {written.bytes / 1e6:.1f} MB) "
                f"in {written.seconds:.2f} s")
+
+
+@contextlib.contextmanager
+def _drawn_from(db: Path) -> Iterator[None]:
+    """A results file whose values were changed after grading (a NULL where eebench writes a number, a world
+    kind it does not know, a column of another type) breaks the drawing somewhere inside it: one line naming the
+    file and what broke, not a traceback. (The checks of the file's tables and schema come first, in
+    load_results; what they let through is read as eebench wrote it.)"""
+    try:
+        yield
+    except (TypeError, ValueError, KeyError, IndexError, ArithmeticError) as exc:
+        raise InputError.at(str(db), f"cannot be drawn: {type(exc).__name__}: {exc}; was it changed after "
+                                     "grading? grade the trajectories again into another --db") from None
 
 
 def _plot_epilog() -> str:
@@ -1042,7 +1055,7 @@ def plot(kind: str, db: Path, out: Path, where: str | None, trajectory: str | No
     from eebench.bundles import open_bench
     from eebench.report.figures import draw
 
-    with contextlib.ExitStack() as stack:
+    with contextlib.ExitStack() as stack, _drawn_from(db):
         root = stack.enter_context(open_bench(bench)).root if bench is not None else None
         draw(kind, db, out, where=where, trajectory=trajectory, step=step, bench=root, seed=seed, model=model)
     click.echo(f"wrote {out}")

@@ -108,7 +108,10 @@ def _filesystem(uri: str) -> tuple[Any, str]:
     from pyarrow import fs
 
     if "://" not in uri:
-        return fs.LocalFileSystem(), str(Path(uri).resolve())
+        try:
+            return fs.LocalFileSystem(), str(Path(uri).resolve())
+        except (RuntimeError, OSError) as exc:   # (Python 3.11 raises RuntimeError for a symbolic link loop)
+            raise InputError.at(uri, f"cannot be resolved: {quote(str(exc), 200)}") from None
     try:
         return fs.FileSystem.from_uri(uri)
     except (pa.ArrowException, OSError) as exc:

@@ -177,6 +177,10 @@ def test_ray_refuses_bad_shards_and_a_used_folder(main_bundle: Path, tmp_path: P
 def test_ingest_needs_partitions(tmp_path: Path, cli) -> None:
     done = cli("ingest", tmp_path, "--db", tmp_path / "r.duckdb", code=2)
     assert "holds no trajectories/ partitions" in done.stderr
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")   # (resolving it raised RuntimeError: a traceback)
+    done = cli("ingest", tmp_path / "loop", "--db", tmp_path / "r.duckdb", code=2)
+    assert done.stderr.startswith(f"error: {tmp_path / 'loop'}: ") and done.stderr.count("\n") == 1
+    assert not (tmp_path / "r.duckdb").exists()
 
 
 def test_engine_options_go_together(main_bundle: Path, tmp_path: Path, cli) -> None:

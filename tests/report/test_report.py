@@ -503,3 +503,18 @@ def test_the_report_says_how_far_its_replays_are(graded: Run, tmp_path: Path) ->
     heard: list[tuple[int, int]] = []
     written = write_report(graded.db, tmp_path / "r.html", progress=lambda done, total: heard.append((done, total)))
     assert heard == [(k, written.trajectories) for k in range(1, written.trajectories + 1)]
+
+
+@pytest.mark.parametrize("change, args", [
+    ("UPDATE storage.steps SET from_x = NULL, to_x = NULL", ["report"]),
+    ("UPDATE storage.steps SET case_id = 99, error = -1", ["report"]),
+    ("ALTER TABLE trajectories ALTER n_steps TYPE VARCHAR; UPDATE trajectories SET n_steps = 'x'",
+     ["plot", "figure1"]),
+])
+def test_a_results_file_changed_after_grading_is_one_line_not_a_traceback(graded: Run, tmp_path: Path, cli,
+                                                                          change: str, args: list[str]) -> None:
+    db = _renamed(graded, tmp_path, change)
+    out = tmp_path / ("o.html" if args[0] == "report" else "o.png")
+    refused = cli(*args, "--db", db, "--out", out, code=2).stderr
+    assert refused.startswith(f"error: {db}: cannot be drawn: ") and refused.count("\n") == 1, refused
+    assert "was it changed after grading?" in refused and not out.exists()
