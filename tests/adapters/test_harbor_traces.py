@@ -84,3 +84,15 @@ def test_truncated_and_non_utf8_exports(agent_logs: Path, tmp_path: Path) -> Non
     assert_refused(cut, tmp_path / "out.jsonl",
                    r": record 2: truncated JSON; 2 records before it were read", fmt="harbor-traces")
     assert_refused(latin, tmp_path / "out.jsonl", r": record 0: not UTF-8 text; 0 records before it were read")
+
+
+def test_an_export_whose_first_trial_fills_the_head_is_detected(tmp_path: Path) -> None:
+    # `harbor traces export --episodes last`: a whole trial per element, its trial_name after a conversation past
+    # the 64 KiB detection reads; no adapter claimed it (a folder left it out, exit 0)
+    long = element("t-a", 40)
+    for message in long["conversations"][2::2]:
+        message["content"] = "ls -la\n" + "drwxr-xr-x  2 root root 4096 file\n" * 60
+    log = write_json(tmp_path / "job.traces.json", [long, element("t-b", 3)])
+    assert log.stat().st_size > 65_536 and detect(log).name == "harbor-traces"
+    first, second = convert(log, tmp_path / "out.jsonl")
+    assert (len(first["steps"]), len(second["steps"])) == (40, 3)

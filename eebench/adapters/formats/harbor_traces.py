@@ -14,13 +14,16 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from eebench.adapters.base import Adapter, Episode, as_label, scalars
+from eebench.adapters.base import HEAD_BYTES, Adapter, Episode, as_label, scalars
 from eebench.adapters.chat import chat_steps, messages_problem
 from eebench.adapters.records import JsonRecord, bad_item, grouped_records, head_value
 from eebench.documents import json_type
 from eebench.errors import InputError
 
 _EPISODE = re.compile(rb'"episode"\s*:\s*"episode-')
+# Harbor writes `conversations` first and the trial's fields after it: a first element past the head (a whole trial,
+# as `--episodes last` exports) is told by its opening, a conversation of content/role messages
+_OPENING = re.compile(rb'^\s*\[?\s*\{\s*"conversations"\s*:\s*\[\s*\{\s*"(?:content|role)"\s*:\s*"')
 _FIELDS = ("agent", "model", "model_provider", "date", "task", "episode", "run_id", "trial_name", "result")
 
 
@@ -34,7 +37,9 @@ class HarborTracesAdapter(Adapter):
 
     def handles(self, path: Path, head: bytes) -> bool:
         return (path.suffix.lower() in self.suffixes and head_value(head) in ("[", "{")
-                and b'"conversations"' in head and (b'"trial_name"' in head or _EPISODE.search(head) is not None))
+                and b'"conversations"' in head and (b'"trial_name"' in head or _EPISODE.search(head) is not None
+                                                    or len(head) == HEAD_BYTES and _OPENING.match(head) is not None
+                                                    and b'"role"' in head))
 
     def episodes(self, path: Path) -> Iterator[Episode | InputError]:
         for group in grouped_records(path, _trial):
