@@ -84,13 +84,12 @@ class CommitGate:
     def close(self) -> None:
         self.closed = True
 
-    def reopen(self, frame: Any = None) -> None:
-        """The commit did not happen (it failed, or another run's file took the place): stops act again, and one
-        noted meanwhile acts now."""
+    def reopen(self) -> None:
+        """The commit raised, or another run's file took the place: stops act again from now on, as the work that
+        follows (the commit done again, the rows added to that file) is still to be done. A stop noted meanwhile
+        stays noted, not acted on: a COMMIT that raised may have held (DuckDB can fail in the checkpoint after
+        it), and ending the run then would say it failed with its rows written."""
         self.closed = False
-        late, self.late = self.late, []
-        for signum in dict.fromkeys(late):
-            self._stop(signum, frame)
 
     def late_names(self) -> list[str]:
         """The signals that came once closed, by name (SIGINT), each once."""
