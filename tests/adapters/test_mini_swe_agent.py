@@ -214,3 +214,23 @@ def test_a_text_based_trajectory_of_mini_swe_agent_2(tmp_path: Path) -> None:
     assert [(s["action"], s.get("reasoning")) for s in run["steps"]] == [
         ("ls -la", "list files"), ("pwd", "the harness ran what it read")]
     assert run["source"]["unreadable_actions"] == 0
+
+
+def test_a_format_error_of_mini_swe_agent_2_is_a_step_with_no_action(tmp_path: Path) -> None:
+    # 2.x stores no assistant message for an answer it could not parse, only the format error (the turn vanished)
+    path = tmp_path / "demo__repo-1.traj.json"
+    path.write_text(json.dumps({"info": {"mini_version": "2.1.0"}, "trajectory_format": "mini-swe-agent-1.1",
+                                "messages": [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": "Please solve this issue: fix it"},
+        {"role": "assistant", "content": "THOUGHT: look\n\n```mswea_bash_command\nls\n```"},
+        {"role": "user", "content": "<returncode>0</returncode>"},
+        {"role": "user", "content": "Please always provide EXACTLY ONE action.",
+         "extra": {"interrupt_type": "FormatError", "model_response": "I will run two: ls; pwd"}},
+        {"role": "assistant", "content": "THOUGHT: one\n\n```mswea_bash_command\npwd\n```"},
+        {"role": "user", "content": "<returncode>0</returncode>"}]}), "utf-8")
+    [run] = convert(path, tmp_path / "out.jsonl")
+    assert [(s["action"], s.get("raw"), s.get("observation")) for s in run["steps"]] == [
+        ("ls", "THOUGHT: look\n\n```mswea_bash_command\nls\n```", "<returncode>0</returncode>"),
+        (None, "I will run two: ls; pwd", "Please always provide EXACTLY ONE action."),
+        ("pwd", "THOUGHT: one\n\n```mswea_bash_command\npwd\n```", "<returncode>0</returncode>")]

@@ -1,12 +1,13 @@
 """`mini-swe-agent`: mini-swe-agent trajectories (`trajectory_format: mini-swe-agent-1` and `-1.1`); one file is one
 episode.
 
-Version 1 (and 2's text-based models): each assistant message is a step: its one ```bash block (2.x:
-```mswea_bash_command, or the one command of `extra.actions`) is the action, the text around it ("THOUGHT: …")
-the reasoning, the whole content the raw output; the next user message is the
-observation (`<returncode>…`, or the harness's format-error message when the output did not hold exactly one bash
-block, in which case the step has no action). Version 2 (tool-calling models, mini-swe-agent 2.x): each tool call
-of an assistant message is a step, its `command` argument the action, the call as the model wrote it the raw
+Version 1 (and 2's text-based models): each assistant message is a step: the one command the harness recorded
+as run (2.x's `extra.actions`), else its one ```bash block (```mswea_bash_command in 2.x), is the action, the
+text around it ("THOUGHT: …") the reasoning, the whole content the raw output; the next user message is the
+observation (`<returncode>…`, or the harness's format-error message when the output did not hold exactly one
+block, in which case the step has no action; 2.x keeps no assistant message then, and its format-error message
+is that step, with the answer from `extra.model_response`). Version 2 (tool-calling models, mini-swe-agent 2.x):
+each tool call of an assistant message is a step, its `command` argument the action, the call as the model wrote it the raw
 output and the text beside it the reasoning (on the first call); the `tool` message answering the call is the
 observation. Per-step tokens and the time come from the raw completion kept in `extra.response`. The closing
 `exit` message (the submission, also in `info`) is no step. The task is the file's `instance_id` (2.x), else the
@@ -64,6 +65,7 @@ def _episode(path: Path, value: Any) -> Episode:
     steps: list[LoggedStep] = []
     by_call: dict[str, LoggedStep] = {}   # 2.x: each tool call's step, by the call's id
     model = None
+    last_role = None
     for index, message in enumerate(document["messages"]):
         if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
             found = "an object without a `role` string" if isinstance(message, Mapping) else json_type(message)
@@ -85,8 +87,15 @@ def _episode(path: Path, value: Any) -> Episode:
             text = text_of(message.get("content"))
             if text is not None:
                 step.observation = text if step.observation is None else f"{step.observation}\n{text}"
+        elif role == "user" and last_role != "assistant" and dig(message, "extra.interrupt_type") == "FormatError":
+            # 2.x keeps no assistant message for an answer it could not parse: its format error stands for the
+            # turn, with the answer in `extra.model_response` when kept (a step with no action, as in 1.x)
+            answer = dig(message, "extra.model_response")
+            steps.append(LoggedStep(action=None, raw=answer if isinstance(answer, str) else None,
+                                    observation=text_of(message.get("content"))))
         elif role == "user" and steps and steps[-1].observation is None:
             steps[-1].observation = text_of(message.get("content"))
+        last_role = role
     info = document.get("info") if isinstance(document.get("info"), Mapping) else {}
     meta: dict[str, Any] = {key: info[key] for key in ("exit_status", "mini_version")
                             if isinstance(info.get(key), str)}
@@ -116,8 +125,9 @@ def _steps(message: Mapping[str, Any], by_call: dict[str, LoggedStep]) -> list[L
     calls = [call for call in listed(message.get("tool_calls")) if isinstance(call, Mapping)]
     if not calls:
         blocks = list(_BASH.finditer(content or ""))
-        action = blocks[0].group(1).strip() if len(blocks) == 1 else _executed(message)
-        thought = _BASH.sub("", content or "") if action is not None else ""
+        executed = _executed(message)   # (what the harness ran wins: a config may read other blocks than ours)
+        action = executed if executed is not None else blocks[0].group(1).strip() if len(blocks) == 1 else None
+        thought = (_BASH.sub("", content or "") if len(blocks) == 1 else content or "") if action is not None else ""
         return [LoggedStep(action=action, raw=content, reasoning=_THOUGHT.sub("", thought).strip() or None,
                            tokens_in=tokens_in, tokens_out=tokens_out, timestamp=timestamp)]
     steps = []
