@@ -1017,7 +1017,8 @@ def _drawn_from(db: Path) -> Iterator[None]:
         yield
     except (TypeError, ValueError, KeyError, IndexError, ArithmeticError) as exc:
         raise InputError.at(str(db), f"cannot be drawn: {type(exc).__name__}: {exc}; was it changed after "
-                                     "grading? grade the trajectories again into another --db") from None
+                                     "grading? grade the trajectories again into another --db (if it was not, "
+                                     "this is eebench's fault: please report it)") from None
 
 
 def _plot_epilog() -> str:
