@@ -1000,8 +1000,8 @@ def report(db: Path, out: Path, where: str | None, bench: tuple[Path, ...], seed
     from eebench.report import write_report
 
     with contextlib.ExitStack() as stack, _drawn_from(db):
-        roots = [stack.enter_context(open_bench(b)).root for b in bench]
-        written = write_report(db, out, where=where, bench=roots, seed=seed,
+        opened = [stack.enter_context(open_bench(b)) for b in bench]
+        written = write_report(db, out, where=where, bench=opened, seed=seed,
                                progress=stack.enter_context(_total_known_later("making replays")))
     click.echo(f"wrote {written.path} ({written.trajectories} trajectories, {written.bytes / 1e6:.1f} MB) "
                f"in {written.seconds:.2f} s")
@@ -1057,8 +1057,8 @@ def plot(kind: str, db: Path, out: Path, where: str | None, trajectory: str | No
     from eebench.report.figures import draw
 
     with contextlib.ExitStack() as stack, _drawn_from(db):
-        root = stack.enter_context(open_bench(bench)).root if bench is not None else None
-        draw(kind, db, out, where=where, trajectory=trajectory, step=step, bench=root, seed=seed, model=model)
+        opened = stack.enter_context(open_bench(bench)) if bench is not None else None
+        draw(kind, db, out, where=where, trajectory=trajectory, step=step, bench=opened, seed=seed, model=model)
     click.echo(f"wrote {out}")
 
 

@@ -15,6 +15,7 @@ import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from eebench.errors import InputError, did_you_mean, one_of  # noqa: E402
+from eebench.instances import Bench  # noqa: E402
 from eebench.output import shown  # noqa: E402
 from eebench.report.kinds import FIGURE_KINDS, LABEL_CHARS  # noqa: E402
 from eebench.report.data import Results, closest_trajectory_id, load_results  # noqa: E402
@@ -379,7 +380,7 @@ _NO_DATE = {"svg": {"Date": None}, "pdf": {"CreationDate": None}}
 
 
 def draw(kind: str, db: Path | str, out: Path | str, *, where: str | None = None, trajectory: str | None = None,
-         step: int | None = None, bench: Path | None = None, seed: int = 0, model: str | None = None) -> Path:
+         step: int | None = None, bench: Path | Bench | None = None, seed: int = 0, model: str | None = None) -> Path:
     """Draw figure KIND of the selected trajectories into `out` (format from its suffix)."""
     if kind not in KINDS:
         raise InputError(f"unknown figure {kind!r}{did_you_mean(kind, KINDS)}; expected {one_of(KINDS)}")

@@ -20,6 +20,7 @@ import orjson
 from eebench import __version__
 from eebench.documents import atomic_file
 from eebench.errors import InputError
+from eebench.instances import Bench
 from eebench.report.data import METRICS, Results, encode_block, load_results
 from eebench.report.kinds import LABEL_CHARS
 from eebench.report.replay import Maps, replay_documents
@@ -140,7 +141,7 @@ def _escape(text: str) -> str:
 
 
 def write_report(db: Path | str, out: Path | str, *, where: str | None = None,
-                 bench: Path | Sequence[Path] | None = None, seed: int = 0,
+                 bench: Path | Bench | Sequence[Path | Bench] | None = None, seed: int = 0,
                  progress: Callable[[int, int], None] | None = None) -> Written:
     """Write the report of the selected trajectories of a results file; the file appears whole or not at all.
     `progress(done, total)`: as `render`."""

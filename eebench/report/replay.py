@@ -16,7 +16,7 @@ import numpy as np
 import orjson
 
 from eebench.errors import InputError
-from eebench.instances import InstanceLibrary
+from eebench.instances import Bench, InstanceLibrary
 from eebench.report.data import MAX_TEXT_CHARS, TEXT_FIELDS, Results
 from eebench.trajectories import read_raw_records
 from eebench.world.grid_dag import GridDagInstance, GridDagWorld
@@ -67,15 +67,16 @@ def rooms_map(instance: Any) -> dict[str, Any]:
 class Maps:
     """Instances by id from the --bench folders, each kept only if it is the instance that was graded."""
 
-    def __init__(self, bench: Path | Sequence[Path] | None, results: Results):
+    def __init__(self, bench: Path | Bench | Sequence[Path | Bench] | None, results: Results):
         self.docs: dict[str, dict[str, Any]] = {}
         self.worlds: dict[str, GridDagWorld] = {}
-        benches = [] if bench is None else [bench] if isinstance(bench, (str, Path)) else list(bench)
+        benches = [] if bench is None else [bench] if isinstance(bench, (str, Path, Bench)) else list(bench)
         if not benches:
             results.notes.append("maps show only the cells the agents visited: pass --bench to draw the instances")
             return
-        libraries = [InstanceLibrary(b) for b in benches]
-        where = ", ".join(map(str, benches))
+        # an opened bench is named as given (an archive's root is a temporary folder: the page would differ)
+        libraries = [InstanceLibrary(b.root if isinstance(b, Bench) else b) for b in benches]
+        where = ", ".join(b.where if isinstance(b, Bench) else str(b) for b in benches)
         graded = dict(zip(results.trajectories["instance_id"], results.trajectories["instance_sha256"], strict=True))
         missing, changed, unreadable = [], [], []
         for instance_id, sha in sorted(graded.items()):

@@ -518,3 +518,19 @@ def test_a_results_file_changed_after_grading_is_one_line_not_a_traceback(graded
     refused = cli(*args, "--db", db, "--out", out, code=2).stderr
     assert refused.startswith(f"error: {db}: cannot be drawn: ") and refused.count("\n") == 1, refused
     assert "was it changed after grading?" in refused and not out.exists()
+
+
+def test_a_bench_from_an_archive_is_named_by_its_path_not_its_temporary_folder(graded: Run, tmp_path: Path,
+                                                                               cli) -> None:
+    # the same results give the same page: an archive's note named the random folder it was unpacked into
+    from eebench.bundles import publish
+
+    archive = tmp_path / "pasta.tar.gz"
+    publish("park2026-pasta", "1.0.0", archive)   # none of the graded instances: each is "not found"
+    pages = []
+    for k in range(2):
+        cli("report", "--db", graded.db, "--bench", archive, "--out", tmp_path / f"r{k}.html")
+        pages.append((tmp_path / f"r{k}.html").read_bytes())
+    assert pages[0] == pages[1]
+    notes = embedded(pages[0].decode(), "eeb-data")["notes"]
+    assert any("not found in" in note and str(archive) in note and "eebench-bundle-" not in note for note in notes)
