@@ -967,6 +967,14 @@ def _remove_folders(created: list[Path]) -> None:
             folder.rmdir()  # only if still empty
 
 
+@functools.cache
+def _umask() -> int:
+    """The process's umask, read once (reading it means setting it: os.umask has no query)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_file(path: Path | str, mode: str = "w", buffering: int = -1, *, replace: bool = True
                 ) -> Iterator[IO[Any]]:
@@ -992,7 +1000,7 @@ def atomic_file(path: Path | str, mode: str = "w", buffering: int = -1, *, repla
         with os.fdopen(fd, mode, buffering,
                        **({} if "b" in mode else {"encoding": "utf-8", "newline": "\n"})) as handle:
             yield handle
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, 0o666 & ~_umask())   # (as open() would have made it: 0644 under the usual umask)
         if replace:
             os.replace(tmp, path)
         else:
@@ -1060,7 +1068,7 @@ def atomic_directory(dest: Path | str, *, marker: str, replace: bool = True) -> 
         except OSError as exc:
             raise InputError.at(str(dest), f"cannot write: {exc.strerror}") from None
         yield tmp
-        os.chmod(tmp, 0o755)
+        os.chmod(tmp, 0o777 & ~_umask())   # (as mkdir would have made it: 0755 under the usual umask)
         if not replace:
             try:   # (a rename replaces an empty folder, and fails on one with files in it: one step)
                 os.replace(tmp, dest)

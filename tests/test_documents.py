@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -383,3 +386,15 @@ def test_a_valid_trajectory_is_passed_by_the_compiled_check_alone() -> None:
     assert _passes_fast({"eebench": "trajectory/1", "id": "t", "instance": "i", "steps": [step] * 3}, "trajectory")
     assert not _passes_fast({"eebench": "trajectory/1", "id": "t", "instance": "i",
                              "steps": [{**step, "tokens_in": 3.0}]}, "trajectory")   # (integers are strict)
+
+
+@pytest.mark.parametrize("umask, file_mode, folder_mode", [(0o022, 0o644, 0o755), (0o077, 0o600, 0o700)])
+def test_outputs_take_the_modes_the_umask_gives(tmp_path: Path, umask: int, file_mode: int, folder_mode: int) -> None:
+    # (0644 and 0755 were forced: under umask 077 archives, reports and runs came out world-readable)
+    code = ("import os, sys; os.umask(int(sys.argv[1])); from pathlib import Path\n"
+            "from eebench.documents import atomic_directory, atomic_file\n"
+            "with atomic_file(Path(sys.argv[2]) / 'f.txt') as out: out.write('x')\n"
+            "with atomic_directory(Path(sys.argv[2]) / 'd', marker='m') as folder: (folder / 'g').write_text('y')\n")
+    subprocess.run([sys.executable, "-c", code, str(umask), str(tmp_path)], check=True)
+    assert stat.S_IMODE((tmp_path / "f.txt").stat().st_mode) == file_mode
+    assert stat.S_IMODE((tmp_path / "d").stat().st_mode) == folder_mode
