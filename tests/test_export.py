@@ -97,8 +97,8 @@ def test_a_view_failing_half_way_leaves_nothing(cli, tmp_path: Path) -> None:
     con.close()
     out = tmp_path / "export"
     result = cli("export", "--db", db, "--out", out, "--format", "csv", code=2)
-    assert result.stderr.startswith(f"error: {out}: export failed: Invalid Input Error: boom") \
-        and result.stderr.endswith("; nothing was written\n") and result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"error: {db}: 'z' cannot be exported: Invalid Input Error: boom") \
+        and result.stderr.endswith(f"; nothing was written to {out}\n") and result.stderr.count("\n") == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["other.duckdb"]
     result = cli("export", "--db", db, "--out", out, "--table", "a", "--format", "csv")
     assert result.stdout == f"exported 1 table or view (1000 rows) to {out}/: a.csv (1000)\n"

@@ -1683,6 +1683,7 @@ def export(db: Path | str, out: Path | str, fmt: str, tables: Sequence[str] = ()
                                  "name of letters, digits, '_', '.' or '-'")
         options = "FORMAT parquet" if fmt == "parquet" else "FORMAT csv, HEADER true"
         written: list[Exported] = []
+        name = None
         try:
             with atomic_directory(out, marker=EXPORT_MARKER) as folder, interruptible(con):
                 for name in chosen:
@@ -1693,8 +1694,11 @@ def export(db: Path | str, out: Path | str, fmt: str, tables: Sequence[str] = ()
                 (folder / EXPORT_MARKER).write_text(json.dumps({
                     "export_version": EXPORT_VERSION, "format": fmt, "db": str(path), "eebench_version": __version__,
                     "tables": [e._asdict() for e in written]}, indent=2) + "\n", "utf-8")
-        except duckdb.Error as exc:
+        except duckdb.IOException as exc:   # (the writing)
             raise EebenchError(f"{out}: export failed: {duckdb_message(exc)}; nothing was written") from None
+        except duckdb.Error as exc:   # (the reading: a view that fails, a damaged block)
+            raise EebenchError(f"{path}: {name!r} cannot be exported: {duckdb_message(exc)}; nothing was written to "
+                               f"{out}") from None
         except OSError as exc:
             raise EebenchError(f"{out}: export failed: {exc.strerror or exc}; nothing was written") from None
         return written
