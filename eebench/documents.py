@@ -967,9 +967,14 @@ def _remove_folders(created: list[Path]) -> None:
             folder.rmdir()  # only if still empty
 
 
-@functools.cache
 def _umask() -> int:
-    """The process's umask, read once (reading it means setting it: os.umask has no query)."""
+    """The process's umask now: Linux shows it in /proc/self/status; elsewhere it is read by setting it and setting
+    it back (os.umask has no query; for that moment it is another for every thread)."""
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
     mask = os.umask(0o022)
     os.umask(mask)
     return mask

@@ -398,3 +398,15 @@ def test_outputs_take_the_modes_the_umask_gives(tmp_path: Path, umask: int, file
     subprocess.run([sys.executable, "-c", code, str(umask), str(tmp_path)], check=True)
     assert stat.S_IMODE((tmp_path / "f.txt").stat().st_mode) == file_mode
     assert stat.S_IMODE((tmp_path / "d").stat().st_mode) == folder_mode
+    # the umask as it is at each write: a program may tighten it after eebench's first output
+    later = ("import os, sys; from pathlib import Path\n"
+             "from eebench.documents import atomic_directory, atomic_file\n"
+             "os.umask(0); out = Path(sys.argv[2])\n"
+             "with atomic_file(out / 'e.txt') as f: f.write('x')\n"
+             "os.umask(int(sys.argv[1]))\n"
+             "with atomic_file(out / 'f2.txt') as f: f.write('x')\n"
+             "with atomic_directory(out / 'd2', marker='m') as folder: (folder / 'g').write_text('y')\n")
+    subprocess.run([sys.executable, "-c", later, str(umask), str(tmp_path)], check=True)
+    assert stat.S_IMODE((tmp_path / "e.txt").stat().st_mode) == 0o666
+    assert stat.S_IMODE((tmp_path / "f2.txt").stat().st_mode) == file_mode
+    assert stat.S_IMODE((tmp_path / "d2").stat().st_mode) == folder_mode
