@@ -371,10 +371,11 @@ def test_field_hits_are_each_checkpoints_first_step_whose_field_a_regex_finds(da
             assert hits == expected
 
 
+EARLY_MID_LATE = [{"action": "a", "observation": text} for text in ("early", "mid", "late")]
+
 def test_an_all_sees_every_sets_definitions_of_its_members(tmp_path: Path) -> None:
     # one id defined by several sets is one checkpoint (hit by the first definition that holds), so an `all` of
     # it waits for that, whichever set defines what and in whichever order the sets come
-    steps = [{"action": "a", "observation": text} for text in ("early", "mid", "late")]
     later_all = """
   - instances: ["*"]
     checkpoints:
@@ -385,7 +386,7 @@ def test_an_all_sees_every_sets_definitions_of_its_members(tmp_path: Path) -> No
       - {id: z, field: observation, regex: early}
       - {id: y, all: [z]}
 """
-    (run,), _ = grade(checkpoints(tmp_path, later_all), LoggedInstance("g/a"), steps)
+    (run,), _ = grade(checkpoints(tmp_path, later_all), LoggedInstance("g/a"), EARLY_MID_LATE)
     assert hits(run) == {"y": 1, "x": 1, "z": 1}
     later_member = """
   - instances: ["*"]
@@ -397,13 +398,12 @@ def test_an_all_sees_every_sets_definitions_of_its_members(tmp_path: Path) -> No
     checkpoints:
       - {id: "room:hall", field: observation, regex: mid}
 """
-    (run,), _ = grade(checkpoints(tmp_path, later_member), LoggedInstance("g/a"), steps)
+    (run,), _ = grade(checkpoints(tmp_path, later_member), LoggedInstance("g/a"), EARLY_MID_LATE)
     assert hits(run) == {"k": 1, "both": 2, "room:hall": 2}
 
 
 def test_an_all_in_a_cycle_across_sets_holds_only_by_another_definition(tmp_path: Path) -> None:
     # x needs y and y needs x: neither is hit by the other alone (no step justifies it), but y's own regex does
-    steps = [{"action": "a", "observation": text} for text in ("early", "mid", "late")]
     cycle = """
   - instances: ["*"]
     checkpoints:
@@ -414,10 +414,10 @@ def test_an_all_in_a_cycle_across_sets_holds_only_by_another_definition(tmp_path
       - {id: x, field: observation, regex: never}
       - {id: y, all: [x]}
 """
-    (run,), _ = grade(checkpoints(tmp_path, cycle), LoggedInstance("g/a"), steps)
+    (run,), _ = grade(checkpoints(tmp_path, cycle), LoggedInstance("g/a"), EARLY_MID_LATE)
     assert hits(run) == {"y": None, "x": None}
     (run,), _ = grade(checkpoints(tmp_path, cycle.replace("regex: never}\n      - {id: x", "regex: mid}\n      - {id: x", 1)),
-                      LoggedInstance("g/a"), steps)
+                      LoggedInstance("g/a"), EARLY_MID_LATE)
     assert hits(run) == {"y": 2, "x": 2}
 
 
@@ -433,7 +433,6 @@ def test_a_logged_steps_episode_is_refused_where_validate_refuses_it(episode: An
 def test_an_id_that_is_an_all_in_several_sets_waits_for_whichever_holds_first(tmp_path: Path) -> None:
     # x is `all [w]` in one set and `all [q]` in another: hit when w is (2), though q comes later (3); w itself is
     # an `all` of the second set
-    steps = [{"action": "a", "observation": text} for text in ("early", "mid", "late")]
     library = checkpoints(tmp_path, """
   - instances: ["*"]
     checkpoints:
@@ -446,5 +445,5 @@ def test_an_id_that_is_an_all_in_several_sets_waits_for_whichever_holds_first(tm
       - {id: q, field: observation, regex: late}
       - {id: x, all: [q]}
 """)
-    (run,), _ = grade(library, LoggedInstance("g/a"), steps)
+    (run,), _ = grade(library, LoggedInstance("g/a"), EARLY_MID_LATE)
     assert hits(run) == {"w": 2, "x": 2, "z": 2, "q": 3}

@@ -160,31 +160,21 @@ def _text(span: Span, field: str) -> str | None:
     return value
 
 
-# The answer as OpenLLMetry (traceloop) flattens it, one attribute per field of the first choice: `.content`,
-# `.tool_calls.N.name` and `.arguments`, or the API's older `.function_call`.
-INDEXED_ANSWER = "gen_ai.completion.0."
+# Answers flattened into one attribute per field of the first choice: (the prefix of its fields, where its N-th tool
+# call's `.name` and `.arguments` are). OpenLLMetry (traceloop): `.content`, `.tool_calls.N.name`, or the API's older
+# `.function_call`; OpenInference: `.content`, `.tool_calls.N.tool_call.function.name`.
+FLATTENED_ANSWERS = (("gen_ai.completion.0.", "tool_calls.{}"),
+                     ("llm.output_messages.0.message.", "tool_calls.{}.tool_call.function"))
 
 
-def _indexed_calls(span: Span) -> list[tuple[str, Any]]:
+def _flattened_calls(span: Span, prefix: str, call: str) -> list[tuple[str, Any]]:
     attributes, calls = span.attributes, []
-    while (name := attributes.get(f"{INDEXED_ANSWER}tool_calls.{len(calls)}.name")) is not None:
-        field = f"{INDEXED_ANSWER}tool_calls.{len(calls)}"
+    while (name := attributes.get(f"{prefix}{call.format(len(calls))}.name")) is not None:
+        field = prefix + call.format(len(calls))
         calls.append((_name(span, f"{field}.name", name), attributes.get(f"{field}.arguments")))
-    if not calls and attributes.get(f"{INDEXED_ANSWER}function_call.name") is not None:
-        field = f"{INDEXED_ANSWER}function_call"
+    if not calls and attributes.get(f"{prefix}function_call.name") is not None:
+        field = f"{prefix}function_call"
         calls.append((_name(span, f"{field}.name", attributes[f"{field}.name"]), attributes.get(f"{field}.arguments")))
-    return calls
-
-
-# OpenInference flattens the first output message so: `.content`, `.tool_calls.N.tool_call.function.name`/`.arguments`
-OPENINFERENCE_ANSWER = "llm.output_messages.0.message."
-
-
-def _openinference_calls(span: Span) -> list[tuple[str, Any]]:
-    attributes, calls = span.attributes, []
-    while (name := attributes.get(f"{OPENINFERENCE_ANSWER}tool_calls.{len(calls)}.tool_call.function.name")) is not None:
-        field = f"{OPENINFERENCE_ANSWER}tool_calls.{len(calls)}.tool_call.function"
-        calls.append((_name(span, f"{field}.name", name), attributes.get(f"{field}.arguments")))
     return calls
 
 
@@ -345,14 +335,11 @@ def _model_turn(span: Span) -> ModelTurn:
                      tokens_out=_count(span, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens",
                                        "llm.token_count.completion"),
                      latency_ms=span.latency_ms, timestamp=span.started)
-    if INDEXED_ANSWER + "role" in attributes or INDEXED_ANSWER + "content" in attributes:
-        turn.text = _text(span, INDEXED_ANSWER + "content")
-        turn.calls = _indexed_calls(span)
-        return turn
-    if OPENINFERENCE_ANSWER + "role" in attributes or OPENINFERENCE_ANSWER + "content" in attributes:
-        turn.text = _text(span, OPENINFERENCE_ANSWER + "content")
-        turn.calls = _openinference_calls(span)
-        return turn
+    for prefix, call in FLATTENED_ANSWERS:
+        if prefix + "role" in attributes or prefix + "content" in attributes:
+            turn.text = _text(span, prefix + "content")
+            turn.calls = _flattened_calls(span, prefix, call)
+            return turn
     messages = _json(attributes.get("gen_ai.output.messages"))
     if isinstance(messages, list):
         texts, thoughts = [], []
