@@ -15,6 +15,7 @@ import os
 import re
 import signal
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
@@ -22,7 +23,7 @@ from typing import Any, NoReturn
 import click
 
 from eebench import __version__
-from eebench.errors import EebenchError, InputError, Problem, did_you_mean, message_line, near_path, quote
+from eebench.errors import EebenchError, EebenchWarning, InputError, Problem, did_you_mean, message_line, near_path, quote
 from eebench.interrupts import interrupt_on_signals
 from eebench.prompts import VARIANTS as PROMPT_VARIANTS
 
@@ -100,6 +101,17 @@ def _say_output_failed(exc: OSError) -> None:
         click.echo(f"error: cannot write the output: {exc.strerror}", err=True)
 
 
+def _show_warning(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+    """eebench's own warnings as one `warning:` line; any other as Python shows it."""
+    if issubclass(category, EebenchWarning):
+        click.echo(message_line(f"warning: {message}"), err=True)
+    else:
+        _SHOW_PYTHON_WARNING(message, category, *args, **kwargs)
+
+
+_SHOW_PYTHON_WARNING = warnings.showwarning
+
+
 class _Group(click.Group):
     """Turns eebench's errors, and click's usage errors, into one line each and exit code 2; suggests close command
     names."""
@@ -138,6 +150,12 @@ class _Group(click.Group):
         sys.exit(code if isinstance(code, int) else 0)
 
     def invoke(self, ctx: click.Context) -> Any:
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            warnings.simplefilter("default", EebenchWarning)   # (a line, whatever filter the caller set)
+            return self._invoke(ctx)
+
+    def _invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except InputError as exc:

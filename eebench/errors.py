@@ -62,6 +62,10 @@ class EebenchError(Exception):
     """Root of every error eebench raises on purpose."""
 
 
+class EebenchWarning(UserWarning):
+    """Something the user should know of a run that went on: the CLI prints it as one `warning:` line."""
+
+
 class InputError(EebenchError):
     """Bad input from the user: the CLI prints one line per problem and exits with code 2."""
 

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import duckdb
@@ -255,3 +256,33 @@ def test_a_tables_column_names_are_shown_escaped_too(cli, db: Path) -> None:
     """Column names can come from the data (a PIVOT): a header drove the terminal."""
     out = cli("query", "SELECT 1 AS \"x\x1b[2J\"", "--db", db).stdout
     assert "\x1b" not in out and out.startswith("x\\x1b[2J\n" + "-" * 8 + "\n")
+
+
+@pytest.mark.parametrize("command", ["query", "export"])
+def test_a_results_file_of_a_newer_schema_is_read_with_a_warning(cli, db: Path, tmp_path: Path,
+                                                                  command: str) -> None:
+    """`query` and `export` interpret no row, so they read a newer file (grade, report and plot refuse it); but its
+    columns may not mean what this eebench's README says, and one line says so (it was read without a word)."""
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    args = (["SELECT count(*) AS n FROM trajectories", "--format", "csv"] if command == "query"
+            else ["--out", tmp_path / "out", "--table", "trajectories"])
+    r = cli(command, *args, "--db", db)
+    assert r.stderr == (f"warning: {db}: results schema version 99 is newer than this eebench reads (4): its tables "
+                        "may not mean what this eebench's README says; upgrade eebench\n")
+    assert r.stdout == "n\n2\n" if command == "query" else (tmp_path / "out" / "trajectories.parquet").exists()
+
+
+def test_python_query_of_a_newer_results_file_warns(db: Path) -> None:
+    import eebench
+    from eebench.errors import EebenchWarning
+
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    with pytest.warns(EebenchWarning, match="results schema version 99 is newer than this eebench reads"):
+        assert eebench.query_arrow("SELECT count(*) AS n FROM trajectories", db).column("n").to_pylist() == [2]
+    with duckdb.connect(str(db)) as con:   # the file of this eebench's schema: no warning
+        con.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert query(db, "SELECT count(*) FROM trajectories")[1] == [(2,)]

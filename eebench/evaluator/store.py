@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -33,7 +34,7 @@ import numpy as np
 
 from eebench import __version__
 from eebench.documents import atomic_directory, special_file
-from eebench.errors import EebenchError, InputError, did_you_mean, near_path
+from eebench.errors import EebenchError, EebenchWarning, InputError, did_you_mean, near_path
 from eebench.evaluator.families import Coded, StepColumns, StepWindows, concatenated, registered, step_rows
 from eebench.evaluator.park import EXPLOIT_CASES, EXPLORE_CASES, METRIC_VERSION
 from eebench.interrupts import CommitGate, interruptible
@@ -457,12 +458,30 @@ def results_file_problem(path: Path) -> str | None:
     return None
 
 
-def refuse_newer_schema(path: Path, version: Any, does: str) -> None:
-    """InputError when `version` (meta's schema_version) is newer than this eebench `does` (reads, writes): its
-    tables may mean what this version cannot know."""
+def _newer_schema(version: Any, does: str) -> str | None:
+    """What to say of `version` (meta's schema_version) when it is newer than this eebench `does` (reads, writes):
+    its tables may mean what this version cannot know."""
     if str(version).isdigit() and int(version) > SCHEMA_VERSION:
-        raise InputError.at(str(path), f"results schema version {version} is newer than this eebench {does} "
-                                       f"({SCHEMA_VERSION}); upgrade eebench")
+        return f"results schema version {version} is newer than this eebench {does} ({SCHEMA_VERSION})"
+    return None
+
+
+def refuse_newer_schema(path: Path, version: Any, does: str) -> None:
+    """InputError when the results file is of a newer schema (grade, report, plot and ingest interpret its rows)."""
+    if problem := _newer_schema(version, does):
+        raise InputError.at(str(path), f"{problem}; upgrade eebench")
+
+
+def _warn_if_newer(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """`query` and `export` interpret no row, so a newer file is read; but its columns may not mean what this
+    eebench's README says, and the user is told so (an EebenchWarning: one `warning:` line from the CLI)."""
+    try:
+        found = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+    except duckdb.Error:   # no meta table: a DuckDB file eebench did not write, queried as any other
+        return
+    if found and (problem := _newer_schema(found[0][0], "reads")):
+        warnings.warn(EebenchWarning(f"{path}: {problem}: its tables may not mean what this eebench's README says; "
+                                     "upgrade eebench"), stacklevel=3)
 
 
 def _connect(path: Path, *, read_only: bool = False, spill: Path | None = None,
@@ -1555,12 +1574,18 @@ def _connect_reading(path: Path, config: dict[str, Any]) -> duckdb.DuckDBPyConne
         raise InputError.at(str(path), "no such database"
                             + (near_path(path) or " (run `eebench grade ... --db` first)"))
     try:
-        return _connect(path, read_only=True, config=config)
+        con = _connect(path, read_only=True, config=config)
     except InputError as exc:
         if "could not set lock" not in str(exc).lower():
             raise
         raise InputError.at(str(path), "is being written by another process (a grade committing, say); try again "
                                        "when it is done") from None
+    try:
+        _warn_if_newer(con, path)
+    except BaseException:   # (a warning made an error by the caller's filter)
+        con.close()
+        raise
+    return con
 
 
 def _sql_error(exc: duckdb.Error) -> InputError:
