@@ -103,6 +103,16 @@ def preset_problems(name: str, doc: dict[str, Any]) -> list[tuple[str, str]]:
     if width * height * most > names:
         problems.append((f"{name}.balls_per_room", f"up to {width * height * most} balls but the colour palette has "
                                                    f"{names} names; balls need distinct names"))
+    # what generate_instance would refuse at every seed, refused here so that `validate` says it too
+    if width * height == 1 and doc.get("door_budget", "eccentricity") == "eccentricity":
+        problems.append((f"{name}.door_budget", "a 1x1 grid is a single room, whose eccentricity is 0: it has no "
+                                                "door to walk; give door_budget a number"))
+    if most == 0:
+        problems.append((f"{name}.balls_per_room", "every room holds 0 balls, so no episode earns a reward (the gaps "
+                                                   "divide by R_max); give a count above 0 a probability"))
+    if high == 0:
+        problems.append((f"{name}.reward", "every ball is worth 0, so no episode earns a reward (the gaps divide by "
+                                           "R_max); raise max above 0"))
     return problems
 
 
@@ -204,8 +214,7 @@ def generate_instance(preset: RoomsPreset, seed: int, instance_id: str) -> Rooms
     graph.add_nodes_from(cells)
     distance = nx.single_source_shortest_path_length(graph, start)
     door_budget = preset.door_budget if preset.door_budget is not None else max(distance.values())
-    if door_budget < 1:
-        raise InputError(f"preset {preset.name!r}: a single room has no door to walk; give door_budget a number")
+    assert door_budget >= 1, "preset_problems refuses a single room without a door budget"
 
     balls_rng = StableRng(seed, "balls")
     counts, values = [k for k, _ in preset.balls_per_room], [p for _, p in preset.balls_per_room]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import networkx as nx
@@ -160,11 +161,34 @@ def generate_instance_again(instance: RoomsInstance) -> dict[str, Any]:
                                      "need distinct names"),
                           ("p.balls_per_room", "up to 200 balls but the colour palette has 169 names; balls need "
                                                "distinct names")]),
+    # what generate refused at every seed while validate passed it
+    ({"size": [1, 1]}, [("p.door_budget", "a 1x1 grid is a single room, whose eccentricity is 0: it has no door to "
+                                          "walk; give door_budget a number")]),
+    ({"balls_per_room": {"0": 1.0, "3": 0.0}}, [("p.balls_per_room", "every room holds 0 balls, so no episode earns "
+                                                 "a reward (the gaps divide by R_max); give a count above 0 a "
+                                                 "probability")]),
+    ({"reward": [0, 0]}, [("p.reward", "every ball is worth 0, so no episode earns a reward (the gaps divide by "
+                                       "R_max); raise max above 0")]),
 ])
 def test_preset_problems(changes: dict[str, Any], expected: list[tuple[str, str]]) -> None:
     doc = {"graph": "grid", "size": [4, 4], "p_drop": 0.01, "balls_per_room": {"0": 0.4, "1": 0.4, "2": 0.2}}
     doc.update(changes)
     assert preset_problems("p", doc) == expected
+
+
+@pytest.mark.parametrize("preset, field", [
+    ("{graph: grid, size: [1, 1]}", "door_budget"),
+    ("{graph: maze, size: [3, 3], balls_per_room: {0: 1.0}}", "balls_per_room"),
+    ("{graph: grid, size: [3, 3], reward: [0, 0]}", "reward"),
+])
+def test_validate_refuses_what_generate_refuses_at_every_seed_in_the_same_line(cli: Any, tmp_path: Path, preset: str,
+                                                                              field: str) -> None:
+    spec = tmp_path / "g.yaml"
+    spec.write_text(f"eebench: generator/1\nenv: rooms\npresets:\n  p: {preset}\n", "utf-8")
+    validated = cli("validate", spec, code=2)
+    generated = cli("generate", spec, "--out", tmp_path / "out", code=2)
+    assert validated.stderr == generated.stderr and validated.stderr.startswith(f"error: {spec}: presets.p.{field}: ")
+    assert validated.stderr.count("\n") == 1 and not (tmp_path / "out").exists()
 
 
 def test_the_generator_schema_bounds_what_an_instance_bounds() -> None:
