@@ -94,6 +94,12 @@ def preset_problems(name: str, doc: dict[str, Any]) -> list[tuple[str, str]]:
     return problems
 
 
+def _alpha(value: float) -> float:
+    """budget_alpha in one form, as meta records it: 3 and 3.0 are one spec and give the same bytes. Integral values
+    are integers, since the shipped presets write 3 and their instances' bytes are pinned."""
+    return int(value) if float(value).is_integer() else float(value)
+
+
 def parse_preset(name: str, doc: dict[str, Any]) -> Preset:
     """A Preset from a schema-valid document whose `preset_problems` are empty."""
     dag, map_ = doc["dag"], doc["map"]
@@ -119,6 +125,6 @@ def parse_preset(name: str, doc: dict[str, Any]) -> Preset:
             size=tuple(map_["size"]) if "size" in map_ else None,  # type: ignore[arg-type]
             aspect_ratio=float(map_.get("aspect_ratio", 1.0)),
         ),
-        budget_alpha=doc.get("budget_alpha", 3),
+        budget_alpha=_alpha(doc.get("budget_alpha", 3)),
         names=names if isinstance(names, str) else tuple(names),
     )

@@ -125,3 +125,15 @@ def test_fresh_processes_with_other_hash_seeds_make_the_same_bytes(hash_seed: st
         assert {k: digests[k] for k in golden} == golden
     for suite, digest in GOLDEN_SUITES.items():
         assert out[suite][0] == digest
+
+
+@pytest.mark.parametrize("alpha", ["3.0", "3.00", "3"])
+def test_a_number_gives_the_same_bytes_however_it_is_written(alpha: str, tmp_path: Path) -> None:
+    """budget_alpha 3.0 made other instance bytes than 3 (meta recorded the number as typed)."""
+    spec = tmp_path / "g.yaml"
+    spec.write_text("eebench: generator/1\nenv: grid_dag\npresets:\n  low-small: {dag: {n_nodes: 4, dependency_count_"
+                    "probs: {1: 0.5, 2: 0.5}, goal_dependency_count_probs: {1: 0.5, 2: 0.5}}, map: {density: 0.1, "
+                    f"corridor_width: [2, 3]}}, budget_alpha: {alpha}}}\n", "utf-8")
+    (instance,) = resolve_spec(str(spec)).instances()
+    (shipped,) = resolve_spec("low-small").instances()   # the same preset, shipped with `budget_alpha: 3`
+    assert canonical_json(instance.to_document()) == canonical_json(shipped.to_document())
