@@ -731,10 +731,38 @@ def _explain(error: jsonschema.ValidationError) -> list[tuple[str, str]]:
     if kind == "minLength":
         return [(here, "expected a non-empty string")]
     if kind in ("anyOf", "oneOf") and error.context:
+        takes = _branch_shapes(error)
+        if takes is not None:   # a typo of a word one branch takes would be explained by another's `type`
+            words = [w for w in takes if isinstance(w, str)]
+            close = did_you_mean(instance, words) if isinstance(instance, str) else ""
+            shown = dict.fromkeys(w if isinstance(w, _Type) else _short(w) for w in takes)
+            return [(here, f"expected {' or '.join(shown)}, {found(instance)}{close}")]
         return [pair for e in _meant_branch(error) for pair in _explain(e)]
     if kind == "pattern":  # also a key refused by propertyNames
         return [(here, f"expected text matching {value}, found {_short(instance)}")]
     return [(here, quote(error.message))]  # jsonschema's own words quote the whole value
+
+
+class _Type(str):
+    """A JSON type's name among the values a schema takes (`integer`, as opposed to the word "integer")."""
+
+
+def _branch_shapes(error: jsonschema.ValidationError) -> list[Any] | None:
+    """What the oneOf/anyOf branches take when the value has the shape of none (each refuses its type, or it is
+    none of its constants): JSON type names (as _Type) and constants; None when some branch takes the shape."""
+    depth = len(error.absolute_path)
+    branches: dict[Any, list[Any]] = {}
+    for sub in error.context or []:
+        takes = branches.setdefault(sub.relative_schema_path[0], [])
+        if len(sub.absolute_path) == depth and sub.validator in ("type", "const", "enum"):
+            value = sub.validator_value
+            if sub.validator == "type":
+                takes += [_Type(t) for t in (value if isinstance(value, list) else [value])]
+            else:
+                takes += [value] if sub.validator == "const" else list(value)
+    if not branches or not all(branches.values()):
+        return None
+    return [w for takes in branches.values() for w in takes]
 
 
 def _meant_branch(error: jsonschema.ValidationError) -> list[jsonschema.ValidationError]:

@@ -202,7 +202,7 @@ def test_suite_schema_problems(tmp_path: Path, text: str, line: str) -> None:
     ("{dag: {n_nodes: 3}, map: {density: 1.5, corridor_width: [1, 1]}}",
      "presets.p.map.density: expected a number <= 1, found 1.5"),
     ("{dag: {n_nodes: 3}, map: {size: [3, 3], corridor_width: [1, 1]}, names: symbolc}",
-     "presets.p.names: expected \"symbolic\", found \"symbolc\""),
+     "presets.p.names: expected \"symbolic\" or array, found a string \"symbolc\" (did you mean 'symbolic'?)"),
     ("{dag: {n_nodes: 3}, map: {size: [3, 3], corridor_width: [1, 1]}, budget_alpha: 0}",
      "presets.p.budget_alpha: expected a number > 0, found 0"),
 ])

@@ -202,6 +202,15 @@ def test_the_generator_schema_bounds_what_an_instance_bounds() -> None:
         "presets.p.reward[1]"]
 
 
+def test_a_word_one_branch_takes_is_suggested_when_the_value_fits_no_branch() -> None:
+    """door_budget 'eccentrcity' was explained by the integer branch alone: `expected integer, found a string`."""
+    doc = {"eebench": "generator/1", "env": "rooms", "presets": {"p": {"graph": "grid", "size": [4, 4],
+                                                                       "door_budget": "eccentrcity"}}}
+    assert [(p.field, p.message) for p in schema_problems(doc, "generator.rooms", "g.yaml")] == [
+        ("presets.p.door_budget", "expected integer or \"eccentricity\", found a string \"eccentrcity\" (did you "
+                                  "mean 'eccentricity'?)")]
+
+
 def test_the_generator_schema_refuses_unknown_knobs() -> None:
     doc = {"eebench": "generator/1", "env": "rooms", "presets": {"p": {"graph": "tree", "size": [4, 4], "pdrop": 1}}}
     assert sorted((p.field, p.message) for p in schema_problems(doc, "generator.rooms", "g.yaml")) == [
