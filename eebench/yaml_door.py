@@ -110,6 +110,8 @@ def parse_yaml(text: str, file: str) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        if reason.startswith("but ") and getattr(exc, "context", None):   # a second document: "but found another
+            reason = f"{exc.context}, {reason}"                           # document" alone says not what was wrong
         line = mark.line + 1 if mark is not None else None
         raise InputError.at(file, f"malformed YAML: {quote(reason)}", line=line) from None
     except _YamlLimit as exc:

@@ -56,6 +56,8 @@ def exactly(*lines: str) -> str:
     ("a.yaml", "m: {1: a, 1.0: b}\n", "{f}:1: malformed YAML: duplicate key '1.0' (also at line 1)"),
     ("a.yaml", "m: {1: a, '1': b}\n", "{f}:1: malformed YAML: duplicate key '1' (also at line 1)"),
     ("a.yaml", "m:\n  true: a\n  yes: b\n", "{f}:3: malformed YAML: duplicate key 'yes' (also at line 2)"),
+    ("a.yaml", "a: 1\n---\nb: 2\n",
+     "{f}:2: malformed YAML: expected a single document in the stream, but found another document"),
 ])
 def test_syntax_errors_name_the_file_and_line(tmp_path: Path, name: str, text: str, message: str) -> None:
     path = tmp_path / name
