@@ -226,7 +226,7 @@ def load_suite(path: Path | str, *, shipped: bool = False) -> Suite:
     doc = load_shipped(path) if shipped else load_checked(path, "suite")
     inline = _inline_presets(doc, file, shipped)
     known = {**shipped_presets(), **inline}
-    problems: list[Problem] = []
+    problems: list[Problem | str] = []
     members: list[PresetMember | InstanceMember] = []
     used: dict[str, Preset] = {}
     for i, raw in enumerate(doc["members"]):
@@ -247,8 +247,11 @@ def load_suite(path: Path | str, *, shipped: bool = False) -> Suite:
                                         f"no file {quote(repr(str(local)))} and no shipped instance {quote(repr(name))}"
                                         f"{did_you_mean(name, shipped_instances())}"))
                 continue
-            if "symbolic" in raw.get("variants", ()) and not shipped:   # (the shipped suites are tested whole)
-                problems += _no_twin(path, file, f"members[{i}].variants")
+            if not shipped:   # (the shipped suites are tested whole)
+                broken = _instance_problems(path)   # what generate would refuse, so that validate says it too
+                problems += broken
+                if not broken and "symbolic" in raw.get("variants", ()):
+                    problems += _no_twin(path, file, f"members[{i}].variants")
             members.append(InstanceMember(name, path, tuple(raw["variants"]) if "variants" in raw else None))
     suite = Suite(doc["name"], tuple(members), used, doc, file, frozenset(inline))
     if not problems:
@@ -270,6 +273,15 @@ def _is_file(path: Path) -> bool:
         return path.is_file()
     except OSError:
         return False
+
+
+def _instance_problems(path: Path) -> list[Problem | str]:
+    """The problems of a hand-made member's instance file, in the words `generate` gives when it reads it."""
+    try:
+        load_instance(path)
+    except InputError as exc:
+        return list(exc.problems)
+    return []
 
 
 def _no_twin(path: Path, file: str, where: str) -> list[Problem]:

@@ -6,6 +6,7 @@ import json
 import re
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -159,13 +160,16 @@ members:
         load_suite(spec)
 
 
-def test_an_invalid_hand_made_instance_in_a_suite_is_reported_when_generated(tmp_path: Path) -> None:
-    spec = write(tmp_path / "s.yaml", "eebench: suite/1\nname: s\nmembers: [{instance: hand.yaml}]\n")
+@pytest.mark.parametrize("variants", ["", ", variants: [semantic, symbolic]"])
+def test_an_invalid_hand_made_instance_in_a_suite_is_refused_by_validate_as_by_generate(
+        cli: Any, tmp_path: Path, variants: str) -> None:
+    """validate passed the suite (it read the member's file only for a symbolic twin); generate refused it."""
+    spec = write(tmp_path / "s.yaml", f"eebench: suite/1\nname: s\nmembers: [{{instance: hand.yaml{variants}}}]\n")
     write_json(tmp_path / "hand.yaml", instance_doc(["..."], [0, 0], [("G", [0, 0], [])], "G"))
-    suite = load_suite(spec)
-    with pytest.raises(InputError, match=problems(
-            f"{tmp_path / 'hand.yaml'}: nodes[0].pos: [0, 0] is the start cell, which carries no node")):
-        list(suite.instances())
+    line = f"error: {tmp_path / 'hand.yaml'}: nodes[0].pos: [0, 0] is the start cell, which carries no node\n"
+    assert cli("validate", spec, code=2).stderr == line
+    assert cli("generate", spec, "--out", tmp_path / "out", code=2).stderr == line
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("text, line", [
