@@ -12,7 +12,7 @@ import zlib
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from eebench.documents import atomic_file, special_file
+from eebench.documents import atomic_file, size_text, special_file
 from eebench.errors import InputError, near_path, one_of
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip")
@@ -21,7 +21,9 @@ OTHER_ARCHIVE_SUFFIXES = (".tar.bz2", ".tar.xz", ".tar.zst", ".tar", ".tbz2", ".
 # A fixed time for every member: an archive of the same files is the same bytes whenever it is made.
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can carry
 FILE_MODE = 0o644
-MAX_UNPACKED_BYTES = 1 << 30  # 1 GiB: the main suite is 0.1 MB, and 10,000 instances some 30 MB
+MAX_UNPACKED_BYTES = 256 << 20  # the main suite is 0.1 MB, 10,000 instances some 30 MB; what is held, and parsed
+MAX_MEMBERS = 100_000  # files and folders: 10,000 instances are some 10,000 (empty members cost time and memory)
+MAX_HEADER_BYTES = 64 << 10  # a tar's pax or long-name header: a member name is at most some 1,000 characters
 
 
 def archive_suffix(path: Path | str) -> str | None:
@@ -113,30 +115,86 @@ def read_archive(path: Path) -> dict[str, bytes]:
 def _read_tar(path: Path) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     folders: set[str] = set()
-    # decompressed whole first (tarfile stops at the end-of-archive block and would never check the gzip CRC),
-    # but never past MAX_UNPACKED_BYTES: a small archive can unpack to gigabytes
+    # read as it unpacks, never whole: a member or header declaring more than the limit leaves is refused before any
+    # of it is read (a 7 MB .tar.gz of 1.5 GiB took 1.08 GB when the limit's worth was unpacked first)
     with gzip.open(path, "rb") as stream:
-        data = stream.read(MAX_UNPACKED_BYTES + 1)
-        if len(data) > MAX_UNPACKED_BYTES:
-            raise _too_large(path)
-        stream.read()  # nothing left: reaching the end checks the gzip CRC and length
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as archive:
-        for member in archive:
-            if member.isdir():
-                _checked(path, member.name, files, folders, folder=True)
-                continue
-            name = _checked(path, member.name, files, folders)
-            if not member.isreg():
-                raise _not_a_file(path, member.name, "a symbolic link" if member.issym() else "a hard link"
-                                  if member.islnk() else "a device or special file")
-            handle = archive.extractfile(member)
-            assert handle is not None  # a regular member always has data
-            files[name] = handle.read()
-        end = archive.offset  # where the end-of-archive blocks start
-    if data[end:].strip(b"\0"):  # GNU tar --ignore-zeros would list what follows; eebench would not see it
-        raise InputError.at(str(path), f"holds data after the end-of-archive blocks (from byte {end:,} of the "
-                                       "unpacked tar); an archive eebench writes ends there, so this one was changed")
+        unpacking = _Unpacking(stream, path)
+        with tarfile.open(fileobj=unpacking, mode="r:", tarinfo=_Header) as archive:  # type: ignore[call-overload]
+            for count, member in enumerate(archive, 1):
+                if count > MAX_MEMBERS:
+                    raise _too_many(path)
+                if member.isdir():
+                    _checked(path, member.name, files, folders, folder=True)
+                    continue
+                name = _checked(path, member.name, files, folders)
+                if not member.isreg():
+                    raise _not_a_file(path, member.name, "a symbolic link" if member.issym() else "a hard link"
+                                      if member.islnk() else "a device or special file")
+                if member.size > unpacking.room():
+                    raise _too_large(path)
+                handle = archive.extractfile(member)
+                assert handle is not None  # a regular member always has data
+                files[name] = handle.read()
+            end = archive.offset  # where the end-of-archive blocks start
+        # tarfile stops at the end-of-archive block: what follows must be zeros (GNU tar --ignore-zeros would list
+        # it; eebench would not see it), and reading to the end checks the gzip CRC and length
+        if unpacking.last.strip(b"\0") or not unpacking.zeros_to_end():
+            raise InputError.at(str(path), f"holds data after the end-of-archive blocks (from byte {end:,} of the "
+                                           "unpacked tar); an archive eebench writes ends there, so this one was "
+                                           "changed")
     return files
+
+
+class _Unpacking:
+    """An unpacking tar stream for tarfile, read forward only and never past MAX_UNPACKED_BYTES in all (headers
+    too, so countless empty members are refused as well); `last` is the last block tarfile read."""
+
+    def __init__(self, stream: gzip.GzipFile, path: Path) -> None:
+        self.stream, self.path, self.last = stream, path, b""
+
+    def room(self) -> int:
+        return MAX_UNPACKED_BYTES - self.stream.tell()
+
+    def tell(self) -> int:
+        return self.stream.tell()
+
+    def read(self, size: int = -1) -> bytes:
+        room = self.room()
+        if size < 0 or size > room + tarfile.BLOCKSIZE:  # asked for by a header: past the limit, so refused unread
+            raise _too_large(self.path)
+        self.last = self.stream.read(min(size, room + 1))  # (a header block may be asked for where the tar ends)
+        if len(self.last) > room:
+            raise _too_large(self.path)
+        return self.last
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        if whence != os.SEEK_SET or offset < self.tell():
+            raise tarfile.ReadError("a member out of order")  # tarfile reads a tar front to back
+        while offset > self.tell():  # skipped through read, so counted
+            if not self.read(min(offset - self.tell(), 1 << 16)):
+                break
+        return self.tell()
+
+    def zeros_to_end(self) -> bool:
+        while piece := self.read(min(1 << 16, self.room() + 1)):
+            if piece.strip(b"\0"):
+                return False
+        return True
+
+
+class _Header(tarfile.TarInfo):
+    """A tar header whose extended headers (pax records, GNU long names) hold at most MAX_HEADER_BYTES: tarfile
+    reads one whole and parses its records into a dict, which can take many times its size."""
+
+    def _proc_member(self, archive: tarfile.TarFile) -> tarfile.TarInfo:  # (tarfile's documented extension point)
+        if self.type in _EXTENDED_HEADERS and self.size > MAX_HEADER_BYTES:
+            raise tarfile.ReadError(f"an extended header of {self.size:,} bytes, where at most {MAX_HEADER_BYTES:,} "
+                                    "are read")
+        return super()._proc_member(archive)  # type: ignore[misc]
+
+
+_EXTENDED_HEADERS = (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE, tarfile.GNUTYPE_LONGNAME,
+                     tarfile.GNUTYPE_LONGLINK)
 
 
 def _read_zip(path: Path) -> dict[str, bytes]:
@@ -146,6 +204,8 @@ def _read_zip(path: Path) -> dict[str, bytes]:
         _nothing_outside(path, archive)
         if sum(info.file_size for info in archive.infolist()) > MAX_UNPACKED_BYTES:
             raise _too_large(path)
+        if len(archive.infolist()) > MAX_MEMBERS:
+            raise _too_many(path)
         for info in archive.infolist():
             if info.is_dir():
                 _checked(path, info.filename, files, folders, folder=True)
@@ -177,7 +237,12 @@ def _inflated(path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo, room:
 
 
 def _too_large(path: Path) -> InputError:
-    return InputError.at(str(path), f"unpacks to more than {MAX_UNPACKED_BYTES >> 30} GiB; a bundle is far smaller, "
+    return InputError.at(str(path), f"unpacks to more than {size_text(MAX_UNPACKED_BYTES)}; a bundle is far smaller, "
+                                    "so this is not one (or a damaged one)")
+
+
+def _too_many(path: Path) -> InputError:
+    return InputError.at(str(path), f"holds more than {MAX_MEMBERS:,} files and folders; a bundle holds far fewer, "
                                     "so this is not one (or a damaged one)")
 
 

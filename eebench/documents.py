@@ -467,7 +467,7 @@ def special_file(path: Path) -> str | None:
 
 def read_bytes(path: Path, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
     """The whole of a file the user named, refused (never read on) beyond `limit` bytes."""
-    too_large = InputError.at(str(path), f"larger than {_size(limit)}, the most one document may be")
+    too_large = InputError.at(str(path), f"larger than {size_text(limit)}, the most one document may be")
     with open_input(path) as handle:
         try:
             size = os.fstat(handle.fileno()).st_size
@@ -488,7 +488,8 @@ def read_bytes(path: Path, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
     return data
 
 
-def _size(limit: int) -> str:
+def size_text(limit: int) -> str:
+    """A limit as messages give it: MiB, or bytes below one."""
     return f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit:,} bytes"
 
 

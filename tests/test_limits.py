@@ -559,6 +559,51 @@ def test_tar_data_after_the_end_of_archive_blocks_is_refused(cli, tmp_path: Path
     refused(cli("verify", path, code=None), path, "holds data after the end-of-archive blocks")
     path.write_bytes(gzip.compress(raw + b"\0" * 10240))  # zero padding after the end is what tar writes
     assert read_archive(path) == {"a.json": b"{}"}
+    path.write_bytes(gzip.compress(raw[:1024] + b"garbage" + bytes(1017) + bytes(1024)))  # where the end was
+    with pytest.raises(InputError, match=r"t\.tar\.gz: holds data after the end-of-archive blocks \(from byte 1,024"):
+        read_archive(path)
+
+
+class _Zeros:
+    def __init__(self, size: int) -> None:
+        self.left = size
+
+    def read(self, size: int) -> bytes:
+        size = min(size, self.left)
+        self.left -= size
+        return bytes(size)
+
+
+def test_a_tar_gz_bomb_is_refused_in_bounded_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A member of 32 MiB of zeros (32 KB packed) against a limit of 4 MiB: refused by its header, never unpacked
+    (the whole limit was unpacked first: a 7 MB .tar.gz of 1.5 GiB took 1.08 GB)."""
+    import eebench.archives
+    monkeypatch.setattr(eebench.archives, "MAX_UNPACKED_BYTES", 4 << 20)
+    bomb = tmp_path / "b.tar.gz"
+    with gzip.open(bomb, "wb", compresslevel=1) as packed, tarfile.open(fileobj=packed, mode="w|") as archive:
+        info = tarfile.TarInfo("manifest.json")
+        info.size = 32 << 20
+        archive.addfile(info, _Zeros(info.size))
+    tracemalloc.start()
+    try:
+        with pytest.raises(InputError, match=r"b\.tar\.gz: unpacks to more than 4 MiB; a bundle is far smaller"):
+            read_archive(bomb)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
+
+
+def test_a_tar_extended_header_past_its_limit_is_refused(tmp_path: Path) -> None:
+    """tarfile reads a pax header whole and makes a dict of its records, which can take many times its size."""
+    path = tmp_path / "t.tar.gz"
+    with tarfile.open(path, "w:gz", format=tarfile.PAX_FORMAT) as archive:
+        info = tarfile.TarInfo("manifest.json")
+        info.pax_headers = {f"k{i}": "v" for i in range(8000)}  # some 100 KB of records
+        archive.addfile(info, io.BytesIO())
+    with pytest.raises(InputError, match=r"t\.tar\.gz: not a readable tar\.gz archive \(an extended header of "
+                                         r"[0-9,]+ bytes, where at most 65,536 are read\)$"):
+        read_archive(path)
 
 
 # -- agent logs: deep nesting in every streaming reader ----------------------------------------------------
