@@ -169,7 +169,8 @@ class _Unpacking:
 
     def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
         if whence != os.SEEK_SET or offset < self.tell():
-            raise tarfile.ReadError("a member out of order")  # tarfile reads a tar front to back
+            # tarfile reads a tar front to back: only a negative size (a pax record may give one) leads back
+            raise tarfile.ReadError("a member's size or place is out of range")
         while offset > self.tell():  # skipped through read, so counted
             if not self.read(min(offset - self.tell(), 1 << 16)):
                 break

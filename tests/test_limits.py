@@ -594,6 +594,21 @@ def test_a_tar_gz_bomb_is_refused_in_bounded_memory(tmp_path: Path, monkeypatch:
     assert peak < 1 << 20
 
 
+@pytest.mark.parametrize("size, says", [
+    ("-5000", "not a readable tar.gz archive (a member's size or place is out of range)"),  # was a traceback
+    ("99999999999999", "unpacks to more than 256 MiB"),
+])
+def test_a_tar_member_size_from_a_pax_record_is_checked(size: str, says: str, tmp_path: Path) -> None:
+    path = tmp_path / "t.tar.gz"
+    with tarfile.open(path, "w:gz", format=tarfile.PAX_FORMAT) as archive:
+        for name in ("manifest.json", "README.md"):
+            info = tarfile.TarInfo(name)
+            info.size, info.pax_headers = 2, {"size": size} if name == "manifest.json" else {}
+            archive.addfile(info, io.BytesIO(b"{}"))
+    with pytest.raises(InputError, match=f"^{re.escape(f'{path}: {says}')}"):
+        read_archive(path)
+
+
 def test_a_tar_extended_header_past_its_limit_is_refused(tmp_path: Path) -> None:
     """tarfile reads a pax header whole and makes a dict of its records, which can take many times its size."""
     path = tmp_path / "t.tar.gz"
