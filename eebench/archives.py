@@ -150,31 +150,31 @@ class _Unpacking:
     too, so countless empty members are refused as well); `last` is the last block tarfile read."""
 
     def __init__(self, stream: gzip.GzipFile, path: Path) -> None:
-        self.stream, self.path, self.last = stream, path, b""
+        self.stream, self.path, self.last, self.position = stream, path, b"", 0
 
     def room(self) -> int:
-        return MAX_UNPACKED_BYTES - self.stream.tell()
+        return MAX_UNPACKED_BYTES - self.position
 
     def tell(self) -> int:
-        return self.stream.tell()
+        return self.position
 
     def read(self, size: int = -1) -> bytes:
-        room = self.room()
+        room = MAX_UNPACKED_BYTES - self.position
         if size < 0 or size > room + tarfile.BLOCKSIZE:  # asked for by a header: past the limit, so refused unread
             raise _too_large(self.path)
         self.last = self.stream.read(min(size, room + 1))  # (a header block may be asked for where the tar ends)
         if len(self.last) > room:
             raise _too_large(self.path)
+        self.position += len(self.last)
         return self.last
 
     def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
-        if whence != os.SEEK_SET or offset < self.tell():
+        if whence != os.SEEK_SET or offset < self.position:
             # tarfile reads a tar front to back: only a negative size (a pax record may give one) leads back
             raise tarfile.ReadError("a member's size or place is out of range")
-        while offset > self.tell():  # skipped through read, so counted
-            if not self.read(min(offset - self.tell(), 1 << 16)):
-                break
-        return self.tell()
+        while offset > self.position and self.read(min(offset - self.position, 1 << 16)):  # skipped, and counted
+            pass
+        return self.position
 
     def zeros_to_end(self) -> bool:
         while piece := self.read(min(1 << 16, self.room() + 1)):
