@@ -25,6 +25,8 @@ BUILTINS: dict[str, str] = {
     "swe-agent": "eebench.adapters.formats.swe_agent:SweAgentAdapter",
     "mini-swe-agent": "eebench.adapters.formats.mini_swe_agent:MiniSweAgentAdapter",
     "openhands": "eebench.adapters.formats.openhands:OpenHandsAdapter",
+    "openhands-sdk": "eebench.adapters.formats.openhands_sdk:OpenHandsSdkAdapter",
+    "openhands-eval": "eebench.adapters.formats.openhands_sdk:OpenHandsEvalAdapter",
     "openai-responses": "eebench.adapters.formats.openai_responses:OpenAIResponsesAdapter",
     "inspect": "eebench.adapters.formats.inspect_ai:InspectAdapter",
     "atif": "eebench.adapters.formats.atif:AtifAdapter",

@@ -29,6 +29,7 @@ OTHER_FORMATS = (b'"responses_create_params"', b'"schema_version"', b'"conversat
                  # mini-swe-agent (2.x: the first two at its end, its config's classes early)
                  b'"samples"', b'"spans"', b'"dotted_order"', b'"history"', b'"eebench"', b'"message_pool"',
                  b'"tool_call_metadata"', b'"extras"',   # OpenHands event streams
+                 b'"llm_message"',   # an OpenHands SDK conversation's MessageEvent file
                  b'"output_text"', b'"object": "response"', b'"object":"response"')   # Responses-API objects
 
 

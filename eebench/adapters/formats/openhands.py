@@ -85,27 +85,30 @@ class _Stream:
         self.meta: dict[str, Any] = {}
         self.agent: dict[str, str | None] = {"harness": "openhands"}
 
+    def _bad(self, index: int, message: str, field: str | None = None) -> InputError:
+        """The error of the event at `index`, located in the file (a subclass locates it in its own record)."""
+        return bad_record(self.path, message, record=index, field=field)
+
     def add(self, index: int, event: Any) -> None:
         if not isinstance(event, Mapping):
-            raise bad_record(self.path, f"expected an event object, found {json_type(event)}", record=index)
+            raise self._bad(index, f"expected an event object, found {json_type(event)}")
         if "action" in event:
             self._action(index, event)
         elif "observation" in event:
             self._observation(event)
         else:
-            raise bad_record(self.path, f"expected an OpenHands event (with `action` or `observation`), found an "
-                                        f"object with {', '.join(sorted(map(str, event))[:5]) or 'no keys'}",
-                             record=index)
+            raise self._bad(index, f"expected an OpenHands event (with `action` or `observation`), found an "
+                                   f"object with {', '.join(sorted(map(str, event))[:5]) or 'no keys'}")
         self._metrics(index, event)
 
     def _action(self, index: int, event: Mapping[str, Any]) -> None:
         kind, source, args = event.get("action"), event.get("source"), event.get("args") or {}
         if source is not None and not isinstance(source, str):   # (the step was dropped unread)
-            raise bad_record(self.path, f"expected the event's source (agent, user or environment), found "
-                                        f"{json_type(source)}", record=index, field="source")
+            raise self._bad(index, f"expected the event's source (agent, user or environment), found "
+                                   f"{json_type(source)}", "source")
         if not isinstance(kind, str) or not isinstance(args, Mapping):
             found = json_type(kind) if not isinstance(kind, str) else f"args {json_type(args)}"
-            raise bad_record(self.path, f"expected an action name and an args object, found {found}", record=index)
+            raise self._bad(index, f"expected an action name and an args object, found {found}")
         if kind == "system":
             if isinstance(args.get("agent_class"), str):
                 self.agent["name"] = args["agent_class"]
@@ -136,8 +139,7 @@ class _Stream:
         thought = args.get("thought") if isinstance(args.get("thought"), str) and args.get("thought") else None
         timestamp = event.get("timestamp")
         if not isinstance(timestamp, (str, type(None))):   # (the step's time was dropped unread)
-            raise bad_record(self.path, f"expected a string or null, found {json_type(timestamp)}", record=index,
-                             field="timestamp")
+            raise self._bad(index, f"expected a string or null, found {json_type(timestamp)}", "timestamp")
         step = LoggedStep(call=(kind, defining), reasoning=thought, timestamp=timestamp)
         metadata = event.get("tool_call_metadata")
         response = dig(metadata, "model_response")
@@ -147,11 +149,10 @@ class _Stream:
         message = message if isinstance(message, Mapping) else {}
         shape = message_problem(message)
         if shape is not None:   # (tool_calls of another type crashed; a call named by a list was named by its repr)
-            raise bad_record(self.path, shape[1], record=index,
-                             field=f"tool_call_metadata.model_response.choices[0].message.{shape[0]}")
+            raise self._bad(index, shape[1], f"tool_call_metadata.model_response.choices[0].message.{shape[0]}")
         counts = usage_problem(response)
         if counts is not None:   # (a count of another type was no count, silently)
-            raise bad_record(self.path, counts[1], record=index, field=f"tool_call_metadata.model_response.{counts[0]}")
+            raise self._bad(index, counts[1], f"tool_call_metadata.model_response.{counts[0]}")
         # (an empty id names no completion: taken for one, it made later steps look counted already)
         response_id = response.get("id") if isinstance(response.get("id"), str) and response["id"] else None
         first = response_id is None or response_id not in self.responses
@@ -203,7 +204,7 @@ class _Stream:
             value = dig(metrics, f"accumulated_token_usage.{key}")
             problem = count_problem(value)
             if problem is not None:
-                raise bad_record(self.path, problem, record=index, field=f"llm_metrics.accumulated_token_usage.{key}")
+                raise self._bad(index, problem, f"llm_metrics.accumulated_token_usage.{key}")
             if value is not None:
                 self.meta[name] = as_int(value)
 
