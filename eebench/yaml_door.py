@@ -7,6 +7,7 @@ a grade whose shipped specs come from their JSON cache reads none.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -16,10 +17,19 @@ from eebench.documents import (MAX_DEPTH, MAX_INT_DIGITS, MAX_YAML_ALIASES, MAX_
 from eebench.errors import InputError, quote
 
 
+# YAML 1.2's floats with an exponent: PyYAML reads YAML 1.1, where one without a dot or without the exponent's sign
+# (`1e-3`, `1.5e3`) is a string, and a knob such as `p_drop: 1e-3` was refused as "expected number, found a string"
+_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
+_FLOAT_TAG = "tag:yaml.org,2002:float"
+
+
+class _TrustedLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """libyaml's safe loader where PyYAML's wheel has it (else the pure-Python one), with YAML 1.2's floats."""
+
+
 def load_trusted(text: str) -> Any:
     """A YAML file eebench ships, read with libyaml and without the limits (see documents.load_shipped)."""
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # (libyaml is in PyYAML's wheels; else pure Python)
-    return json_compatible(yaml.load(text, Loader=loader))  # noqa: S506 - a safe loader
+    return json_compatible(yaml.load(text, Loader=_TrustedLoader))  # noqa: S506 - a safe loader
 
 
 class _BoundedLoader(yaml.SafeLoader):
@@ -38,6 +48,10 @@ class _BoundedLoader(yaml.SafeLoader):
             if self.aliases > MAX_YAML_ALIASES:
                 raise _YamlLimit(f"more than {MAX_YAML_ALIASES} aliases (*name); a spec needs few or none")
         return super().compose_node(parent, index)
+
+
+for _loader in (_TrustedLoader, _BoundedLoader):
+    _loader.add_implicit_resolver(_FLOAT_TAG, _EXPONENT_FLOAT, list("-+.0123456789"))
 
 
 class _YamlLimit(Exception):

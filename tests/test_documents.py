@@ -86,6 +86,15 @@ def test_yaml_is_read_as_json_types(tmp_path: Path) -> None:
     assert load_document(path) == {"probs": {"1": 0.5, "2": 0.5}, "when": "2026-04-16", "flag": True, "none": None}
 
 
+def test_yaml_floats_with_an_exponent_are_numbers(tmp_path: Path) -> None:
+    """YAML 1.2's floats (PyYAML reads YAML 1.1, where `1e-3` and `1.5e3` are strings: `p_drop: 1e-3` was refused
+    as "expected number, found a string"); quoted or not a number, a string still."""
+    path = tmp_path / "a.yaml"
+    path.write_text("a: 1e-3\nb: -2E+2\nc: 1.5e3\nd: .5e1\ne: 1.e2\nf: '1e3'\ng: 1e3x\nh: e3\ni: 10\n", "utf-8")
+    assert load_document(path) == {"a": 0.001, "b": -200.0, "c": 1500.0, "d": 5.0, "e": 100.0, "f": "1e3",
+                                   "g": "1e3x", "h": "e3", "i": 10}
+
+
 def test_the_suffix_decides_the_syntax(tmp_path: Path) -> None:
     (tmp_path / "a.JSON").write_text('{"a": 1}', "utf-8")
     (tmp_path / "b.YAML").write_text("a: 1", "utf-8")
