@@ -264,9 +264,10 @@ def ingest(parquet_dir: str, db: Path) -> tuple[int, int, list[str]]:
         raise InputError.at(parquet_dir, f"has no {', '.join(f'{t}/' for t in missing)} partitions beside "
                                          "trajectories/ (a run of `eebench grade --engine ray` writes a folder per "
                                          f"table: {', '.join(TABLES)})")
+    parts = _parts(source, base, parquet_dir.rstrip("/"))
     store = ResultStore(db)
     try:
-        _stage_tables(store, parquet_dir.rstrip("/"), list(TABLES))
+        _stage_tables(store, parquet_dir.rstrip("/"), parts)
         problems = [Problem(file, line, "id", f"trajectory id {tid!r} was already read at {first_file}"
                                               f"{'' if first_line is None else f':{first_line}'}; ids must be unique")
                     for tid, file, line, first_file, first_line in store.duplicates()]
@@ -281,46 +282,72 @@ def ingest(parquet_dir: str, db: Path) -> tuple[int, int, list[str]]:
     return (*counts, gate.late_names())
 
 
-def _stage_tables(store: Any, parquet_dir: str, tables: list[str]) -> None:
-    """Stage the tables' partitions in the run, in the layout of `store.add_rows`. A trajectory's key is its
-    position in the run (partition, then row order); other tables' rows take their trajectory's key. The
-    partitions are read by a DuckDB of their own, one thread (so in order), and handed over in record batches.
-    A partition DuckDB cannot read (not Parquet, not of this results schema) is bad input, and so are rows of a
-    trajectory no `trajectories` partition holds (a partition left behind)."""
+def _parts(source: Any, base: str, parquet_dir: str) -> list[str]:
+    """The part names (`part-00000.parquet` ...) of a set of partitions: the same in every table's folder, since a
+    run writes each shard's part of every table, rows or none. A part missing beside the others (or a file left
+    behind) is bad input: its rows would be lost (or added) without a word."""
+    from pyarrow import fs
+
+    from eebench.evaluator.store import TABLES
+
+    found = {table: {info.base_name for info in source.get_file_info(fs.FileSelector(f"{base}/{table}"))
+                     if info.type == fs.FileType.File and info.base_name.endswith(".parquet")} for table in TABLES}
+    if not found["trajectories"]:
+        raise InputError.at(f"{parquet_dir}/trajectories", "holds no .parquet files (`eebench grade --engine ray "
+                                                           "--out DIR` writes them)")
+    for table in TABLES:
+        for name in sorted(found[table] ^ found["trajectories"]):
+            there, lacking = (table, "trajectories") if name in found[table] else ("trajectories", table)
+            raise InputError.at(f"{parquet_dir}/{there}/{name}", f"has no {lacking}/{name} beside it (a run of "
+                                "`eebench grade --engine ray` writes each shard's part of every table, rows or none)")
+    return sorted(found["trajectories"])
+
+
+def _stage_tables(store: Any, parquet_dir: str, parts: list[str]) -> None:
+    """Stage the partitions in the layout of `store.add_rows`, part by part (a part of each table per shard): a
+    trajectory's key is its position in the run (part, then row); the rows of the other tables take the key of
+    their trajectory in the part of the same name. Each file is read by a plain scan, one thread, so its rows keep
+    their order (a join did not: DuckDB's hash join put rows after the next file's, or in its hash table's order),
+    and handed over in record batches. A part DuckDB cannot read (not Parquet, not of this results schema) is bad
+    input, and so are rows of a trajectory that the part's trajectories file does not hold."""
     import duckdb
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    from eebench.evaluator.store import ROW_GROUP_ROWS
-
-    def read(table: str) -> str:
-        glob = f"{parquet_dir}/{table}/*.parquet".replace("'", "''")
-        return f"read_parquet('{glob}', filename = true, file_row_number = true)"
+    from eebench.evaluator.store import ROW_GROUP_ROWS, SCHEMA_VERSION, TABLES
 
     schemas = store.arrow_schemas()
-    table = "trajectories"   # the folder being read (named by a problem)
     with contextlib.closing(duckdb.connect()) as con:
-        try:
-            con.execute("SET threads = 1")
-            first = store.take_keys(con.execute(f"SELECT count(*) FROM {read('trajectories')}").fetchall()[0][0])
-            position = f"{first} + row_number() OVER (ORDER BY filename, file_row_number) - 1"
-            keys = (f"(SELECT trajectory_id, min(trajectory_key) AS trajectory_key FROM (SELECT trajectory_id, "
-                    f"{position} AS trajectory_key FROM {read('trajectories')}) GROUP BY 1)")
-            for table in tables:
+        con.execute("SET threads = 1")
+        for part in parts:
+            keys: dict[str | None, int] = {}   # the part's trajectory ids (the first copy of one given twice)
+            for table in TABLES:
+                file = f"{parquet_dir}/{table}/{part}"
                 names = [name for name in schemas[table].names if name != "trajectory_key"]
-                if table == "trajectories":
-                    select = (f"SELECT {', '.join(names)}, {position} AS trajectory_key FROM {read(table)} "
-                              "ORDER BY filename, file_row_number")
-                else:
-                    orphans = con.execute(f"SELECT count(*), any_value(filename) FROM {read(table)} WHERE "
-                                          f"trajectory_id NOT IN (SELECT trajectory_id FROM {read('trajectories')})"
-                                          ).fetchall()[0]
-                    if orphans[0]:
-                        raise InputError.at(orphans[1], f"{orphans[0]} row(s) of {table} belong to no trajectory of "
-                                                        f"{parquet_dir}/trajectories (is a partition of it missing?)")
-                    select = (f"SELECT {', '.join(f'p.{n}' for n in names)}, k.trajectory_key FROM {read(table)} p "
-                              f"JOIN {keys} k USING (trajectory_id)")
-                for batch in con.sql(select).to_arrow_reader(ROW_GROUP_ROWS):
-                    store.add_rows(table, pa.Table.from_batches([batch]))
-        except duckdb.Error as exc:   # (DuckDB's first line says what is wrong; a file, when it can tell)
-            raise InputError.at(f"{parquet_dir}/{table}", "holds partitions that cannot be loaded: "
-                                                          f"{quote(str(exc).splitlines()[0], 300)}") from None
+                columns = list(dict.fromkeys([*names, "trajectory_id"]))
+                scan = f"read_parquet('{file.replace(chr(39), chr(39) * 2)}')"
+                try:
+                    found = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {scan}").fetchall()}
+                    if missing := [c for c in columns if c not in found]:
+                        raise InputError.at(file, f"has no column {', '.join(missing)}: not a partition of results "
+                                                  f"schema {SCHEMA_VERSION} (written by another eebench version?)")
+                    for batch in con.sql(f"SELECT {', '.join(columns)} FROM {scan}").to_arrow_reader(ROW_GROUP_ROWS):
+                        ids = batch.column("trajectory_id")
+                        if table == "trajectories":
+                            first = store.take_keys(len(batch))
+                            for key, tid in enumerate(ids.to_pylist(), first):
+                                keys.setdefault(tid, key)
+                            column = pa.array(range(first, first + len(batch)), pa.int64())
+                        else:   # the key of each run of a trajectory's rows
+                            runs = pc.run_end_encode(ids)
+                            looked = [keys.get(tid) for tid in runs.values.to_pylist()]
+                            if None in looked:
+                                raise InputError.at(file, f"has rows of {table} of a trajectory that "
+                                                          f"{parquet_dir}/trajectories/{part} does not hold")
+                            column = pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(
+                                runs.run_ends, pa.array(looked, pa.int64())))
+                        rows = pa.Table.from_batches([batch]).select(names).append_column("trajectory_key", column)
+                        store.add_rows(table, rows)
+                except duckdb.Error as exc:   # (DuckDB's first line says what is wrong)
+                    raise InputError.at(file, "cannot be loaded: "
+                                              f"{quote(str(exc).splitlines()[0], 300)}") from None

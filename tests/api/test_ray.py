@@ -237,19 +237,17 @@ def test_ingest_refuses_partitions_it_cannot_load(main_bundle: Path, tmp_path: P
     local = tmp_path / "local.duckdb"
     cli("grade", runs, "--bench", main_bundle, "--db", local)
     out = tmp_path / "parts"
-    with duckdb.connect(str(local), read_only=True) as con:
-        for table in ("trajectories", "steps"):
+    split = "random/seed-0/park2026-main/low"   # (the high-* instances in part 0, the others in part 1)
+    with duckdb.connect(str(local), read_only=True) as con:   # (a grid_dag run's episodes: files of no rows)
+        for table in ("trajectories", "steps", "episodes", "checkpoints"):
             (out / table).mkdir(parents=True)
             for part, half in enumerate(("<", ">=")):
-                con.execute(f"COPY (SELECT * FROM {table} WHERE trajectory_id {half} 'm') TO "
+                con.execute(f"COPY (SELECT * FROM {table} WHERE trajectory_id {half} '{split}') TO "
                             f"'{out / table / f'part-{part:05d}.parquet'}' (FORMAT parquet)")
     db = tmp_path / "r.duckdb"
-    with duckdb.connect(str(local), read_only=True) as con:   # (a grid_dag run's episodes: a folder, no rows)
-        for table in ("episodes", "checkpoints"):
-            (out / table).mkdir(exist_ok=True)
-            con.execute(f"COPY (SELECT * FROM {table}) TO '{out / table / 'part-00000.parquet'}' (FORMAT parquet)")
     assert "loaded 27 trajectories" in cli("ingest", out, "--db", db).stdout
     (out / "checkpoints" / "part-00000.parquet").rename(tmp_path / "kept.parquet")
+    (out / "checkpoints" / "part-00001.parquet").unlink()
     (out / "checkpoints").rmdir()   # a table's folder missing: the set is not whole
     failed = cli("ingest", out, "--db", db, code=2)
     assert failed.stderr == (f"error: {out}: has no checkpoints/ partitions beside trajectories/ (a run of `eebench "
@@ -257,16 +255,42 @@ def test_ingest_refuses_partitions_it_cannot_load(main_bundle: Path, tmp_path: P
                              "checkpoints)\n")
     (out / "checkpoints").mkdir()
     (tmp_path / "kept.parquet").rename(out / "checkpoints" / "part-00000.parquet")
+    # one table's part missing: its rows were lost without a word
+    failed = cli("ingest", out, "--db", db, code=2)
+    assert failed.stderr == (f"error: {out / 'trajectories' / 'part-00001.parquet'}: has no "
+                             "checkpoints/part-00001.parquet beside it (a run of `eebench grade --engine ray` writes "
+                             "each shard's part of every table, rows or none)\n")
+    (out / "checkpoints" / "part-00002.parquet").write_bytes((out / "checkpoints" / "part-00000.parquet").read_bytes())
+    (out / "checkpoints" / "part-00002.parquet").rename(out / "checkpoints" / "part-00001.parquet")
+    (out / "steps" / "part-00002.parquet").write_bytes((out / "steps" / "part-00000.parquet").read_bytes())
+    failed = cli("ingest", out, "--db", db, code=2)   # (a part left behind, the other way round)
+    assert failed.stderr.startswith(f"error: {out / 'steps' / 'part-00002.parquet'}: has no "
+                                    "trajectories/part-00002.parquet beside it")
+    (out / "steps" / "part-00002.parquet").unlink()
     failed = cli("ingest", "foo://bar", "--db", tmp_path / "none.duckdb", code=2)
     assert failed.stderr == "error: foo://bar: cannot be opened: Unrecognized filesystem type in URI: foo://bar\n"
     assert not (tmp_path / "none.duckdb").exists()
-    (out / "trajectories" / "part-00001.parquet").unlink()   # a partition left behind
+    with duckdb.connect(str(local), read_only=True) as con:   # a part of other trajectories
+        con.execute(f"COPY (SELECT * FROM checkpoints WHERE trajectory_id >= '{split}') TO "
+                    f"'{out / 'checkpoints' / 'part-00001.parquet'}' (FORMAT parquet)")
+        con.execute(f"COPY (SELECT * FROM steps WHERE trajectory_id < '{split}') TO "
+                    f"'{out / 'steps' / 'part-00001.parquet'}' (FORMAT parquet)")
     failed = cli("ingest", out, "--db", db, code=2)
-    assert failed.stderr.startswith(f"error: {out / 'steps' / 'part-00001.parquet'}: ") and \
-        "row(s) of steps belong to no trajectory of" in failed.stderr and failed.stderr.count("\n") == 1
+    assert failed.stderr == (f"error: {out / 'steps' / 'part-00001.parquet'}: has rows of steps of a trajectory "
+                             f"that {out}/trajectories/part-00001.parquet does not hold\n")
+    (out / "steps" / "part-00001.parquet").write_bytes((out / "steps" / "part-00000.parquet").read_bytes()[:-100])
+    failed = cli("ingest", out, "--db", db, code=2)   # (cut short)
+    assert failed.stderr.startswith(f"error: {out / 'steps' / 'part-00001.parquet'}: cannot be loaded: ")
+    assert "Traceback" not in failed.stderr and failed.stderr.count("\n") == 1
+    with duckdb.connect(str(local), read_only=True) as con:   # a part of another results schema
+        con.execute(f"COPY (SELECT * EXCLUDE (visit_depth) FROM steps WHERE trajectory_id >= '{split}') TO "
+                    f"'{out / 'steps' / 'part-00001.parquet'}' (FORMAT parquet)")
+    failed = cli("ingest", out, "--db", db, code=2)
+    assert failed.stderr == (f"error: {out / 'steps' / 'part-00001.parquet'}: has no column visit_depth: not a "
+                             "partition of results schema 4 (written by another eebench version?)\n")
     (out / "trajectories" / "part-00001.parquet").write_text("junk")
     failed = cli("ingest", out, "--db", db, code=2)
-    assert failed.stderr.startswith(f"error: {out / 'trajectories'}: holds partitions that cannot be loaded: ")
+    assert failed.stderr.startswith(f"error: {out / 'trajectories' / 'part-00001.parquet'}: cannot be loaded: ")
     assert "Traceback" not in failed.stderr and failed.stderr.count("\n") == 1
     assert _rows(db, "steps") == _rows(local, "steps")   # as the first ingest left it
 
@@ -291,3 +315,60 @@ def test_ray_and_local_agree_on_skip_invalid(main_bundle: Path, tmp_path: Path, 
     ray = cli("grade", good, empty, *options, "--engine", "ray", "--cpus", "1", "--out", tmp_path / "o2", code=2)
     assert local.stderr == ray.stderr and local.stderr.startswith(f"error: {empty}: is empty")
     assert not any((tmp_path / "o2").rglob("*.parquet"))
+
+
+def _partitions(shards: list[Path], bench: Path, out: Path) -> None:
+    """Write the partitions of `grade --engine ray` without Ray: each shard through the function its task runs."""
+    from eebench.bundles import open_bench
+    from eebench.checkpoints import library
+    from eebench.engines.ray import _bench_payload, _grade_shard
+
+    with open_bench(bench) as opened:
+        payload = _bench_payload(opened)
+        for index, shard in enumerate(shards):
+            assert not _grade_shard({"index": index, "path": str(shard)}, payload, str(out), False,
+                                    library(()))["problems"]
+
+
+@pytest.fixture(scope="module")
+def mixed_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
+    """A folder of grid_dag and rooms instances, and two shards of runs in both, with fewer episodes than
+    trajectories."""
+    from click.testing import CliRunner
+
+    from eebench.cli import main
+
+    tmp = tmp_path_factory.mktemp("mixed")
+    runner = CliRunner()
+    for args in (["generate", "park2026-main", "--out", tmp / "bench" / "park"],
+                 ["generate", "grams2025-rooms", "--out", tmp / "bench" / "rooms"],
+                 ["play", tmp / "bench" / "park", "--agent", "random", "--seeds", "0-1", "--out", tmp / "grid.jsonl"],
+                 ["play", tmp / "bench" / "rooms", "--agent", "explorer", "--out", tmp / "rooms.jsonl"]):
+        assert runner.invoke(main, list(map(str, args))).exit_code == 0
+    grid = (tmp / "grid.jsonl").read_text().splitlines()
+    rooms = (tmp / "rooms.jsonl").read_text().splitlines()[:2]
+    shards = [tmp / "shard-0.jsonl", tmp / "shard-1.jsonl"]
+    shards[0].write_text("\n".join([*grid[:30], rooms[0], *grid[30:]]) + "\n")
+    shards[1].write_text("\n".join([rooms[1], *grid]).replace('"id":"', '"id":"1/') + "\n")
+    return tmp / "bench", shards
+
+
+def test_ingest_keeps_the_order_graded_in_every_table(mixed_runs: tuple[Path, list[Path]], tmp_path: Path,
+                                                      cli) -> None:
+    """`SELECT * FROM episodes` after `ingest` listed a run's episodes in the order of a hash table (DuckDB joined
+    the fewer episode rows as the probe side), not in the order a local grade writes them."""
+    bench, shards = mixed_runs
+    local = tmp_path / "local.duckdb"
+    cli("grade", *shards, "--bench", bench, "--db", local)
+    _partitions(shards, bench, tmp_path / "parts")
+    ingested = tmp_path / "ingested.duckdb"
+    cli("ingest", tmp_path / "parts", "--db", ingested)
+    counts = {}
+    for table in ("trajectories", "steps", "episodes", "checkpoints"):
+        aside = " EXCLUDE (graded_at)" if table == "trajectories" else ""
+        with duckdb.connect(str(local), read_only=True) as con:
+            graded = con.execute(f"SELECT *{aside} FROM {table}").fetchall()
+        with duckdb.connect(str(ingested), read_only=True) as con:
+            assert con.execute(f"SELECT *{aside} FROM {table}").fetchall() == graded, table
+        counts[table] = len(graded)
+    assert 0 < counts["episodes"] < counts["trajectories"]
