@@ -9,6 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from eebench.evaluator import SCHEMA_VERSION
 from tests.conftest import write_jsonl
 from tests.evaluator.test_store import SOLVE, bench, trajectory  # noqa: F401  (bench: a fixture)
 
@@ -46,6 +47,7 @@ def test_every_table_and_view_as_parquet_by_default(cli, db: Path, tmp_path: Pat
     memory.close()
     manifest = json.loads((out / "export.json").read_text())
     assert manifest["export_version"] == 1 and manifest["format"] == "parquet" and manifest["db"] == str(db)
+    assert manifest["schema_version"] == SCHEMA_VERSION   # (what the tables' columns mean: the README of that version)
     listed = {t["name"]: (t["file"], t["rows"]) for t in manifest["tables"]}
     assert sorted(listed) == ALL and all(file == f"{name}.parquet" for name, (file, _) in listed.items())
     assert {name: listed[name][1] for name in ("agent_summary", "meta", "steps", "trajectories")} == {

@@ -472,14 +472,21 @@ def refuse_newer_schema(path: Path, version: Any, does: str) -> None:
         raise InputError.at(str(path), f"{problem}; upgrade eebench")
 
 
+def _schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
+    """meta's schema_version of a results file; None when the file has none (a DuckDB file eebench did not
+    write)."""
+    try:
+        found = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+    except duckdb.Error:   # no meta table
+        return None
+    return int(found[0][0]) if found and str(found[0][0]).isdigit() else None
+
+
 def _warn_if_newer(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     """`query` and `export` interpret no row, so a newer file is read; but its columns may not mean what this
     eebench's README says, and the user is told so (an EebenchWarning: one `warning:` line from the CLI)."""
-    try:
-        found = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
-    except duckdb.Error:   # no meta table: a DuckDB file eebench did not write, queried as any other
-        return
-    if found and (problem := _newer_schema(found[0][0], "reads")):
+    version = _schema_version(con)
+    if version is not None and (problem := _newer_schema(version, "reads")):
         warnings.warn(EebenchWarning(f"{path}: {problem}: its tables may not mean what this eebench's README says; "
                                      "upgrade eebench"), stacklevel=3)
 
@@ -1718,7 +1725,7 @@ def export(db: Path | str, out: Path | str, fmt: str, tables: Sequence[str] = ()
                     written.append(Exported(name, file, int(rows)))
                 (folder / EXPORT_MARKER).write_text(json.dumps({
                     "export_version": EXPORT_VERSION, "format": fmt, "db": str(path), "eebench_version": __version__,
-                    "tables": [e._asdict() for e in written]}, indent=2) + "\n", "utf-8")
+                    "schema_version": _schema_version(con), "tables": [e._asdict() for e in written]}, indent=2) + "\n", "utf-8")
         except duckdb.IOException as exc:   # (the writing)
             raise EebenchError(f"{out}: export failed: {duckdb_message(exc)}; nothing was written") from None
         except duckdb.Error as exc:   # (the reading: a view that fails, a damaged block)
