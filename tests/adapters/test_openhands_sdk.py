@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from eebench.adapters import detect
+from eebench.adapters.formats import openhands_sdk
 from eebench.errors import InputError
 from tests.adapters.conftest import assert_refused, convert, files_claimed
 
@@ -92,6 +93,25 @@ def test_events_without_their_state(tmp_path: Path) -> None:
     assert run["steps"] == untimed
     assert run["agent"] == {"harness": "openhands"}
     assert run["source"]["file"] == str(events / "event-00000-5df490d1-98e8-4dea-9ae7-7f36c59f8ed5.json")
+
+
+def test_a_folder_of_events_is_listed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each event file found in a folder names the conversation's first event file: that was a listing of the
+    folder per file, n^2 for n events (2,000 events took 10 s, 100,000 would take hours)."""
+    folder = write_conversation(tmp_path / "conv", [said("e0", "user", "Go.")]
+                                + [said(f"e{i}", "agent", f"step {i}") for i in range(1, 40)])
+    listings: list[Path] = []
+    listing = openhands_sdk._event_files
+    monkeypatch.setattr(openhands_sdk, "_event_files", lambda at: listings.append(at) or listing(at))
+    [run] = convert(folder, tmp_path / "out.jsonl")
+    assert len(run["steps"]) == 39
+    assert len(listings) <= 2   # the first event file's name, then the conversation read
+    # a folder that changed is listed again: its first event file is named by what is there now
+    first = folder / "events" / "event-00000-00000000-0000-0000-0000-000000000000.json"
+    first.rename(first.with_name("event-00000-0000000a-0000-0000-0000-000000000000.json"))
+    [again] = convert(folder / "events" / "event-00003-00000003-0000-0000-0000-000000000000.json",
+                      tmp_path / "again.jsonl")
+    assert again["source"]["file"].endswith("event-00000-0000000a-0000-0000-0000-000000000000.json")
 
 
 def call(call_id: str, name: str, arguments: str) -> dict[str, Any]:

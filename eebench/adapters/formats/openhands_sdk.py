@@ -24,6 +24,7 @@ latency those of the completion behind it (`llm_response_id` looked up in the me
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -294,8 +295,8 @@ class OpenHandsSdkAdapter(Adapter):
         state = path.parent.parent / BASE_STATE
         if state.is_file():
             return state
-        files = _event_files(path.parent)
-        return path.parent / files[0][1] if files else path
+        first = _first_event_file(path.parent, path.parent.stat().st_mtime_ns)
+        return path.parent / first if first else path
 
     def episodes(self, path: Path) -> Iterator[Episode | InputError]:
         try:
@@ -331,6 +332,14 @@ class OpenHandsSdkAdapter(Adapter):
         conversation = events.parent.name
         return Episode(id=conversation, record=0, steps=stream.steps, task=conversation, fields=state,
                        agent=stream.agent, meta=stream.meta)
+
+
+@functools.lru_cache(maxsize=1)
+def _first_event_file(folder: Path, mtime_ns: int) -> str | None:
+    """The first event file's name: listed once for all the files of a folder given to `convert` (a listing per
+    file made a folder of n events take n^2 steps); keyed by the folder's mtime, which changes with its files."""
+    files = _event_files(folder)
+    return files[0][1] if files else None
 
 
 def _event_files(folder: Path) -> list[tuple[int, str]]:
