@@ -254,6 +254,19 @@ def test_an_evaluation_line_with_metrics_and_attempts(tmp_path: Path) -> None:
     assert again["meta"]["attempt"] == 2 and again["meta"]["error"] == "Agent reached maximum iteration"
 
 
+def test_a_v1_run_that_failed_before_its_first_event(tmp_path: Path) -> None:
+    """The V1 harness writes a run that failed early with `history: []`: an episode of no steps that keeps its model
+    (read from the V0 harness's `llm_config` before, as no event said which harness wrote the line)."""
+    line = json.loads((DATA / "output.jsonl").read_text("utf-8"))
+    failed = {**line, "history": [], "error": "Timeout after 3600 seconds", "test_result": {}}
+    source = tmp_path / "output.jsonl"
+    source.write_text(json.dumps(failed) + "\n", "utf-8")
+    [run] = convert(source, tmp_path / "out.jsonl")
+    assert run["steps"] == []
+    assert run["agent"] == {"model": "litellm_proxy/neulab/gpt-4o-2024-08-06", "harness": "openhands"}
+    assert run["meta"]["error"] == "Timeout after 3600 seconds"
+
+
 def test_an_evaluation_output_of_the_v0_harness(agent_logs: Path, tmp_path: Path) -> None:
     """OpenHands' evaluation/ (V0) writes EvalOutput lines whose history is the event stream (`event_to_dict`):
     read as the `openhands` adapter reads the same events."""

@@ -421,13 +421,11 @@ class OpenHandsEvalAdapter(Adapter):
                 stream.add(event, lambda message, field, at=index: fails(
                     message, f"history[{at}]" + (f".{field}" if field else "")))
             steps, agent, meta = stream.steps, stream.agent, stream.meta
-            model = dig(record, "metadata.llm.model")
         else:
             v0 = _LineStream(path, line)
             for index, event in enumerate(history):
                 v0.add(index, event)
             steps, agent, meta = v0.steps, v0.agent, v0.meta
-            model = dig(record, "metadata.llm_config.model")
             if isinstance(dig(record, "metadata.agent_class"), str):
                 agent.setdefault("name", record["metadata"]["agent_class"])
             totals = _SdkStream()   # the run's totals, where its events carry none
@@ -435,8 +433,11 @@ class OpenHandsEvalAdapter(Adapter):
             for key in ("accumulated_cost", "tokens_in_total", "tokens_out_total"):
                 if key in totals.meta:
                     meta.setdefault(key, totals.meta[key])
-        if agent.get("model") is None and isinstance(model, str) and model:
-            agent["model"] = model
+        # the V1 harness's metadata names it `llm`, the V0 one's `llm_config` (either, whatever the history: a run
+        # that failed before its first event has none to tell them apart)
+        for model in (dig(record, "metadata.llm.model"), dig(record, "metadata.llm_config.model")):
+            if agent.get("model") is None and isinstance(model, str) and model:
+                agent["model"] = model
         instruction = record.get("instruction")
         if isinstance(instruction, str) and instruction:
             meta.setdefault("instruction", instruction)
