@@ -286,6 +286,22 @@ def test_an_evaluation_output_of_the_v0_harness(agent_logs: Path, tmp_path: Path
     assert run["meta"] == {**alone["meta"], "test_result": {"git_patch": ""}}   # the stream's own totals kept
 
 
+def test_a_v0_run_that_failed_before_its_first_event(tmp_path: Path) -> None:
+    """OpenHands' evaluation/ (V0) writes `EvalOutput(instance_id, test_result={}, error=...)` for a run that timed
+    out or ran out of retries: `history` null. It was refused (the whole file, or the run dropped with
+    --skip-invalid, the failure leaving the scores); it is an episode of no steps, as the V1 harness's `[]`."""
+    ok = {"instance_id": "a", "test_result": {}, "instruction": "Create hello.txt",
+          "metadata": {"agent_class": "CodeActAgent", "llm_config": {"model": "gpt-5"}}, "history": [],
+          "metrics": None, "error": None, "instance": None}
+    failed = {**ok, "instance_id": "b", "instruction": None, "metadata": None, "history": None,
+              "error": "Timeout after 120 seconds"}
+    source = tmp_path / "output.jsonl"
+    source.write_text(json.dumps(ok) + "\n" + json.dumps(failed) + "\n", "utf-8")
+    _, run = convert(source, tmp_path / "out.jsonl")
+    assert (run["id"], run["steps"], run["meta"]) == ("output/b", [], {"error": "Timeout after 120 seconds",
+                                                                      "test_result": {}})
+
+
 @pytest.mark.parametrize("event, file, message", [
     ("{\"id\":\"x\",\"kind\":\"ActionEvent\"", 2, r":1: truncated JSON \(column 31\)$"),
     ({"id": "x", "source": "agent"}, 2, r": expected an OpenHands SDK event \(an object with a `kind`\), found an "

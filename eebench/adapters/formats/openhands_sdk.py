@@ -406,6 +406,8 @@ class OpenHandsEvalAdapter(Adapter):
         if not isinstance(instance, str) or not instance:
             raise fails(f"expected the instance's id (a string), found {json_type(instance)}", "instance_id")
         history = record.get("history")
+        if history is None and isinstance(record.get("error"), str):
+            history = []   # a run that failed before its first event: V0 writes null, V1 an empty list
         if not isinstance(history, list):
             found = "none" if history is None else json_type(history)
             raise fails(f"expected the run's events (a list), found {found}"
