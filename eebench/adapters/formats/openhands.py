@@ -116,12 +116,7 @@ class _Stream:
                 self.meta["openhands_version"] = args["openhands_version"]
             return
         if source == "user" and kind == "message":
-            content = text_of(args.get("content"))
-            if "instruction" not in self.meta and content is not None:
-                self.meta["instruction"] = content
-            elif self.talking is not None:
-                self.talking.observation = content
-                self.talking = None
+            user_said(self, text_of(args.get("content")))
             return
         if source != "agent" or kind in NOT_STEPS:
             return
@@ -211,6 +206,16 @@ class _Stream:
     def episode(self) -> Episode:
         return Episode(id=self.path.stem, record=0, steps=self.steps, task=self.path.stem, fields=self.meta,
                        agent=self.agent, meta=self.meta)
+
+
+def user_said(stream: Any, content: str | None) -> None:
+    """A user's message in a stream (V0 or SDK): the first is the task (meta.instruction); a later one is the
+    observation of the agent's message waiting for it (`talking`)."""
+    if "instruction" not in stream.meta and content is not None:
+        stream.meta["instruction"] = content
+    elif stream.talking is not None:
+        stream.talking.observation = content
+        stream.talking = None
 
 
 def _is_key(value: Any) -> bool:

@@ -34,7 +34,7 @@ from typing import Any
 from eebench.adapters.actions import render_call
 from eebench.adapters.base import (Adapter, Episode, LoggedStep, as_int, bad_record, count_problem, dig, number,
                                    text_of)
-from eebench.adapters.formats.openhands import _empty, _Stream
+from eebench.adapters.formats.openhands import _empty, _Stream, user_said
 from eebench.adapters.records import head_value, json_document, json_lines
 from eebench.documents import json_type
 from eebench.errors import InputError
@@ -175,11 +175,7 @@ class _SdkStream:
         content = text_of(message.get("content"))
         source = event.get("source")
         if source == "user":
-            if "instruction" not in self.meta and content is not None:
-                self.meta["instruction"] = content
-            elif self.talking is not None:
-                self.talking.observation = content
-                self.talking = None
+            user_said(self, content)
             return
         if source != "agent":
             return
