@@ -675,7 +675,7 @@ def prompt(instance: str, bench: Path | None, step: int, trajectory: Path | None
         raise InputError.at(loaded.file, f"prompt templates exist for grid_dag instances (Park et al., Appendix "
                                          f"C.3), not for {loaded.kind.env}; `eebench play --observations` records "
                                          "the text a world shows", field="env")
-    actions = _trajectory_actions(trajectory, loaded.instance.id, trajectory_id) if trajectory else []
+    actions = _trajectory_actions(trajectory, loaded, trajectory_id) if trajectory else []
     shown = shown_at(loaded.instance, actions, step, variant=variant, memory=memory)
     if fmt == "json":
         click.echo(json.dumps({"prompt_version": PROMPT_VERSION, "instance": loaded.instance.id, "step": step,
@@ -685,17 +685,20 @@ def prompt(instance: str, bench: Path | None, step: int, trajectory: Path | None
     click.echo(f"[system]\n{shown.system}\n\n[user]\n{shown.turn}")
 
 
-def _trajectory_actions(path: Path, instance_id: str, trajectory_id: str | None) -> list[str | None]:
-    """The actions of the one trajectory of `path` played in the instance (or named by id)."""
+def _trajectory_actions(path: Path, loaded: Any, trajectory_id: str | None) -> list[str | None]:
+    """The actions of the one trajectory of `path` played in the instance (or named by id), refused as `grade`
+    refuses it when it says it was played in another world or another version of the instance."""
+    from eebench.instances import check_played_in, check_trajectory_env
     from eebench.trajectories import check_trajectory, read_records
 
+    instance_id = loaded.instance.id
     found, here = [], []   # (here: the ids played in the instance, for a mistyped --trajectory-id)
     for record in read_records(path):
         doc = check_trajectory(record)
         if doc["instance"] == instance_id:
             here.append(doc["id"])
             if trajectory_id in (None, doc["id"]):
-                found.append(doc)
+                found.append((doc, record))
     if not found:
         if not trajectory_id:
             raise InputError.at(str(path), f"no trajectory played in {instance_id!r}")
@@ -704,10 +707,14 @@ def _trajectory_actions(path: Path, instance_id: str, trajectory_id: str | None)
                                            f"; played there: {', '.join(map(repr, here[:5]))}"
                                            + (" ..." if len(here) > 5 else "") if here else ""))
     if len(found) > 1:
-        ids = ", ".join(repr(d["id"]) for d in found[:5]) + (" ..." if len(found) > 5 else "")
+        ids = ", ".join(repr(d["id"]) for d, _ in found[:5]) + (" ..." if len(found) > 5 else "")
         raise InputError.at(str(path), f"{len(found)} trajectories were played in {instance_id!r} ({ids}); "
                                        "choose one with --trajectory-id ID")
-    return [step["action"] for step in found[0]["steps"]]
+    doc, record = found[0]
+    check_trajectory_env(doc.get("env"), loaded, record.file, record.line)
+    check_played_in(doc.get("instance_sha256"), loaded.sha256, instance_id, loaded.file, record.file, record.line,
+                    "show it with the same instance (the version it was played in)")
+    return [step["action"] for step in doc["steps"]]
 
 
 # -- grading ------------------------------------------------------------------------------------------

@@ -97,6 +97,16 @@ def check_trajectory_env(env: Any, loaded: LoadedInstance | None, file: str, lin
                                                 f"{loaded.instance.id!r}) or no env, found {quoted(env)}"))
 
 
+def check_played_in(claimed: Any, sha256: str, instance_id: str, where: str, file: str, line: int | None,
+                    advice: str) -> None:
+    """InputError unless a trajectory's `instance_sha256` (when it has one) is the digest of the instance it is
+    replayed in: a log of another version of the instance would be replayed in a world it never saw."""
+    if claimed is not None and claimed != sha256:
+        raise InputError(Problem(file, line, "instance_sha256", f"the log was played in instance {claimed[:12]}..., "
+                                                                f"but {instance_id!r} in {where} is {sha256[:12]}...; "
+                                                                f"{advice}"))
+
+
 def load_instance(path: Path | str) -> LoadedInstance:
     doc = load_document(path)
     sha256 = sha256_hex(doc)

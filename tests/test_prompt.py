@@ -10,6 +10,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from eebench.documents import sha256_hex
 from eebench.prompts import PROMPT_VERSION, VARIANTS, shown_at, system_prompt
 from eebench.world.grid_dag import ACTIONS, GridDagWorld
 from tests.conftest import instance_doc, make_instance, write_json, write_jsonl
@@ -172,3 +173,19 @@ def test_memory_reveals_only_what_was_observed(actions: list[str | None]) -> Non
         assert (f"  - {node.id} at " in memory) == (node.pos in observed)
     pending = ", ".join(world.node_ids[n] for n in world.pending(state)) or "none"
     assert fields["The discovered states whose prerequisites are already satisfied"] == pending
+
+
+def test_a_trajectory_of_another_world_or_version_is_refused_as_grade_refuses_it(cli, tmp_path: Path) -> None:
+    # replaying it would show observations of a world the agent never played in
+    instance = tiny(tmp_path)
+    other = "0" * 64
+    runs = write_jsonl(tmp_path / "runs.jsonl", [
+        {"eebench": "trajectory/1", "id": "a", "instance": "test/tiny", "instance_sha256": other,
+         "steps": [{"action": "down"}]},
+        {"eebench": "trajectory/1", "id": "b", "instance": "test/tiny", "env": "rooms", "steps": [{"action": "down"}]}])
+    sha = sha256_hex(json.loads(instance.read_text("utf-8")))
+    assert cli("prompt", instance, "--trajectory", runs, "--trajectory-id", "a", "--step", "1", code=2).stderr == (
+        f"error: {runs}:1: instance_sha256: the log was played in instance {other[:12]}..., but 'test/tiny' in "
+        f"{instance} is {sha[:12]}...; show it with the same instance (the version it was played in)\n")
+    assert cli("prompt", instance, "--trajectory", runs, "--trajectory-id", "b", "--step", "1", code=2).stderr == (
+        f"error: {runs}:2: env: expected 'grid_dag' (the kind of instance 'test/tiny') or no env, found 'rooms'\n")

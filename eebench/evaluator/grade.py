@@ -30,7 +30,7 @@ from eebench.evaluator.coverage import LOGGED, LoggedInstance
 from eebench.evaluator.families import (MetricFamily, StepColumns, StepWindows, Trajectory, families_for, joined_steps,
                                         metric_version)
 from eebench.evaluator.store import TRAJECTORY_COLUMNS, Batch, Replaced, ResultStore, quick_switches
-from eebench.instances import Bench, InstanceLibrary, check_trajectory_env
+from eebench.instances import Bench, InstanceLibrary, check_played_in, check_trajectory_env
 from eebench.interrupts import CommitGate, late_note
 from eebench.long_lines import StepList
 from eebench.pieces import resolve_workers
@@ -215,12 +215,8 @@ class Grader:
         if sha != expected:  # the file read now is not the one the bundle's manifest promised (changed since verify)
             raise InputError.at(loaded.file, f"instance {instance_id!r} is {sha[:12]}..., but {self.bench.where} "
                                              f"promises {expected[:12]}...; run `eebench verify` on the bundle")
-        claimed = doc.get("instance_sha256")
-        if claimed is not None and claimed != expected:
-            raise InputError(Problem(file, line, "instance_sha256",
-                                     f"the log was played in instance {claimed[:12]}..., but {instance_id!r} in "
-                                     f"{self.bench.where} is {expected[:12]}...; grade against the same instance "
-                                     "(--bench the version it was played in)"))
+        check_played_in(doc.get("instance_sha256"), expected, instance_id, self.bench.where, file, line,
+                        "grade against the same instance (--bench the version it was played in)")
         return self._row(doc, file, line, env, instance, sha)
 
     def _base_row(self, env: str, instance: Any, sha: str | None, families: tuple[MetricFamily, ...]
