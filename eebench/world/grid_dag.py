@@ -392,8 +392,9 @@ def render_observation(obs: dict[str, Any]) -> str:
     x, y = obs["position"]
     lines = []
     if "action" in obs:
-        if obs["valid"]:
-            lines.append(f"You moved {obs['action']}. You are at [{x}, {y}].")
+        if obs["valid"]:   # the move as the world read it (an echoed "up\n" broke the line)
+            move = parse_action(obs["action"])
+            lines.append(f"You moved {obs['action'] if move is None else ACTIONS[move]}. You are at [{x}, {y}].")
         else:
             lines.append(f"You could not move {obs['action']!r}; you stay at [{x}, {y}].")
     else:

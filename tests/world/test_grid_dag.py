@@ -343,6 +343,14 @@ def test_render_observation_texts() -> None:
         "Prerequisites: B and A.")
 
 
+def test_render_observation_names_the_move_made_not_the_raw_text() -> None:
+    # case and surrounding whitespace are ignored by the rules; echoed as written, "up\n" split the line
+    world = dag_world()
+    for raw in ("left\n", " LEFT", "\u00a0Left\t"):
+        text = render_observation(world.observe(play(world, raw), action=raw, valid=True))
+        assert text.startswith("You moved left. You are at [1, 0].\nAdmissible moves: left, right.\n")
+
+
 def test_render_observation_of_mixed_prerequisites() -> None:
     obs = {"t": 0, "position": [0, 0], "moves": [], "node": {
         "id": "X", "status": "discovered", "goal": False, "requires": [["A", "B"], ["C"]], "children": []}}
