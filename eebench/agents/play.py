@@ -47,6 +47,9 @@ def play_episode(instance: Any, agent_name: str, seed: int, *, instance_sha256: 
                 step["observation"] = kind.render_observation(obs)
             steps.append(step)
             done = terminated or truncated
+        observe = getattr(agent, "observe", None)   # an agent that learns sees how its episode ended
+        if observe is not None:
+            observe(obs)
     trajectory: dict[str, Any] = {
         "eebench": "trajectory/1",
         "id": f"{agent_name}/seed-{seed}/{instance.id}",

@@ -16,13 +16,15 @@ import numpy as np
 
 from eebench.evaluator.orienteering import OrienteeringProblem, solve
 from eebench.generator.rng import StableRng
-from eebench.world.rooms import RoomsEnv, RoomsInstance, render_observation
+from eebench.world.rooms import RoomsInstance
 
 AGENTS = ("random", "explorer", "oracle")
 IDLE = "wait"  # what an agent says when its room shows nothing: an invalid action, it only spends a step
 
 
 class Agent(Protocol):
+    """An agent may also have `observe(observation)`: play gives it the last observation of each episode."""
+
     def act(self, observation: dict[str, Any]) -> str:
         """The action text (`<name> door` or `<name> ball`) for this observation."""
         ...
@@ -109,6 +111,12 @@ class ExplorerAgent:
         return self.n_rooms - 1
 
     def act(self, observation: dict[str, Any]) -> str:
+        self.observe(observation)
+        return self._choose(observation)
+
+    def observe(self, observation: dict[str, Any]) -> None:
+        """Learn from an observation. Play also calls it with the last one of each episode, which no action
+        follows: the reward of the ball that ended an episode is shown there and nowhere else."""
         obs = observation
         if "action" not in obs:   # a new episode: back in the start room (the agent's room 0)
             if self.n_rooms == 0:
@@ -132,7 +140,6 @@ class ExplorerAgent:
                 self.links.add_edge(*sides, door=d)
         for b in map(str.lower, obs["balls"]):
             self.balls.setdefault(b, (self.room, None))
-        return self._choose(obs)
 
     def _choose(self, obs: dict[str, Any]) -> str:
         if self.plan is not None:
@@ -199,23 +206,8 @@ def make_agent(name: str, instance: RoomsInstance, seed: int) -> Agent:
 
 def play_steps(instance: RoomsInstance, agent_name: str, seed: int, *,
                observations: bool = False) -> list[dict[str, Any]]:
-    """Every episode of the instance played by a fresh agent through RoomsEnv, as trajectory/1 steps.
+    """Every episode of the instance played by a fresh agent, as the trajectory/1 steps `eebench play` writes:
+    each carries its `episode` (0-based), and `observation` (the text after the step) when asked."""
+    from eebench.agents.play import play_episode
 
-    Each step carries its `episode` (0-based), so the grader uses these boundaries; `observation` (the text
-    after the step) when asked.
-    """
-    env = RoomsEnv(instance)
-    agent = make_agent(agent_name, instance, seed)
-    steps: list[dict[str, Any]] = []
-    for episode in range(instance.episodes):
-        obs, _ = env.reset(seed=seed)
-        done = False
-        while not done:
-            action = agent.act(obs)
-            obs, _, terminated, truncated, _ = env.step(action)
-            step: dict[str, Any] = {"action": action, "episode": episode}
-            if observations:
-                step["observation"] = render_observation(obs)
-            steps.append(step)
-            done = terminated or truncated
-    return steps
+    return play_episode(instance, agent_name, seed, observations=observations)["steps"]

@@ -114,3 +114,18 @@ def test_the_explorer_reads_names_whatever_their_case() -> None:
     r = played(shouting, "explorer")
     assert r.knowledge[-1].rooms == {"A", "B", "C", "D"} and r.knowledge[-1].balls == {"Khaki"}
     assert r.returns[-1] == 7
+
+
+def test_the_explorer_remembers_the_reward_of_the_ball_that_ended_an_episode() -> None:
+    # ball limit 1: every ball collected ends its episode, and its reward shows only in that step's observation;
+    # the explorer that missed it took gold (1) in the start room as unknown in every episode and never left
+    r = played(line(ball_limit=1, episodes=4), "explorer")
+    assert r.knowledge[-1].rooms == {"A", "B", "C", "D"}
+    assert r.returns == [1, 7, 1, 5]   # gold; khaki in B; D (no balls) then gold; plum in C
+
+
+def test_the_explorer_knows_what_the_grader_says_it_knows() -> None:
+    # grams2025-rooms/7x7/seed-2: orange_red (10) ended episode 6; R_exploit counted it, the explorer did not
+    instance = next(i for i in suite("grams2025-rooms") if i.id == "grams2025-rooms/7x7/seed-2")
+    r = played(instance, "explorer")
+    assert r.returns[-1] == max(played(instance, "oracle").returns) == 29
