@@ -30,7 +30,7 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple
 from eebench.adapters.actions import VOCABULARIES, ActionReader, render_call
 from eebench.adapters.base import HEAD_BYTES, Adapter, Episode, LoggedStep, bad_record, dig
 from eebench.adapters.records import dumps_line, is_json_lines
-from eebench.adapters.registry import detect, get_adapter, known_adapters
+from eebench.adapters.registry import claiming, detect, get_adapter
 from eebench.documents import atomic_file, json_type, open_input, read_position, read_stdin_once
 from eebench.errors import EebenchError, InputError, Problem, did_you_mean, near_path, one_of
 from eebench.instances import InstanceLibrary
@@ -545,17 +545,10 @@ def _folder_member(path: Path, chosen: Adapter | None) -> Adapter | None:
         return None
     if chosen is not None:
         return chosen if chosen.named_handles(path, head) else None
-    claims = [r.adapter for r in known_adapters().adapters.values() if _claims(r, path, head)]
+    claims = claiming(path, head)
     if not claims:
         return None
-    return detect(path)  # one, or the canonical one, or the ambiguity named as when the file is given alone
-
-
-def _claims(registered: Any, path: Path, head: bytes) -> bool:
-    try:
-        return bool(registered.adapter.handles(path, head))
-    except Exception:  # a plug-in's bug: not a claim (detect reports built-in bugs)
-        return False
+    return detect(path, head, claims)  # one, or the canonical one, or the ambiguity named as for a file given alone
 
 
 def name_stem(name: str) -> str:

@@ -111,11 +111,19 @@ def get_adapter(name: str) -> Adapter:
     return adapters[name].adapter
 
 
-def detect(path: Path) -> Adapter:
-    """The one adapter that says it reads this file; InputError naming the candidates when none or several do."""
-    with open_input(path) as handle:
-        head = handle.read(HEAD_BYTES)
-    candidates = [r.adapter for r in known_adapters().adapters.values() if _claims(r, path, head)]
+def claiming(path: Path, head: bytes) -> list[Adapter]:
+    """Every adapter that says it reads the file whose first HEAD_BYTES are `head`."""
+    return [r.adapter for r in known_adapters().adapters.values() if _claims(r, path, head)]
+
+
+def detect(path: Path, head: bytes | None = None, candidates: list[Adapter] | None = None) -> Adapter:
+    """The one adapter that says it reads this file; InputError naming the candidates when none or several do.
+    `head` and `candidates` spare a caller that has them already (a folder's files) reading and asking again."""
+    if head is None:
+        with open_input(path) as handle:
+            head = handle.read(HEAD_BYTES)
+    if candidates is None:
+        candidates = claiming(path, head)
     if len(candidates) == 1:
         return candidates[0]
     canonical = [a for a in candidates if a.name == "eebench"]
