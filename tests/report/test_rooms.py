@@ -237,3 +237,20 @@ def test_graded_rooms_in_the_browser(graded_rooms: tuple[Path, Path], browser: A
     # the ECC curve, per step: its cursor moves with the step, within an episode too
     assert browser.find_elements(By.CSS_SELECTOR, "#chart-ecc polyline") and cursor == sorted(set(cursor))
     assert [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == []
+
+
+def test_plot_replay_of_a_rooms_world_draws_its_moves_as_one_collection(graded_rooms: tuple[Path, Path]) -> None:
+    """The moves up to step k are one collection of k segments: a Line2D per step grew with the trajectory."""
+    import matplotlib.pyplot as plt
+    from matplotlib.collections import LineCollection
+
+    from eebench.report import load_results
+    from eebench.report.figures import KINDS
+
+    bench, db = graded_rooms
+    tid, n = _sql(db, "SELECT trajectory_id, n_steps FROM trajectories ORDER BY n_steps DESC LIMIT 1")[0]
+    for step in (1, n):
+        figure = KINDS["replay"](load_results(db, f"trajectory_id = '{tid}'"),
+                                 {"bench": bench, "step": step, "seed": 0, "model": None})
+        assert [len(c.get_segments()) for c in figure.axes[0].collections if isinstance(c, LineCollection)] == [step]
+        plt.close(figure)
