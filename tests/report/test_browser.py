@@ -199,3 +199,35 @@ def test_a_long_label_does_not_widen_the_page_past_a_laptop(graded: Run, browser
     labels = browser.execute_script("return [...document.querySelectorAll('#fig1-explore .point-label')]"
                                     ".map((t) => t.textContent)")
     assert max(map(len, labels)) == 32 and any(label.startswith("mxxx") and "\u2026" in label for label in labels)
+
+
+def test_a_replay_of_100000_steps_opens_and_steps(browser: Any, tmp_path: Path) -> None:
+    """Math.max(...steps) overflowed the call stack past about 60,000 steps (the replay never opened, one console
+    error), and each move of the slider redrew all k segments (seconds a step)."""
+    import time
+
+    from eebench.evaluator import Bench, grade_files
+    from tests.conftest import instance_doc, write_json, write_jsonl
+
+    n = 100_000
+    write_json(tmp_path / "bench" / "long.json", instance_doc(["...", "..."], [0, 0], [("G", [2, 1], [])], "G",
+                                                              budget=n, instance_id="test/long"))
+    steps = [{"action": "down" if t % 2 == 0 else "up"} for t in range(n)]   # never reaches the goal
+    write_jsonl(tmp_path / "long.jsonl", [{"eebench": "trajectory/1", "id": "long", "instance": "test/long",
+                                           "steps": steps}])
+    grade_files([tmp_path / "long.jsonl"], Bench(tmp_path / "bench"), tmp_path / "long.duckdb")
+    out = write_report(tmp_path / "long.duckdb", tmp_path / "long.html", bench=tmp_path / "bench").path
+    browser.get_log("browser")
+    browser.get(out.as_uri() + "#t=long")
+    deadline = time.monotonic() + 60
+    while _segments(browser) != n:
+        assert time.monotonic() < deadline, "the replay did not open"
+        time.sleep(0.2)
+    for k in (n - 1, 3, 4):
+        _set_slider(browser, k)
+        assert _segments(browser) == k
+    # the cells visited up to step k are shaded, those of later steps no longer
+    assert browser.execute_script("return document.querySelectorAll('#seen rect.seen').length") == 2
+    _set_slider(browser, 0)
+    assert browser.execute_script("return document.querySelectorAll('#seen rect.seen').length") == 1
+    assert [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == []

@@ -49,6 +49,8 @@
     const k = d1 === d0 ? 0 : (r1 - r0) / (d1 - d0);
     return (v) => r0 + (v - d0) * k;
   }
+  // the largest of many values by a loop: spreading a 100,000-step array into Math.max overflows the call stack
+  function maxOf(values, start) { let m = start; for (const v of values) if (v !== null && v > m) m = v; return m; }
   function niceMax(v) { if (!(v > 0)) return 1; const p = Math.pow(10, Math.floor(Math.log10(v))); return Math.ceil(v / p) * p; }
   function ticks(lo, hi, n) {
     const raw = (hi - lo) / n, p = Math.pow(10, Math.floor(Math.log10(raw || 1)));
@@ -410,9 +412,8 @@
   function mapGeometry(doc) {
     const inst = doc.inst ? DATA.instances[doc.inst] : null;
     if (inst) return {inst: inst, x0: 0, y0: 0, w: inst.w, h: inst.h};
-    const xs = [doc.start[0], ...doc.x], ys = [doc.start[1], ...doc.y];   // no instance: the visited box
-    const x0 = Math.min(...xs), y0 = Math.min(...ys);
-    return {inst: null, x0: x0, y0: y0, w: Math.max(...xs) - x0 + 1, h: Math.max(...ys) - y0 + 1};
+    const x0 = -maxOf(doc.x.map((v) => -v), -doc.start[0]), y0 = -maxOf(doc.y.map((v) => -v), -doc.start[1]);
+    return {inst: null, x0: x0, y0: y0, w: maxOf(doc.x, doc.start[0]) - x0 + 1, h: maxOf(doc.y, doc.start[1]) - y0 + 1};
   }
   function drawMap(doc) {
     const svg = document.getElementById("map"); svg.textContent = "";
@@ -428,7 +429,9 @@
     }
     svg.appendChild(cells);
     svg.appendChild(sv("g", {id: "seen"}));
+    R.visits = new Map();
     const st = doc.start;
+    visit(st[0], st[1], 1);   // the start: observed before any step
     svg.appendChild(sv("rect", {class: "start", x: (st[0] - g.x0) * cs + 2, y: (st[1] - g.y0) * cs + 2,
                                 width: cs - 4, height: cs - 4}));
     svg.appendChild(sv("g", {id: "path"}));
@@ -466,6 +469,18 @@
     for (let i = 0; i < 10; i++) { const a = Math.PI / 5 * i - Math.PI / 2, r = i % 2 ? r2 : r1; p.push(`${cx + r * Math.cos(a)},${cy + r * Math.sin(a)}`); }
     return p.join(" ");
   }
+  // a cell visited in the steps drawn is shaded: its visits are counted, so that cutting the path unshades it
+  function visit(x, y, by) {
+    const key = x + "," + y, cell = R.visits.get(key) || {n: 0, rect: null};
+    cell.n += by;
+    if (cell.n > 0 && !cell.rect) {
+      cell.rect = document.getElementById("seen").appendChild(sv("rect", {class: "seen", x: (x - R.geo.x0) * R.cs + 1,
+        y: (y - R.geo.y0) * R.cs + 1, width: R.cs - 2, height: R.cs - 2}));
+    } else if (cell.n === 0 && cell.rect) {
+      cell.rect.remove(); cell.rect = null;
+    }
+    R.visits.set(key, cell);
+  }
   function centre(x, y) { return [(x - R.geo.x0) * R.cs + R.cs / 2, (y - R.geo.y0) * R.cs + R.cs / 2]; }
 
   function go(k) {
@@ -476,29 +491,28 @@
     document.getElementById("slider").value = String(k);
     if (doc.env === "rooms") { goRooms(doc, k); return; }
     if (doc.env === "logged") { goStates(doc, k); return; }
-    // the path: exactly k segments (an inadmissible move is a dot where the agent stayed)
-    const path = document.getElementById("path"), marks = document.getElementById("marks"), seen = document.getElementById("seen");
-    path.textContent = ""; marks.textContent = ""; seen.textContent = "";
-    let px = doc.start[0], py = doc.start[1];
-    const visited = new Set([px + "," + py]);
+    // the path: exactly k segments (an inadmissible move is a dot where the agent stayed), grown or cut from the
+    // ones drawn, so that a move of the slider costs its distance, not k (100,000 steps: seconds per step)
+    const path = document.getElementById("path"), marks = document.getElementById("marks");
     const frag = document.createDocumentFragment(), mfrag = document.createDocumentFragment();
-    for (let t = 0; t < k; t++) {
-      const [x1, y1] = centre(px, py), [x2, y2] = centre(doc.x[t], doc.y[t]);
+    for (let t = path.childNodes.length - 1; t >= k; t--) {
+      path.lastChild.remove();
+      if (doc.err[t] === "1") marks.lastChild.remove();
+      visit(doc.x[t], doc.y[t], -1);
+    }
+    for (let t = path.childNodes.length; t < k; t++) {
+      const [x1, y1] = centre(t ? doc.x[t - 1] : doc.start[0], t ? doc.y[t - 1] : doc.start[1]);
+      const [x2, y2] = centre(doc.x[t], doc.y[t]);
       frag.appendChild(sv("line", {class: "seg" + (doc.valid[t] === "1" ? "" : " invalid"), x1: x1, y1: y1, x2: x2, y2: y2,
                                    stroke: CASES[doc.case[t]][1], "data-t": t}));
       if (doc.err[t] === "1") {
         const d = R.cs * 0.16;
         mfrag.appendChild(sv("path", {class: "err-mark", d: `M${x2 - d},${y2 - d}L${x2 + d},${y2 + d}M${x2 - d},${y2 + d}L${x2 + d},${y2 - d}`}));
       }
-      px = doc.x[t]; py = doc.y[t]; visited.add(px + "," + py);
+      visit(doc.x[t], doc.y[t], 1);
     }
     path.appendChild(frag); marks.appendChild(mfrag);
-    for (const key of visited) {
-      const [x, y] = key.split(",").map(Number);
-      seen.appendChild(sv("rect", {class: "seen", x: (x - R.geo.x0) * R.cs + 1, y: (y - R.geo.y0) * R.cs + 1,
-                                   width: R.cs - 2, height: R.cs - 2}));
-    }
-    const [ax, ay] = centre(px, py);
+    const [ax, ay] = k ? centre(doc.x[k - 1], doc.y[k - 1]) : centre(doc.start[0], doc.start[1]);
     const agent = document.getElementById("agent"); agent.setAttribute("cx", ax); agent.setAttribute("cy", ay);
     // nodes: their status after step k
     const status = {};
@@ -566,12 +580,14 @@
     if (opts && opts.strip) {
       axes(svg, box, xs, {scale: (v) => v, ticks: []}, "step", "");
       const w = (box.x1 - box.x0) / Math.max(n, 1);
-      for (let t = 0; t < n; t++) {
-        svg.appendChild(sv("rect", {x: xs.scale(t), y: box.y0, width: Math.max(w, 0.5), height: box.y1 - box.y0,
-                                    fill: CASES[series[0].values[t]][1]}));
+      const cases = series[0].values;
+      for (let t = 0, end; t < n; t = end) {   // a rect per run of one case, not per step
+        for (end = t + 1; end < n && cases[end] === cases[t];) end++;
+        svg.appendChild(sv("rect", {x: xs.scale(t), y: box.y0, width: Math.max(w * (end - t), 0.5),
+                                    height: box.y1 - box.y0, fill: CASES[cases[t]][1]}));
       }
     } else {
-      const ymax = niceMax(Math.max(1, ...series.flatMap((s) => s.values)));
+      const ymax = niceMax(series.reduce((m, s) => maxOf(s.values, m), 1));
       const ys = {scale: linear(0, ymax, box.y1, box.y0), ticks: ticks(0, ymax, 4)};
       axes(svg, box, xs, ys, "step", yLabel);
       series.forEach((s, j) => {
