@@ -231,3 +231,40 @@ def test_a_replay_of_100000_steps_opens_and_steps(browser: Any, tmp_path: Path) 
     _set_slider(browser, 0)
     assert browser.execute_script("return document.querySelectorAll('#seen rect.seen').length") == 1
     assert [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == []
+
+
+def test_a_model_has_one_colour_of_its_own_in_every_figure(graded: Run, browser: Any, tmp_path: Path) -> None:
+    """A rooms model without a Figure 1 point took the palette's colour at its place among the rooms models, which
+    could be the colour of another model's Figure 1 point: two models in one colour in the gaps figure."""
+    import shutil
+
+    from selenium.webdriver.common.by import By
+
+    db = tmp_path / "mixed.duckdb"
+    shutil.copyfile(graded.db, db)
+    out = tmp_path / "grid.html"
+    write_report(db, out)
+    browser.get(out.as_uri())
+    drawn = [p.get_attribute("data-model") for p in browser.find_elements(By.CSS_SELECTOR, "#fig1-explore circle.point")]
+    shared, new = drawn[1], drawn[1] + "~rooms"   # rooms models [shared, new]: the new one sorts second
+    with duckdb.connect(str(db)) as con:
+        for k, model in enumerate((shared, new)):
+            con.execute("INSERT INTO trajectories BY NAME SELECT ? AS trajectory_id, 'r/x' AS instance_id, "
+                        "'rooms' AS env, 'agent' AS agent_name, ? AS model, 'default' AS prompt, 3 AS n_steps, "
+                        "'gaps/1' AS metric_version, 'end_of_log' AS end_reason, 0 AS ignored_actions, "
+                        "now()::TIMESTAMP AS graded_at, 'r.jsonl' AS source_file, '0' AS eebench_version",
+                        [f"rooms/{k}", model])
+            con.execute("INSERT INTO episodes BY NAME SELECT ? AS trajectory_id, 0 AS episode, 3 AS n_steps, "
+                        "1.0 AS agent_return, 2.0 AS exploit_return, 4.0 AS max_return, 0.75 AS total_gap, "
+                        "0.5 AS explore_gap, 0.25 AS exploit_gap, 0.5 AS coverage, 'exhaustive' AS solver, "
+                        "'optimal' AS solver_status", [f"rooms/{k}"])
+    write_report(db, out)
+    browser.get(out.as_uri())
+    colour_of: dict[str, set[str]] = {}
+    for css, attribute in (("#fig1-explore circle.point", "stroke"), ("#gaps-explore_gap circle.gap-point", "fill")):
+        for point in browser.find_elements(By.CSS_SELECTOR, css):
+            colour_of.setdefault(point.get_attribute("data-model"), set()).add(point.get_attribute(attribute))
+    assert {shared, new} <= colour_of.keys() and len(colour_of) <= 8   # (the palette has 8 colours)
+    assert all(len(colours) == 1 for colours in colour_of.values()), colour_of
+    assert len({next(iter(c)) for c in colour_of.values()}) == len(colour_of), colour_of
+    assert [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == []

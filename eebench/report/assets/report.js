@@ -80,8 +80,14 @@
   }
   // Figure 1's points: models with a success rate and an error (a rooms model has neither); a colour each
   const drawnModels = (DATA.figure1.points || []).filter((p) => p.success && (p.explore || p.exploit));
-  const colourOf = {};
-  drawnModels.forEach((p, i) => { colourOf[p.model] = PALETTE[i % PALETTE.length]; });
+  // one colour per model in every figure: Figure 1's models first, then each model another figure adds, the next
+  // colour (a Map: a model named "constructor" is no Object's property)
+  const colours = new Map();
+  function colourOf(model) {
+    if (!colours.has(model)) colours.set(model, PALETTE[colours.size % PALETTE.length]);
+    return colours.get(model);
+  }
+  drawnModels.forEach((p) => colourOf(p.model));
 
   // -- header -----------------------------------------------------------------------------------------
   function header() {
@@ -193,7 +199,7 @@
         "no line: fewer than 3 models with an error above 0"));
     }
     for (const p of pts) {
-      const e = p[which], s = p.success, colour = colourOf[p.model];
+      const e = p[which], s = p.success, colour = colourOf(p.model);
       const cx = xs.scale(lx(e[0])), cy = ys.scale(s[0]);
       const g = sv("g", {class: "point-group"});
       g.appendChild(sv("line", {x1: xs.scale(lx(e[1])), x2: xs.scale(lx(e[2])), y1: cy, y2: cy, stroke: colour}));
@@ -220,7 +226,7 @@
     const ul = el("ul", {class: "legend"});
     for (const m of models) {
       const li = el("li");
-      li.appendChild(el("span", {class: "swatch", style: `background:${colourOf[m] || "#999"}`}));
+      li.appendChild(el("span", {class: "swatch", style: `background:${colourOf(m)}`}));
       li.appendChild(document.createTextNode(m));
       ul.appendChild(li);
     }
@@ -839,7 +845,7 @@
       axes(svg, box, xs, ys, "episode", yl);
       for (let e = 0; e < n; e++) svg.appendChild(sv("text", {x: xs.scale(e + 0.5), y: box.y1 + 18, "text-anchor": "middle"}, String(e + 1)));
       models.forEach((m, j) => {
-        const colour = colourOf[m] || PALETTE[j % PALETTE.length], dx = (j - (models.length - 1) / 2) * 4;
+        const colour = colourOf(m), dx = (j - (models.length - 1) / 2) * 4;
         const mine = rows.filter((r) => r.model === m && r[c]);
         svg.appendChild(sv("polyline", {fill: "none", stroke: colour, "stroke-width": 2,
           points: mine.map((r) => `${xs.scale(r.episode + 0.5) + dx},${ys.scale(r[c][0])}`).join(" ")}));
@@ -854,7 +860,6 @@
       figs.appendChild(svg);
     }
     s.appendChild(figs);
-    models.forEach((m, j) => { if (!colourOf[m]) colourOf[m] = PALETTE[j % PALETTE.length]; });
     s.appendChild(legend(models));
   }
 
