@@ -56,6 +56,9 @@ def labels(names: list[Any]) -> list[str]:
     return shown_as
 
 
+PANELS_PER_ROW = 4   # of the `prompts` figure
+
+
 def series_style(i: int) -> dict[str, str]:
     """The colour and marker of the i-th series (a model), the same in every panel."""
     return {"color": PALETTE[i % len(PALETTE)], "marker": MARKERS[i // len(PALETTE) % len(MARKERS)]}
@@ -132,9 +135,16 @@ def _prompts(results: Results, args: dict[str, Any]) -> Figure:
     metrics = [m for m in results.metrics if any(est[m.column].value is not None for *_, est in rows)]
     if not metrics:
         raise InputError.at(str(results.db), f"model {model!r} has no metric of the selection to compare by prompt")
-    figure, axes = plt.subplots(1, len(metrics), figsize=(WIDTH_INCHES, 3.8), layout="constrained", squeeze=False)
+    # at most PANELS_PER_ROW panels a row: eleven in one row (a model of both worlds, with coverage) ran their
+    # titles into one another
+    columns = min(len(metrics), PANELS_PER_ROW)
+    n_rows = -(-len(metrics) // columns)
+    figure, axes = plt.subplots(n_rows, columns, figsize=(WIDTH_INCHES, 1.2 + 2.9 * n_rows), layout="constrained",
+                                squeeze=False)
+    for ax in axes.flat[len(metrics):]:
+        ax.remove()
     prompts = labels([r[1] for r in rows])
-    for ax, metric in zip(axes[0], metrics, strict=True):
+    for ax, metric in zip(axes.flat, metrics, strict=False):
         for i, (_, prompt, n, est) in enumerate(rows):
             e = est[metric.column]
             if e.value is None:
@@ -145,7 +155,7 @@ def _prompts(results: Results, args: dict[str, Any]) -> Figure:
         ax.set_title(metric.label)
         ax.set_xlabel("prompt")
         ax.grid(True, axis="y", color="#e4e4e4")
-    axes[0][0].set_ylabel("mean over episodes (95% bootstrap interval)")
+    figure.supylabel("mean over episodes (95% bootstrap interval)", fontsize="medium")
     figure.suptitle(f"Prompts compared for {label(model)}")
     return figure
 

@@ -554,3 +554,24 @@ def test_a_bench_from_an_archive_is_named_by_its_path_not_its_temporary_folder(g
     assert pages[0] == pages[1]
     notes = embedded(pages[0].decode(), "eeb-data")["notes"]
     assert any("not found in" in note and str(archive) in note and "eebench-bundle-" not in note for note in notes)
+
+
+def test_prompts_panels_are_set_in_rows_whose_titles_do_not_meet(graded: Run, tmp_path: Path) -> None:
+    """A model of both worlds, with coverage, has eleven panels: in one row of the page's width their titles ran
+    into one another."""
+    from eebench.report.figures import KINDS
+
+    db = tmp_path / "both.duckdb"
+    shutil.copyfile(graded.db, db)
+    with duckdb.connect(str(db)) as con:   # model-a plays a rooms world too
+        con.execute("INSERT INTO trajectories BY NAME SELECT 'rooms/0' AS trajectory_id, 'r/x' AS instance_id, "
+                    "'rooms' AS env, 'agent' AS agent_name, 'model-a' AS model, 'default' AS prompt, 3 AS n_steps, "
+                    "'gaps/1' AS metric_version, 0.5 AS total_gap_last, 0.25 AS explore_gap_last, "
+                    "0.25 AS exploit_gap_last, 0.5 AS coverage, 0.25 AS redundancy, 2 AS sample_efficiency, "
+                    "'end_of_log' AS end_reason, 0 AS ignored_actions, now()::TIMESTAMP AS graded_at, "
+                    "'r.jsonl' AS source_file, '0' AS eebench_version")
+    figure = KINDS["prompts"](load_results(db), {"seed": 0, "model": "model-a"})
+    assert len(figure.axes) == 11
+    figure.canvas.draw()
+    boxes = [axis.title.get_window_extent(figure.canvas.get_renderer()) for axis in figure.axes]
+    assert not [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:] if a.overlaps(b)]
