@@ -416,7 +416,8 @@ def draw(kind: str, db: Path | str, out: Path | str, *, where: str | None = None
     results = load_results(db, selected)
     if not len(results):
         if trajectory is None:
-            raise InputError.at(str(db), "no trajectory matches" + (f" --where {where!r}" if where else ""))
+            raise InputError.at(str(db), f"no trajectory matches --where {where!r}" if where else
+                                "has no graded trajectory to draw (`eebench grade ... --db` writes them)")
         closest = closest_trajectory_id(db, trajectory)
         if closest == trajectory:   # (it is there: the --where leaves it out)
             raise InputError.at(str(db), f"trajectory {trajectory!r} does not match --where {where!r}")

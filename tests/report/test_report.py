@@ -504,6 +504,13 @@ def test_plot_bad_input(cli, graded: Run, tmp_path: Path) -> None:
         "; models: " in r.stderr
     r = cli("plot", "figure1", "--db", graded.db, "--out", tmp_path / "a.png", "--where", "env = 'rooms'", code=2)
     assert "no trajectory matches" in r.stderr or "has no selected trajectory with a success" in r.stderr
+    empty = tmp_path / "empty.duckdb"   # nothing graded: no --where to blame (it said "no trajectory matches")
+    shutil.copyfile(graded.db, empty)
+    with duckdb.connect(str(empty)) as con:
+        con.execute("DELETE FROM trajectories")
+    r = cli("plot", "figure1", "--db", empty, "--out", tmp_path / "a.png", code=2)
+    assert r.stderr == f"error: {empty}: has no graded trajectory to draw (`eebench grade ... --db` writes them)\n"
+    empty.unlink()   # (the folder is checked below for anything a refused plot wrote)
     tid = duckdb.connect(str(graded.db), read_only=True).execute(
         "SELECT trajectory_id, n_steps FROM trajectories ORDER BY 1 LIMIT 1").fetchone()
     r = cli("plot", "replay", "--db", graded.db, "--out", tmp_path / "a.png", "--trajectory", tid[0], "--step",
