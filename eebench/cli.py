@@ -112,9 +112,23 @@ def _show_warning(message: Warning | str, category: type[Warning], *args: Any, *
 _SHOW_PYTHON_WARNING = warnings.showwarning
 
 
+class _Command(click.Command):
+    """A command whose usage errors name it: click's parser raises some without a context (`grade x --db`,
+    `--skip-invalid=1`), and they pointed to `eebench --help`."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            exc.ctx = exc.ctx or ctx
+            raise
+
+
 class _Group(click.Group):
     """Turns eebench's errors, and click's usage errors, into one line each and exit code 2; suggests close command
     names."""
+
+    command_class = _Command
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         if not standalone_mode:

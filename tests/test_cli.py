@@ -102,6 +102,10 @@ def test_an_unknown_command_suggests_a_close_one(cli: Any) -> None:
     (["list", "--bogus"], "No such option '--bogus'; see `eebench list --help`"),
     (["grade", "x.jsonl", "--workers", "two"], "Invalid value for '--workers': 'two' is not a count of processes "
                                                "(0 or auto: one per core); see `eebench grade --help`"),
+    # click's parser raises these without the command: they pointed to `eebench --help`
+    (["grade", "x.jsonl", "--db"], "Option '--db' requires an argument; see `eebench grade --help`"),
+    (["grade", "x.jsonl", "--skip-invalid=1"], "Option '--skip-invalid' does not take a value; see `eebench grade "
+                                               "--help`"),
 ])
 def test_a_usage_error_is_one_line_with_exit_code_2(cli: Any, args: list[str], message: str) -> None:
     # click alone prints four lines (usage, hint, a blank line, the message)
