@@ -145,7 +145,7 @@ class _Group(click.Group):
             sys.exit(exc.exit_code)
         except click.UsageError as exc:
             _name_the_variable(exc)
-            message = exc.format_message()
+            message = str(_with_variables(exc.format_message()))   # (`--address ... go with --engine ray`)
             where = exc.ctx.command_path if exc.ctx is not None else "eebench"
             if "--help" not in message:
                 message = f"{message.removesuffix('.')}; see `{where} --help`"
@@ -176,7 +176,7 @@ class _Group(click.Group):
             _echo_problems("error", [_with_variables(p) for p in exc.problems])
             ctx.exit(2)
         except EebenchError as exc:
-            click.echo(message_line(f"error: {exc}"), err=True)
+            click.echo(message_line(f"error: {_with_variables(str(exc))}"), err=True)
             ctx.exit(2)
         except BrokenPipeError:
             ctx.exit(0)
@@ -223,9 +223,10 @@ class _Group(click.Group):
             raise exc
 
 
-# The options of the running command whose values came from environment variables: the variable of each (by its
-# option's flag), so that a problem naming the option names the variable too (the user typed no option)
-_FROM_ENV: dict[str, str] = {}
+# The options of the running command whose values came from environment variables: the variable of each and the
+# texts of its value (by its option's flag), so that a problem naming the option, or the file or value it gave,
+# names the variable too (the user typed neither)
+_FROM_ENV: dict[str, tuple[str, tuple[str, ...]]] = {}
 
 
 def _noting_the_variable(param: click.Option) -> Callable[..., Any]:
@@ -235,16 +236,22 @@ def _noting_the_variable(param: click.Option) -> Callable[..., Any]:
     def handle_parse_result(ctx: click.Context, opts: Any, args: list[str]) -> Any:
         result = parse(ctx, opts, args)
         if param.name and ctx.get_parameter_source(param.name) is click.core.ParameterSource.ENVIRONMENT:
-            _FROM_ENV[max(param.opts, key=len)] = str(param.envvar)
+            value = ctx.params.get(param.name)
+            values = value if isinstance(value, (tuple, list)) else (value,)
+            texts = tuple(os.fspath(v) for v in values if isinstance(v, (str, os.PathLike)) and os.fspath(v))
+            _FROM_ENV[max(param.opts, key=len)] = (str(param.envvar), texts)
         return result
     return handle_parse_result
 
 
 def _with_variables(problem: Problem | str) -> Problem | str:
-    """A problem whose message names an option an environment variable set, saying which variable."""
+    """A problem that names an option an environment variable set, or the file or value it gave (`nope.duckdb: no
+    such database`, `trajectory 'x' is not one played in ...`), saying which variable."""
     message = problem.message if isinstance(problem, Problem) else problem
-    named = [f"{flag} came from {var}" for flag, var in _FROM_ENV.items()
-             if re.search(rf"{re.escape(flag)}(?![\w-])", message)]
+    file = problem.file if isinstance(problem, Problem) else None
+    named = [f"{flag} came from {var}" for flag, (var, values) in _FROM_ENV.items()
+             if var not in message and (re.search(rf"{re.escape(flag)}(?![\w-])", message)
+                                        or file in values or any(repr(v) in message for v in values))]
     if not named:
         return problem
     message = f"{message} ({'; '.join(named)})"

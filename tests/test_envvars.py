@@ -142,3 +142,21 @@ def test_a_problem_with_an_option_a_variable_set_names_the_variable(cli, tmp_pat
     refused = run(cli, {}, "play", "low-small", "--agent", "random", "--seed", "2", "--seeds", "0-1",
                   "--out", tmp_path / "p.jsonl", code=2)
     assert "came from" not in refused.stderr   # (typed: no variable to name, none left from the run before)
+
+
+def test_a_problem_with_the_file_or_value_a_variable_gave_names_the_variable(cli, graded: tuple[Path, Path, Path],
+                                                                             tmp_path: Path) -> None:
+    """Messages that name the file or the value, not the option (`r.duckdb: no such database (did you mean ...)`),
+    and usage errors a command raises (`--address ... go with --engine ray`), left the variable unnamed."""
+    bench, runs, db = graded
+    refused = run(cli, {"EEBENCH_QUERY_DB": str(tmp_path / "r.duckd")}, "query", "SELECT 1", code=2)
+    assert refused.stderr.endswith(f"(did you mean {str(db)!r}?) (--db came from EEBENCH_QUERY_DB)\n")
+    refused = run(cli, {"EEBENCH_PROMPT_TRAJECTORY_ID": "nope"}, "prompt", "test/corridor", "--bench", bench,
+                  "--trajectory", runs, "--step", "1", code=2)
+    assert "trajectory 'nope' is not one played" in refused.stderr
+    assert refused.stderr.endswith("(--trajectory-id came from EEBENCH_PROMPT_TRAJECTORY_ID)\n")
+    refused = run(cli, {"EEBENCH_GRADE_ADDRESS": "ray://x:1"}, "grade", runs, "--bench", bench, "--db", db, code=2)
+    assert refused.stderr == ("error: --address, --cpus and --out go with --engine ray (--address came from "
+                              "EEBENCH_GRADE_ADDRESS); see `eebench grade --help`\n")
+    refused = run(cli, {"EEBENCH_PROMPT_VARIANT": "nope"}, "prompt", "test/corridor", "--bench", bench, code=2)
+    assert refused.stderr.count("EEBENCH_PROMPT_VARIANT") == 1   # (click's own hint names it already: once)
