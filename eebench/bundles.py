@@ -713,7 +713,7 @@ def find_bundles(folder: Path) -> list[Listed]:
     """The bundles below `folder` (folders holding a sound manifest.json, and archives of them), not verified."""
     if not folder.is_dir():
         raise InputError.at(str(folder), "is a file, expected a folder to search for bundles" if folder.exists()
-                            else "no such folder")
+                            else f"no such folder{near_path(folder)}")
     found: list[Listed] = []
     for here, dirs, names in os.walk(folder):
         base = Path(here)

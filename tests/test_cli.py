@@ -857,6 +857,8 @@ def test_a_mistyped_path_or_value_names_the_close_one(cli: Any, tmp_path: Path) 
         (["grade", tmp_path / "bench-1.0" / "runs.jsonl", "--db", tmp_path / "r.duckdb"],
          f"error: {tmp_path / 'bench-1.0' / 'runs.jsonl'}: no such file (did you mean "
          f"{str(tmp_path / 'bench-1.0.0' / 'runs.jsonl')!r}?)"),
+        (["bundles", tmp_path / "bench-1.0"],
+         f"error: {tmp_path / 'bench-1.0'}: no such folder (did you mean {str(tmp_path / 'bench-1.0.0')!r}?)"),
         (["verify", tmp_path / "bench-1.0"],
          f"error: {tmp_path / 'bench-1.0'}: no such file or folder (did you mean {str(tmp_path / 'bench-1.0.0')!r}?)"),
         (["show", tmp_path / "runs.jsonll"],

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eebench.errors import EebenchError, InputError, Problem, quote
+from eebench.errors import EebenchError, InputError, Problem, near_path, quote
 
 INSTALL_HINT = "--engine ray needs Ray: pip install 'eebench[ray]'"
 PART = "part-{index:05d}.parquet"
@@ -256,7 +256,7 @@ def ingest(parquet_dir: str, db: Path) -> tuple[int, int, list[str]]:
     except OSError as exc:   # a bucket that cannot be reached, say
         raise InputError.at(parquet_dir, f"cannot be read: {quote(str(exc).splitlines()[0], 200)}") from None
     if len(missing) == len(TABLES) and source.get_file_info(base).type == fs.FileType.NotFound:
-        raise InputError.at(parquet_dir, "no such folder")
+        raise InputError.at(parquet_dir, "no such folder" + ("" if "://" in parquet_dir else near_path(parquet_dir)))
     if "trajectories" in missing:
         raise InputError.at(parquet_dir, "holds no trajectories/ partitions (`eebench grade --engine ray --out "
                                          "DIR` writes them)")

@@ -180,6 +180,9 @@ def test_ingest_needs_partitions(tmp_path: Path, cli) -> None:
     (tmp_path / "loop").symlink_to(tmp_path / "loop")   # (resolving it raised RuntimeError: a traceback)
     done = cli("ingest", tmp_path / "loop", "--db", tmp_path / "r.duckdb", code=2)
     assert done.stderr.startswith(f"error: {tmp_path / 'loop'}: ") and done.stderr.count("\n") == 1
+    (tmp_path / "parts").mkdir()   # a folder one letter off is named, as other paths are
+    done = cli("ingest", tmp_path / "prts", "--db", tmp_path / "r.duckdb", code=2)
+    assert done.stderr == f"error: {tmp_path / 'prts'}: no such folder (did you mean {str(tmp_path / 'parts')!r}?)\n"
     assert not (tmp_path / "r.duckdb").exists()
 
 
