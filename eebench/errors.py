@@ -84,7 +84,11 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """A ' (did you mean X?)' suffix naming the closest choice, or '' when none is close."""
     if len(str(word)) > QUOTE_CHARS:  # no name is that long, and difflib's time grows with it
         return ""
-    close = difflib.get_close_matches(str(word), sorted(set(choices)), n=1, cutoff=0.6)
+    names = sorted(set(choices))
+    close = difflib.get_close_matches(str(word), names, n=1, cutoff=0.6)
+    if not close:   # a name typed in another case (`LOW-SMALL`, `--format TABLE`) is as close as can be
+        folded = {name.casefold(): name for name in reversed(names)}
+        close = [folded[c] for c in difflib.get_close_matches(str(word).casefold(), list(folded), n=1, cutoff=0.6)]
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 

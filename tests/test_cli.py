@@ -770,6 +770,8 @@ def test_an_output_file_a_full_disk_refuses_is_named(cli, small_disk: Path, comm
                                                  "mean 'table'?); see `eebench query --help`"),
     (["convert", "x.txt", "--env", "gridd"], "'--env': 'gridd' is not one of 'grid_dag', 'rooms', 'logged' (did you "
                                              "mean 'grid_dag'?); see `eebench convert --help`"),
+    (["query", "SELECT 1", "--format", "CSV"], "'--format': 'CSV' is not one of 'table', 'csv', 'json' (did you "
+                                               "mean 'csv'?); see `eebench query --help`"),
     (["query", "SELECT 1", "--format", "zzz"], "'--format': 'zzz' is not one of 'table', 'csv', 'json'; see `eebench "
                                                "query --help`"),
 ])

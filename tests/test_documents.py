@@ -183,6 +183,8 @@ def test_error_helpers() -> None:
     assert str(Problem(None, None, None, "bad")) == "<input>: bad"
     assert did_you_mean("presest", ["presets", "seeds"]) == " (did you mean 'presets'?)"
     assert did_you_mean("zzz", ["presets"]) == ""
+    assert did_you_mean("LOW-SMALL", ["low-small", "high-small"]) == " (did you mean 'low-small'?)"   # (said nothing)
+    assert did_you_mean("Seed", ["seed", "Seeds"]) == " (did you mean 'Seeds'?)"   # (the case typed counts first)
     assert one_of(["b", "a", "c", "a"]) == "a, b or c" and one_of(["x"]) == "x"
     error = InputError([Problem("f", None, None, "one"), "two"])
     assert str(error) == "f: one\ntwo" and len(error.problems) == 2
