@@ -160,3 +160,15 @@ def test_a_problem_with_the_file_or_value_a_variable_gave_names_the_variable(cli
                               "EEBENCH_GRADE_ADDRESS); see `eebench grade --help`\n")
     refused = run(cli, {"EEBENCH_PROMPT_VARIANT": "nope"}, "prompt", "test/corridor", "--bench", bench, code=2)
     assert refused.stderr.count("EEBENCH_PROMPT_VARIANT") == 1   # (click's own hint names it already: once)
+
+
+def test_a_repeatable_option_takes_several_values_as_the_readme_says(cli, graded: tuple[Path, Path, Path],
+                                                                     tmp_path: Path) -> None:
+    """Paths separated by ':' (grade --checkpoints, report --bench), other values by spaces (export --table)."""
+    _, _, db = graded
+    run(cli, {"EEBENCH_EXPORT_TABLE": "agent_summary steps"}, "export", "--db", db, "--out", tmp_path / "e")
+    assert sorted(p.name for p in (tmp_path / "e").iterdir()) == ["agent_summary.parquet", "export.json",
+                                                                   "steps.parquet"]
+    refused = run(cli, {"EEBENCH_GRADE_CHECKPOINTS": f"{tmp_path / 'a.yaml'}:{tmp_path / 'b.yaml'}"}, "grade",
+                  tmp_path / "runs.jsonl", "--db", tmp_path / "c.duckdb", code=2)
+    assert refused.stderr.startswith(f"error: {tmp_path / 'a.yaml'}: no such file")   # (the first of two paths)
