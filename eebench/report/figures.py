@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -421,8 +422,10 @@ def draw(kind: str, db: Path | str, out: Path | str, *, where: str | None = None
         closest = closest_trajectory_id(db, trajectory)
         if closest == trajectory:   # (it is there: the --where leaves it out)
             raise InputError.at(str(db), f"trajectory {trajectory!r} does not match --where {where!r}")
-        raise InputError.at(str(db), f"no trajectory {trajectory!r}" + did_you_mean(trajectory, [closest] if closest
-                                                                                  else []))
+        close = did_you_mean(trajectory, [closest] if closest else [])
+        # (the help's `--trajectory ID` is a placeholder: say where the ids are)
+        listed = f'; the ids: eebench query "SELECT trajectory_id FROM trajectories" --db {shlex.quote(str(db))}'
+        raise InputError.at(str(db), f"no trajectory {trajectory!r}{close or listed}")
     figure = KINDS[kind](results, {"seed": seed, "step": step, "bench": bench, "model": model})
     from eebench.documents import atomic_file
     try:

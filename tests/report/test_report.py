@@ -497,7 +497,8 @@ def test_plot_bad_input(cli, graded: Run, tmp_path: Path) -> None:
     r = cli("plot", "figure1", "--db", graded.db, "--out", tmp_path / "a.gif", code=2)
     assert r.stderr == f"error: {tmp_path / 'a.gif'}: expected a file ending in .pdf, .png or .svg, found '.gif'\n"
     r = cli("plot", "replay", "--db", graded.db, "--out", tmp_path / "a.png", "--trajectory", "nope", code=2)
-    assert r.stderr == f"error: {graded.db}: no trajectory 'nope'\n"
+    assert r.stderr == (f"error: {graded.db}: no trajectory 'nope'; the ids: eebench query \"SELECT trajectory_id "
+                        f"FROM trajectories\" --db {graded.db}\n")
     # what would draw an empty figure is refused too
     r = cli("plot", "prompts", "--db", graded.db, "--out", tmp_path / "a.png", "--model", "nope", code=2)
     assert r.stderr.startswith(f"error: {graded.db}: no selected trajectory of model 'nope' to draw") and \
