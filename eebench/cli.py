@@ -23,7 +23,8 @@ from typing import Any, NoReturn
 import click
 
 from eebench import __version__
-from eebench.errors import EebenchError, EebenchWarning, InputError, Problem, did_you_mean, message_line, near_path, quote
+from eebench.errors import (EebenchError, EebenchWarning, InputError, Problem, did_you_mean, message_line, near_path,
+                            quote)
 from eebench.interrupts import interrupt_on_signals
 from eebench.prompts import VARIANTS as PROMPT_VARIANTS
 
