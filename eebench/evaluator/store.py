@@ -1723,8 +1723,9 @@ def export(db: Path | str, out: Path | str, fmt: str, tables: Sequence[str] = ()
                     (rows,) = con.execute(f"COPY (SELECT * FROM {_identifier(name)}) TO {_quoted(folder / file)} "
                                           f"({options})").fetchone()
                     written.append(Exported(name, file, int(rows)))
-                marker = {"export_version": EXPORT_VERSION, "format": fmt, "db": str(path), "eebench_version": __version__,
-                          "schema_version": _schema_version(con), "tables": [e._asdict() for e in written]}
+                marker = {"export_version": EXPORT_VERSION, "format": fmt, "db": str(path),
+                          "eebench_version": __version__, "schema_version": _schema_version(con),
+                          "tables": [e._asdict() for e in written]}
                 (folder / EXPORT_MARKER).write_text(json.dumps(marker, indent=2) + "\n", "utf-8")
         except duckdb.IOException as exc:   # (the writing)
             raise EebenchError(f"{out}: export failed: {duckdb_message(exc)}; nothing was written") from None

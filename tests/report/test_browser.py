@@ -245,7 +245,8 @@ def test_a_model_has_one_colour_of_its_own_in_every_figure(graded: Run, browser:
     out = tmp_path / "grid.html"
     write_report(db, out)
     browser.get(out.as_uri())
-    drawn = [p.get_attribute("data-model") for p in browser.find_elements(By.CSS_SELECTOR, "#fig1-explore circle.point")]
+    points = browser.find_elements(By.CSS_SELECTOR, "#fig1-explore circle.point")
+    drawn = [p.get_attribute("data-model") for p in points]
     shared, new = drawn[1], drawn[1] + "~rooms"   # rooms models [shared, new]: the new one sorts second
     with duckdb.connect(str(db)) as con:
         for k, model in enumerate((shared, new)):
