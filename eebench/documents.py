@@ -697,6 +697,12 @@ def scalar_problem(value: Any, rule: dict[str, Any]) -> str | None:
     return None
 
 
+def _known_fields(known: list[str]) -> str:
+    """What may stand where a key no known one is close to stands (`observation:` in a checkpoint), when the list
+    is short enough to read."""
+    return f" (expected {one_of(known)})" if 0 < len(known) <= 12 else ""
+
+
 def _explain(error: jsonschema.ValidationError) -> list[tuple[str, str]]:
     """(field path, reason) pairs for one schema error, in words a user can act on."""
     path = list(error.absolute_path)
@@ -711,7 +717,8 @@ def _explain(error: jsonschema.ValidationError) -> list[tuple[str, str]]:
         extra = [k for k in instance if k not in known and not any(re.search(p, k) for p in patterns)]
         if expected:
             return [(field_path(path + [k]), f"unexpected key; {expected}") for k in extra]
-        return [(field_path(path + [k]), f"unknown field{did_you_mean(k, known)}") for k in extra]
+        return [(field_path(path + [k]), f"unknown field{did_you_mean(k, known) or _known_fields(known)}")
+                for k in extra]
     if expected:
         return [(here, f"expected {expected}, found {_short(instance)}")]
     if kind == "type":

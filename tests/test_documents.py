@@ -24,6 +24,7 @@ from eebench.documents import (
     document_kind,
     field_path,
     json_type,
+    load_checked,
     load_document,
     load_schema,
     schema_problems,
@@ -423,3 +424,15 @@ def test_outputs_take_the_modes_the_umask_gives(tmp_path: Path, umask: int, file
     assert stat.S_IMODE((tmp_path / "e.txt").stat().st_mode) == 0o666
     assert stat.S_IMODE((tmp_path / "f2.txt").stat().st_mode) == file_mode
     assert stat.S_IMODE((tmp_path / "d2").stat().st_mode) == folder_mode
+
+
+def test_an_unknown_field_no_known_one_is_close_to_names_the_known_ones(tmp_path: Path) -> None:
+    """`observation:` in a checkpoint (where `field: observation, regex: ...` is meant) read "unknown field" alone."""
+    path = tmp_path / "c.yaml"
+    path.write_text("eebench: checkpoints/1\nname: c\nsets:\n  - instances: ['*']\n    checkpoints:\n"
+                    "      - {id: a, observation: 'Kitchen'}\n      - {id: b, regx: 'x', field: action}\n", "utf-8")
+    with pytest.raises(InputError) as caught:
+        load_checked(path, "checkpoints")
+    assert [str(p) for p in caught.value.problems] == [
+        f"{path}: sets[0].checkpoints[0].observation: unknown field (expected all, field, id, regex or state)",
+        f"{path}: sets[0].checkpoints[1].regx: unknown field (did you mean 'regex'?)"]

@@ -491,7 +491,8 @@ def test_a_huge_unknown_key_is_not_echoed_whole(cli, tmp_path: Path) -> None:
     key = "k" * 5_000_000
     path = instance_file(tmp_path, **{key: 1})
     result = cli("validate", path, code=2)
-    assert result.stderr == f"error: {path}: {quote(key)}: unknown field\n"
+    assert result.stderr.startswith(f"error: {path}: {quote(key)}: unknown field (expected ")   # (the fields)
+    assert len(result.stderr) < 1_000
 
 
 @pytest.mark.parametrize("field, change", [

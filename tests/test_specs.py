@@ -182,7 +182,7 @@ def test_an_invalid_hand_made_instance_in_a_suite_is_refused_by_validate_as_by_g
     ("eebench: suite/1\nname: s\nmembers: [{instance: pasta/custom-201, variants: [semantc]}]\n",
      "members[0].variants[0]: expected one of semantic, symbolic, found \"semantc\" (did you mean 'semantic'?)"),
     ("eebench: suite/1\nname: s\nmembers: [{foo: 1}]\n",
-     "members[0].instance: missing required field\n{file}: members[0].foo: unknown field"),
+     "members[0].instance: missing required field\n{file}: members[0].foo: unknown field (expected instance or variants)"),
     ("eebench: suite/1\nname: s\nmembrs: []\n",
      "members: missing required field\n{file}: membrs: unknown field (did you mean 'members'?)"),
 ])
