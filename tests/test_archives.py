@@ -242,3 +242,62 @@ def test_a_zip_with_bytes_before_or_after_its_records_is_refused(tmp_path: Path)
     after.write_bytes(written + b"garbage\n")
     with pytest.raises(InputError, match=rf"^{re.escape(str(after))}: holds 8 bytes after its end record"):
         read_archive(after)
+
+
+def sparse_tar(path: Path, kind: str) -> Path:
+    """A .tar.gz of a GNU sparse member: old GNU 'S', or a pax 0.1 or 1.0 sparse map (tarfile writes none itself)."""
+    with tarfile.open(path, "w:gz", format=tarfile.GNU_FORMAT if kind == "S" else tarfile.PAX_FORMAT) as archive:
+        member = info("manifest.json", tarfile.GNUTYPE_SPARSE if kind == "S" else tarfile.REGTYPE)
+        data = b"1\n0\n1\nx" if kind == "1.0" else b"x"
+        member.pax_headers = {"0.1": {"GNU.sparse.map": "0,1", "GNU.sparse.realsize": str(200 << 20)},
+                              "1.0": {"GNU.sparse.major": "1", "GNU.sparse.minor": "0"}}.get(kind, {})
+        member.size = len(data)
+        archive.addfile(member, io.BytesIO(data))
+    return path
+
+
+@pytest.mark.parametrize("kind", ["S", "0.1", "1.0"])
+def test_sparse_tar_members_are_refused_before_their_map_is_read(kind: str, tmp_path: Path) -> None:
+    """Their holes are zeros filled in as they are read, past the running total: six members of 200 MiB in a 1 KB
+    .tar.gz took 1.4 GB, and a malformed map ended in a ValueError traceback."""
+    path = sparse_tar(tmp_path / "b.tar.gz", kind)
+    with pytest.raises(InputError, match=exactly(f"{path}: not a readable tar.gz archive (a sparse member, which "
+                                                 "eebench never writes)")):
+        read_archive(path)
+
+
+def test_a_global_pax_header_is_refused(tmp_path: Path) -> None:
+    """Its records are copied into every later member's with a pax header: a 0.9 MB .tar.gz took minutes and 3 GB."""
+    path = tmp_path / "b.tar.gz"
+    with tarfile.open(path, "w:gz", format=tarfile.PAX_FORMAT, pax_headers={"comment": "x"}) as archive:
+        archive.addfile(info("manifest.json"), io.BytesIO())
+    with pytest.raises(InputError, match=exactly(f"{path}: not a readable tar.gz archive (a global pax header, which "
+                                                 "eebench never writes)")):
+        read_archive(path)
+
+
+def test_tar_extended_headers_are_limited_in_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each under its own limit, but tarfile parses pax records at some 0.5 s a MiB: 256 MiB of them took minutes."""
+    import eebench.archives
+    files = {f"{'x' * 150}{i}.json": b"" for i in range(3)}  # a pax header of some 170 bytes each
+    path = tmp_path / "b.tar.gz"
+    write_archive(path, files)
+    monkeypatch.setattr(eebench.archives, "MAX_ALL_HEADER_BYTES", 600)
+    assert read_archive(path) == files
+    monkeypatch.setattr(eebench.archives, "MAX_ALL_HEADER_BYTES", 400)
+    with pytest.raises(InputError, match=exactly(f"{path}: not a readable tar.gz archive (extended headers of more "
+                                                 "than 400 bytes in all)")):
+        read_archive(path)
+
+
+def test_a_malformed_pax_number_is_one_line(tmp_path: Path) -> None:
+    """tarfile reads GNU.sparse.realsize with a bare int(): a ValueError traceback."""
+    path = tmp_path / "b.tar.gz"
+    with tarfile.open(path, "w:gz", format=tarfile.PAX_FORMAT) as archive:
+        member = info("manifest.json")
+        member.pax_headers = {"GNU.sparse.realsize": "abc"}
+        archive.addfile(member, io.BytesIO())
+    with pytest.raises(InputError, match=exactly(f"{path}: not a readable tar.gz archive (invalid literal for int() "
+                                                 "with base 10: 'abc')")):
+        read_archive(path)
+
