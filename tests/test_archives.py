@@ -301,3 +301,15 @@ def test_a_malformed_pax_number_is_one_line(tmp_path: Path) -> None:
                                                  "with base 10: 'abc')")):
         read_archive(path)
 
+
+@pytest.mark.parametrize("method, says", [(zipfile.ZIP_BZIP2, "bzip2"), (zipfile.ZIP_LZMA, "lzma")])
+def test_zip_members_neither_stored_nor_deflated_are_refused(method: int, says: str, tmp_path: Path) -> None:
+    """zipfile inflates a bzip2 or lzma piece whole before cutting it to the declared size: 337 bytes took 800 MB."""
+    path = zip_with(tmp_path / "b.zip", ("manifest.json", b"{}"))
+    with zipfile.ZipFile(path, "a") as archive:
+        archive.writestr("README.md", b"x", compress_type=method)
+    with pytest.raises(InputError, match=exactly(f"{path}: member 'README.md' is compressed with {says}; archives may "
+                                                 "hold only stored or deflated members")):
+        read_archive(path)
+    stored = zip_with(tmp_path / "s.zip", ("manifest.json", b"{}"))  # zipfile's default: stored
+    assert read_archive(stored) == {"manifest.json": b"{}"}
