@@ -9,6 +9,7 @@ one transaction, through the store's own commit (ids graded again replace their 
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import logging
 import os
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eebench.errors import EebenchError, InputError, Problem, near_path, quote
+from eebench.errors import EebenchError, InputError, near_path, quote
 
 INSTALL_HINT = "--engine ray needs Ray: pip install 'eebench[ray]'"
 PART = "part-{index:05d}.parquet"
@@ -267,10 +268,9 @@ def ingest(parquet_dir: str, db: Path) -> tuple[int, int, list[str]]:
     parts = _parts(source, base, parquet_dir.rstrip("/"))
     store = ResultStore(db)
     try:
-        _stage_tables(store, parquet_dir.rstrip("/"), parts)
-        problems = [Problem(file, line, "id", f"trajectory id {tid!r} was already read at {first_file}"
-                                              f"{'' if first_line is None else f':{first_line}'}; ids must be unique")
-                    for tid, file, line, first_file, first_line in store.duplicates()]
+        firsts = _stage_tables(store, parquet_dir.rstrip("/"), parts)
+        problems = store.duplicates(lambda key: f"{parquet_dir.rstrip('/')}/trajectories/"
+                                                f"{parts[bisect.bisect_right(firsts, key) - 1]}")
         if problems:
             raise InputError(problems)
         counts = store.staged_trajectories(), store.staged_steps()
@@ -283,15 +283,29 @@ def ingest(parquet_dir: str, db: Path) -> tuple[int, int, list[str]]:
 
 
 def _parts(source: Any, base: str, parquet_dir: str) -> list[str]:
-    """The part names (`part-00000.parquet` ...) of a set of partitions: the same in every table's folder, since a
-    run writes each shard's part of every table, rows or none. A part missing beside the others (or a file left
-    behind) is bad input: its rows would be lost (or added) without a word."""
+    """The part names (`part-00000.parquet` ...) of a set of partitions, in the order of their shards: the same in
+    every table's folder, since a run writes each shard's part of every table, rows or none. A part missing beside
+    the others (or a file left behind) is bad input: its rows would be lost (or added) without a word; so is a
+    folder that cannot be listed, or a .parquet entry that is not a file."""
     from pyarrow import fs
 
     from eebench.evaluator.store import TABLES
 
-    found = {table: {info.base_name for info in source.get_file_info(fs.FileSelector(f"{base}/{table}"))
-                     if info.type == fs.FileType.File and info.base_name.endswith(".parquet")} for table in TABLES}
+    found: dict[str, set[str]] = {}
+    for table in TABLES:
+        try:
+            infos = source.get_file_info(fs.FileSelector(f"{base}/{table}"))
+        except OSError as exc:   # (permission denied, say)
+            raise InputError.at(f"{parquet_dir}/{table}", f"cannot be read: {quote(str(exc).splitlines()[0], 200)}"
+                                ) from None
+        found[table] = set()
+        for info in infos:
+            if not info.base_name.endswith(".parquet"):
+                continue
+            if info.type != fs.FileType.File:
+                raise InputError.at(f"{parquet_dir}/{table}/{info.base_name}", "is not a file (a run of `eebench grade "
+                                    "--engine ray` writes each part as one Parquet file)")
+            found[table].add(info.base_name)
     if not found["trajectories"]:
         raise InputError.at(f"{parquet_dir}/trajectories", "holds no .parquet files (`eebench grade --engine ray "
                                                            "--out DIR` writes them)")
@@ -300,26 +314,36 @@ def _parts(source: Any, base: str, parquet_dir: str) -> list[str]:
             there, lacking = (table, "trajectories") if name in found[table] else ("trajectories", table)
             raise InputError.at(f"{parquet_dir}/{there}/{name}", f"has no {lacking}/{name} beside it (a run of "
                                 "`eebench grade --engine ray` writes each shard's part of every table, rows or none)")
-    return sorted(found["trajectories"])
+    return sorted(found["trajectories"], key=_shard_order)
 
 
-def _stage_tables(store: Any, parquet_dir: str, parts: list[str]) -> None:
+def _shard_order(name: str) -> tuple[int, str]:
+    """A part's place among a run's parts: by its shard's number (`part-100000` after `part-99999`, which a sort
+    of the names would not give), then by name (a part of another name)."""
+    number = name.removeprefix("part-").removesuffix(".parquet")
+    return (int(number), "") if number.isdigit() else (-1, name)
+
+
+def _stage_tables(store: Any, parquet_dir: str, parts: list[str]) -> list[int]:
     """Stage the partitions in the layout of `store.add_rows`, part by part (a part of each table per shard): a
     trajectory's key is its position in the run (part, then row); the rows of the other tables take the key of
     their trajectory in the part of the same name. Each file is read by a plain scan, one thread, so its rows keep
     their order (a join did not: DuckDB's hash join put rows after the next file's, or in its hash table's order),
-    and handed over in record batches. A part DuckDB cannot read (not Parquet, not of this results schema) is bad
-    input, and so are rows of a trajectory that the part's trajectories file does not hold."""
+    and handed over in record batches. A part DuckDB cannot read (not Parquet, not of this results schema: a
+    column missing or of another type, a NULL where the table has none) is bad input, and so are rows of a
+    trajectory that the part's trajectories file does not hold. Returns the first trajectory key of each part."""
     import duckdb
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from eebench.evaluator.store import ROW_GROUP_ROWS, SCHEMA_VERSION, TABLES
+    from eebench.evaluator.store import ROW_GROUP_ROWS, TABLES
 
     schemas = store.arrow_schemas()
+    firsts = []
     with contextlib.closing(duckdb.connect()) as con:
         con.execute("SET threads = 1")
         for part in parts:
+            firsts.append(store.take_keys(0))
             keys: dict[str | None, int] = {}   # the part's trajectory ids (the first copy of one given twice)
             for table in TABLES:
                 file = f"{parquet_dir}/{table}/{part}"
@@ -329,9 +353,14 @@ def _stage_tables(store: Any, parquet_dir: str, parts: list[str]) -> None:
                 try:
                     found = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {scan}").fetchall()}
                     if missing := [c for c in columns if c not in found]:
-                        raise InputError.at(file, f"has no column {', '.join(missing)}: not a partition of results "
-                                                  f"schema {SCHEMA_VERSION} (written by another eebench version?)")
-                    for batch in con.sql(f"SELECT {', '.join(columns)} FROM {scan}").to_arrow_reader(ROW_GROUP_ROWS):
+                        raise _other_schema(file, f"has no column {', '.join(missing)}")
+                    reader = con.sql(f"SELECT {', '.join(columns)} FROM {scan}").to_arrow_reader(ROW_GROUP_ROWS)
+                    _check_types(file, reader.schema, schemas, table)
+                    not_null = [c.name for c in TABLES[table] if "NOT NULL" in c.type and c.name in columns]
+                    for batch in reader:
+                        if nulls := [name for name in not_null if batch.column(name).null_count]:
+                            raise InputError.at(file, f"has NULL in column {', '.join(nulls)} of {table}, which "
+                                                      "holds none (not written by `eebench grade --engine ray`)")
                         ids = batch.column("trajectory_id")
                         if table == "trajectories":
                             first = store.take_keys(len(batch))
@@ -351,3 +380,20 @@ def _stage_tables(store: Any, parquet_dir: str, parts: list[str]) -> None:
                 except duckdb.Error as exc:   # (DuckDB's first line says what is wrong)
                     raise InputError.at(file, "cannot be loaded: "
                                               f"{quote(str(exc).splitlines()[0], 300)}") from None
+    return firsts
+
+
+def _other_schema(file: str, what: str) -> InputError:
+    from eebench.evaluator.store import SCHEMA_VERSION
+
+    return InputError.at(file, f"{what}: not a partition of results schema {SCHEMA_VERSION} (written by another "
+                               "eebench version?)")
+
+
+def _check_types(file: str, found: Any, schemas: dict[str, Any], table: str) -> None:
+    """A part's columns must have the types the table stages (DuckDB would cast text to numbers, or true to 1,
+    and load them without a word); `trajectory_id` is text in every table."""
+    expected = {**{f.name: f.type for f in schemas[table]}, "trajectory_id": schemas["trajectories"].field(
+        "trajectory_id").type}
+    if other := [f"{f.name} ({f.type}, not {expected[f.name]})" for f in found if f.type != expected[f.name]]:
+        raise _other_schema(file, f"has column {', '.join(other)}")

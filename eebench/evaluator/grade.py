@@ -448,10 +448,7 @@ def _worth_workers(files: Sequence[Path]) -> bool:
 
 def _check_unique(store: ResultStore, report: GradeReport, skip_invalid: bool) -> None:
     """Trajectory ids must be unique within a run: two logs with one id would overwrite each other silently."""
-    problems = [Problem(file, line, "id", f"trajectory id {quote(repr(trajectory_id))} was already read at "
-                                          f"{first_file}{'' if first_line is None else f':{first_line}'}; "
-                                          "ids must be unique")
-                for trajectory_id, file, line, first_file, first_line in store.duplicates()]
+    problems = store.duplicates()
     if problems and not skip_invalid:
         raise InputError(problems)
     if problems:

@@ -34,7 +34,7 @@ import numpy as np
 
 from eebench import __version__
 from eebench.documents import atomic_directory, special_file
-from eebench.errors import EebenchError, EebenchWarning, InputError, did_you_mean, near_path
+from eebench.errors import EebenchError, EebenchWarning, InputError, Problem, did_you_mean, near_path, quote
 from eebench.evaluator.families import Coded, StepColumns, StepWindows, concatenated, registered, step_rows
 from eebench.evaluator.park import EXPLOIT_CASES, EXPLORE_CASES, METRIC_VERSION
 from eebench.interrupts import CommitGate, interruptible
@@ -1205,15 +1205,31 @@ class ResultStore:
         for old, new in names.items():
             self._staged(f"UPDATE trajectories SET source_file = {_quoted(new)} WHERE source_file = {_quoted(old)}")
 
-    def duplicates(self) -> list[tuple[str, str, int | None, str, int | None]]:
-        """Trajectory ids staged more than once: (id, file, line) of the later copy and of the first one."""
+    def duplicates(self, located: Callable[[int], str | None] | None = None) -> list[Problem]:
+        """Trajectory ids staged more than once: a problem at each later copy's file and line, naming the first
+        copy's. `located` names the file a key's rows were read from when that is not the trajectory's source (the
+        Parquet part `ingest` read it from): the problem is then at that file, and names both copies' sources."""
         if self._next_key < 2:   # (one trajectory has no twin: a one-trajectory grade skips the query, 20 ms)
             return []
-        return self._staged("""
-            SELECT later.trajectory_id, later.source_file, later.source_line, first.source_file, first.source_line
-            FROM stage_first first JOIN trajectories later
-              ON later.trajectory_id = first.trajectory_id AND later.trajectory_key > first.trajectory_key
-            ORDER BY later.trajectory_key""".replace("stage_first", _FIRST_COPIES))
+
+        def at(file: str, line: int | None) -> str:
+            return f"{file}{'' if line is None else f':{line}'}"
+
+        problems = []
+        for tid, key, file, line, first_key, first_file, first_line in self._staged("""
+                SELECT later.trajectory_id, later.trajectory_key, later.source_file, later.source_line,
+                       first.trajectory_key, first.source_file, first.source_line
+                FROM stage_first first JOIN trajectories later
+                  ON later.trajectory_id = first.trajectory_id AND later.trajectory_key > first.trajectory_key
+                ORDER BY later.trajectory_key""".replace("stage_first", _FIRST_COPIES)):
+            if located is None:
+                problems.append(Problem(file, line, "id", f"trajectory id {quote(repr(tid))} was already read at "
+                                                          f"{at(first_file, first_line)}; ids must be unique"))
+            else:
+                problems.append(Problem(located(key), None, "id", f"trajectory id {quote(repr(tid))} (of "
+                                        f"{at(file, line)}) was already read at {located(first_key)} (of "
+                                        f"{at(first_file, first_line)}); ids must be unique"))
+        return problems
 
     def drop_duplicates(self) -> None:
         """Keep the first copy of each trajectory id, with its steps."""

@@ -356,6 +356,16 @@ def mixed_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Pat
     return tmp / "bench", shards
 
 
+def _same_rows(local: Path, ingested: Path) -> None:
+    """Every table's rows in the order stored (when each shard was graded aside)."""
+    for table in ("trajectories", "steps", "episodes", "checkpoints"):
+        aside = " EXCLUDE (graded_at)" if table == "trajectories" else ""
+        with duckdb.connect(str(local), read_only=True) as con:
+            graded = con.execute(f"SELECT *{aside} FROM {table}").fetchall()
+        with duckdb.connect(str(ingested), read_only=True) as con:
+            assert con.execute(f"SELECT *{aside} FROM {table}").fetchall() == graded, table
+
+
 def test_ingest_keeps_the_order_graded_in_every_table(mixed_runs: tuple[Path, list[Path]], tmp_path: Path,
                                                       cli) -> None:
     """`SELECT * FROM episodes` after `ingest` listed a run's episodes in the order of a hash table (DuckDB joined
@@ -366,12 +376,96 @@ def test_ingest_keeps_the_order_graded_in_every_table(mixed_runs: tuple[Path, li
     _partitions(shards, bench, tmp_path / "parts")
     ingested = tmp_path / "ingested.duckdb"
     cli("ingest", tmp_path / "parts", "--db", ingested)
-    counts = {}
+    _same_rows(local, ingested)
+    with duckdb.connect(str(local), read_only=True) as con:
+        assert 0 < con.execute("SELECT count(*) FROM episodes").fetchall()[0][0] < \
+            con.execute("SELECT count(*) FROM trajectories").fetchall()[0][0]
+
+
+def test_ingest_takes_the_parts_in_the_order_of_their_shards(mixed_runs: tuple[Path, list[Path]], tmp_path: Path,
+                                                             cli) -> None:
+    """Parts were taken in the order of their names: shard 100000's part came before shard 99999's (and 10001's)."""
+    bench, shards = mixed_runs
+    local = tmp_path / "local.duckdb"
+    cli("grade", *shards, "--bench", bench, "--db", local)
+    parts = tmp_path / "parts"
+    _partitions(shards, bench, parts)
     for table in ("trajectories", "steps", "episodes", "checkpoints"):
-        aside = " EXCLUDE (graded_at)" if table == "trajectories" else ""
-        with duckdb.connect(str(local), read_only=True) as con:
-            graded = con.execute(f"SELECT *{aside} FROM {table}").fetchall()
-        with duckdb.connect(str(ingested), read_only=True) as con:
-            assert con.execute(f"SELECT *{aside} FROM {table}").fetchall() == graded, table
-        counts[table] = len(graded)
-    assert 0 < counts["episodes"] < counts["trajectories"]
+        (parts / table / "part-00000.parquet").rename(parts / table / "part-99999.parquet")
+        (parts / table / "part-00001.parquet").rename(parts / table / "part-100000.parquet")
+    ingested = tmp_path / "ingested.duckdb"
+    cli("ingest", parts, "--db", ingested)
+    _same_rows(local, ingested)
+
+
+def test_ingest_refuses_a_column_of_another_type_or_a_null_where_none_goes(mixed_runs: tuple[Path, list[Path]],
+                                                                          tmp_path: Path, cli) -> None:
+    """A column of another type was cast by DuckDB and loaded without a word (n_steps of true: 1 step; t as text
+    '0', '1' ...), or failed in the results file's insert, naming the results file, not the part."""
+    import hashlib
+
+    bench, shards = mixed_runs
+    parts = tmp_path / "parts"
+    _partitions(shards, bench, parts)
+    db = tmp_path / "r.duckdb"
+    cli("ingest", parts, "--db", db)
+    before = hashlib.sha256(db.read_bytes()).hexdigest()
+    for table, change, said in [
+            ("trajectories", "* REPLACE (true AS n_steps)", "has column n_steps (bool, not int32): not a partition of "
+                                                            "results schema 4"),
+            ("steps", "* REPLACE (CAST(t AS VARCHAR) AS t)", "has column t (string, not int32): not a partition"),
+            ("episodes", "* REPLACE (1 AS trajectory_id)", "has column trajectory_id (int32, not string)"),
+            ("steps", "* REPLACE (NULL::INTEGER AS t)", "has NULL in column t of steps, which holds none")]:
+        part = parts / table / "part-00001.parquet"
+        kept = part.read_bytes()
+        with duckdb.connect() as con:
+            con.execute(f"COPY (SELECT {change} FROM read_parquet('{part}')) TO '{tmp_path / 'x.parquet'}' "
+                        "(FORMAT parquet)")
+        (tmp_path / "x.parquet").replace(part)
+        failed = cli("ingest", parts, "--db", db, code=2)
+        assert failed.stderr.startswith(f"error: {part}: {said}") and failed.stderr.count("\n") == 1, failed.stderr
+        part.write_bytes(kept)
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == before
+
+
+def test_ingest_names_the_parts_of_a_repeated_id_and_a_folder_it_cannot_list(
+        mixed_runs: tuple[Path, list[Path]], tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A repeated id was named at its JSONL file and line in both copies (`s.jsonl:1 ... already read at
+    s.jsonl:1`), not at the parts that hold it; a table's folder that cannot be listed was a traceback."""
+    from eebench.engines import ray as engine
+
+    bench, shards = mixed_runs
+    parts = tmp_path / "parts"
+    _partitions(shards, bench, parts)
+    for table in ("trajectories", "steps", "episodes", "checkpoints"):   # a shard's parts given twice
+        (parts / table / "part-00002.parquet").write_bytes((parts / table / "part-00000.parquet").read_bytes())
+    failed = cli("ingest", parts, "--db", tmp_path / "r.duckdb", code=2)
+    first = failed.stderr.splitlines()[0]
+    assert first.startswith(f"error: {parts / 'trajectories' / 'part-00002.parquet'}: id: trajectory id ")
+    assert first.endswith(f"was already read at {parts / 'trajectories' / 'part-00000.parquet'} (of {shards[0]}:1); "
+                          "ids must be unique")
+    (parts / "steps" / "part-00002.parquet").unlink()
+    (parts / "steps" / "part-00002.parquet").mkdir()
+    failed = cli("ingest", parts, "--db", tmp_path / "r.duckdb", code=2)
+    assert failed.stderr == (f"error: {parts / 'steps' / 'part-00002.parquet'}: is not a file (a run of `eebench "
+                             "grade --engine ray` writes each part as one Parquet file)\n")
+
+    (parts / "steps" / "part-00002.parquet").rmdir()
+    for table in ("trajectories", "episodes", "checkpoints"):
+        (parts / table / "part-00002.parquet").unlink()
+    real = engine._filesystem
+
+    class Unlistable:   # (as root, a folder of mode 000 is listed all the same: the refusal is staged)
+        def __init__(self, source):
+            self.source = source
+
+        def get_file_info(self, what):
+            if getattr(what, "base_dir", "").endswith("/checkpoints"):
+                raise PermissionError(13, "Cannot list directory")
+            return self.source.get_file_info(what)
+
+    monkeypatch.setattr(engine, "_filesystem", lambda uri: (Unlistable(real(uri)[0]), real(uri)[1]))
+    with pytest.raises(eebench.InputError) as raised:
+        engine.ingest(str(parts), tmp_path / "r.duckdb")
+    assert str(raised.value) == f"{parts / 'checkpoints'}: cannot be read: [Errno 13] Cannot list directory"
+    assert not (tmp_path / "r.duckdb").exists()
