@@ -65,8 +65,17 @@ def series_style(i: int) -> dict[str, str]:
     return {"color": PALETTE[i % len(PALETTE)], "marker": MARKERS[i // len(PALETTE) % len(MARKERS)]}
 
 
+MAX_LEGEND_NAMES = 60   # three columns of 20: past them the legend squeezed the panels to nothing
+
+
 def legend(figure: Figure, handles: list[Any], names: list[str], title: str) -> None:
-    """A figure's legend of series, outside on the right: in columns of at most 20 names, smaller past 12."""
+    """A figure's legend of series, outside on the right: in columns of at most 20 names, smaller past 12; past
+    MAX_LEGEND_NAMES a line saying where the names are instead (272 models: 14 columns over the panels, and
+    matplotlib's warning that it could not lay them out)."""
+    if len(names) > MAX_LEGEND_NAMES:
+        figure.suptitle(f"{len(names)} {title}s: too many to name in a legend (`eebench report` names each one in "
+                        "its tooltips)", fontsize=8, color="#444")
+        return
     figure.legend(handles, names, loc="outside right center", title=title, frameon=False,
                   ncol=1 + (len(names) - 1) // 20, fontsize=8 if len(names) > 12 else None)
 

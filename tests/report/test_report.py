@@ -583,3 +583,26 @@ def test_prompts_panels_are_set_in_rows_whose_titles_do_not_meet(graded: Run, tm
     figure.canvas.draw()
     boxes = [axis.title.get_window_extent(figure.canvas.get_renderer()) for axis in figure.axes]
     assert not [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:] if a.overlaps(b)]
+
+
+def test_figure_one_of_many_models_says_where_their_names_are_instead_of_a_legend(graded: Run,
+                                                                                 tmp_path: Path) -> None:
+    """272 models made a legend of 14 columns over the panels (unreadable), and matplotlib warned on stderr that it
+    could not lay the figure out."""
+    import warnings
+
+    from eebench.report.figures import KINDS, MAX_LEGEND_NAMES
+
+    db = tmp_path / "many.duckdb"
+    shutil.copyfile(graded.db, db)
+    with duckdb.connect(str(db)) as con:   # each trajectory a model of its own
+        con.execute("UPDATE trajectories SET model = 'model-' || trajectory_id")
+        models = con.execute("SELECT count(DISTINCT model) FROM trajectories WHERE success IS NOT NULL").fetchone()[0]
+    assert models > MAX_LEGEND_NAMES
+    figure = KINDS["figure1"](load_results(db), {"seed": 0})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # (the layout warning)
+        figure.savefig(tmp_path / "many.png")
+    assert not figure.legends
+    assert figure.get_suptitle().endswith(" models: too many to name in a legend (`eebench report` names each one "
+                                          "in its tooltips)")
