@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import shlex
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,7 @@ import numpy as np  # noqa: E402
 from matplotlib.collections import LineCollection  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from eebench.errors import InputError, did_you_mean, one_of  # noqa: E402
+from eebench.errors import EebenchWarning, InputError, did_you_mean, one_of  # noqa: E402
 from eebench.instances import Bench  # noqa: E402
 from eebench.output import shown  # noqa: E402
 from eebench.report.kinds import FIGURE_KINDS, LABEL_CHARS  # noqa: E402
@@ -441,7 +443,29 @@ def draw(kind: str, db: Path | str, out: Path | str, *, where: str | None = None
         with atomic_file(out, "wb") as handle:
             fmt = out.suffix.lower()[1:]
             with matplotlib.rc_context({"svg.hashsalt": "eebench"}):   # (else clip-path ids are random)
-                figure.savefig(handle, format=fmt, dpi=100, metadata=_NO_DATE.get(fmt))
+                _saved_saying_missing_glyphs(figure, handle, fmt)
     finally:
         plt.close(figure)
     return out
+
+
+_MISSING_GLYPH = re.compile(r"Glyph (\d+) .* missing from font")
+
+
+def _saved_saying_missing_glyphs(figure: Figure, handle: Any, fmt: str) -> None:
+    """Save the figure; the characters its fonts cannot draw (a model named in CJK or with an emoji) said in one
+    EebenchWarning, where matplotlib warned once per character, two lines each with its own source's path."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        figure.savefig(handle, format=fmt, dpi=100, metadata=_NO_DATE.get(fmt))
+    missing = []
+    for warning in caught:
+        if match := _MISSING_GLYPH.search(str(warning.message)):
+            missing.append(chr(int(match.group(1))))
+        else:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    if missing := list(dict.fromkeys(missing)):
+        shown_chars = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        warnings.warn(EebenchWarning(f"the figure's font has no glyph for {len(missing)} character(s) of its labels "
+                                     f"({shown_chars}): they are drawn as boxes (the page, `eebench report`, draws "
+                                     "them with the browser's fonts)"), stacklevel=2)

@@ -606,3 +606,15 @@ def test_figure_one_of_many_models_says_where_their_names_are_instead_of_a_legen
     assert not figure.legends
     assert figure.get_suptitle().endswith(" models: too many to name in a legend (`eebench report` names each one "
                                           "in its tooltips)")
+
+
+def test_characters_the_font_lacks_are_said_in_one_line(cli, graded: Run, tmp_path: Path) -> None:
+    """A model named in CJK made matplotlib warn twice per character, each with a source path, on stderr."""
+    db = tmp_path / "cjk.duckdb"
+    shutil.copyfile(graded.db, db)
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE trajectories SET model = '模型-' || model WHERE model = 'model-a'")
+    r = cli("plot", "figure1", "--db", db, "--out", tmp_path / "cjk.png")
+    assert r.stderr == ("warning: the figure's font has no glyph for 2 character(s) of its labels (模, 型): they are "
+                        "drawn as boxes (the page, `eebench report`, draws them with the browser's fonts)\n")
+    assert (tmp_path / "cjk.png").read_bytes().startswith(b"\x89PNG")
