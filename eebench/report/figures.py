@@ -265,14 +265,10 @@ def _states_replay(doc: dict[str, Any], k: int) -> Figure:
     ax.set_xlabel("step")
     ax.set_title(f"{label(doc['id'])}\nstep {k} of {n}: the state after each step, in order of first visit",
                  fontsize=9)
-    steps = np.arange(1, n + 1)
-    values = lambda name: np.array([np.nan if v is None else v for v in doc.get(name) or [None] * n],  # noqa: E731
-                                   dtype=float)
-    ecc = figure.add_subplot(grid[0, 1])
-    ecc.plot(steps, values("ecc"), color=PALETTE[2])
-    ecc.set_ylabel("ECC")
+    ecc = _ecc_chart(figure, grid[0, 1], None, doc.get("ecc") or [None] * n)   # (0 to 1, as every replay's)
     depth = figure.add_subplot(grid[1, 1], sharex=ecc)
-    depth.plot(steps, values("depth"), color="black")
+    depth.plot(np.arange(1, n + 1), [np.nan if v is None else v for v in doc.get("depth") or [None] * n],
+               color="black")
     depth.set_ylabel("visit depth")
     depth.set_xlabel("step")
     for chart in (ecc, depth):

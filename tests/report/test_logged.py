@@ -72,3 +72,13 @@ def test_a_logged_replay_in_the_browser(mixed: Path, browser: Any, tmp_path: Pat
     assert browser.find_elements(By.CSS_SELECTOR, "#chart-depth polyline")
     assert browser.find_elements(By.CSS_SELECTOR, "#chart-ecc polyline")
     assert [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == []
+
+
+def test_a_logged_plot_replay_draws_ecc_from_0_to_1_as_every_replay_does(mixed: Path) -> None:
+    """Its ECC axis followed the data (0.33 to 1 here), where the page's and the simulated worlds' are 0 to 1."""
+    from eebench.report.figures import KINDS
+
+    results = load_results(mixed, "trajectory_id = 'text'")
+    figure = KINDS["replay"](results, {"seed": 0, "step": None, "bench": None, "model": None})
+    ecc = next(ax for ax in figure.axes if ax.get_ylabel() == "ECC")
+    assert ecc.get_ylim() == (-0.02, 1.02)
