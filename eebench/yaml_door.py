@@ -19,7 +19,7 @@ from eebench.errors import InputError, quote
 
 # YAML 1.2's floats with an exponent: PyYAML reads YAML 1.1, where one without a dot or without the exponent's sign
 # (`1e-3`, `1.5e3`) is a string, and a knob such as `p_drop: 1e-3` was refused as "expected number, found a string"
-_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
+_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)[eE][-+]?[0-9]+$")
 _FLOAT_TAG = "tag:yaml.org,2002:float"
 
 

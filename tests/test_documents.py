@@ -96,6 +96,13 @@ def test_yaml_floats_with_an_exponent_are_numbers(tmp_path: Path) -> None:
                                    "g": "1e3x", "h": "e3", "i": 10}
 
 
+def test_yaml_an_exponent_after_a_dot_without_a_digit_is_a_string(tmp_path: Path) -> None:
+    """`._e3` is no number (PyYAML drops the `_` and float('.e3') failed: a ValueError traceback)."""
+    path = tmp_path / "a.yaml"
+    path.write_text("a: ._e3\nb: -._1e3\nc: -.1_5e3\n", "utf-8")
+    assert load_document(path) == {"a": "._e3", "b": "-._1e3", "c": -150.0}
+
+
 def test_the_suffix_decides_the_syntax(tmp_path: Path) -> None:
     (tmp_path / "a.JSON").write_text('{"a": 1}', "utf-8")
     (tmp_path / "b.YAML").write_text("a: 1", "utf-8")
