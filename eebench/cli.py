@@ -239,7 +239,8 @@ def _noting_the_variable(param: click.Option) -> Callable[..., Any]:
         if param.name and ctx.get_parameter_source(param.name) is click.core.ParameterSource.ENVIRONMENT:
             value = ctx.params.get(param.name)
             values = value if isinstance(value, (tuple, list)) else (value,)
-            texts = tuple(os.fspath(v) for v in values if isinstance(v, (str, os.PathLike)) and os.fspath(v))
+            texts = tuple(os.fspath(v) for v in values   # (`-` names no file: the standard input is `-` too)
+                          if isinstance(v, (str, os.PathLike)) and os.fspath(v) not in ("", "-"))
             _FROM_ENV[max(param.opts, key=len)] = (str(param.envvar), texts)
         return result
     return handle_parse_result

@@ -162,6 +162,15 @@ def test_a_problem_with_the_file_or_value_a_variable_gave_names_the_variable(cli
     assert refused.stderr.count("EEBENCH_PROMPT_VARIANT") == 1   # (click's own hint names it already: once)
 
 
+def test_a_variable_giving_standard_output_is_not_blamed_for_the_standard_input(cli) -> None:
+    """`-` names no file: a problem of the input `-` was told `--out came from EEBENCH_CONVERT_OUT` (its `-`)."""
+    refused = cli.runner.invoke(main, ["convert", "-", "--from", "openai-chat", "--instance", "x"], input="{bad\n",
+                                env={"EEBENCH_CONVERT_OUT": "-"}, catch_exceptions=False)
+    assert refused.exit_code == 2
+    assert refused.stderr.startswith("error: -:1: ")
+    assert "came from" not in refused.stderr
+
+
 def test_a_repeatable_option_takes_several_values_as_the_readme_says(cli, graded: tuple[Path, Path, Path],
                                                                      tmp_path: Path) -> None:
     """Paths separated by ':' (grade --checkpoints, report --bench), other values by spaces (export --table)."""
