@@ -357,7 +357,7 @@ def _stage_tables(store: Any, parquet_dir: str, parts: list[str]) -> list[int]:
                     reader = con.sql(f"SELECT {', '.join(columns)} FROM {scan}").to_arrow_reader(ROW_GROUP_ROWS)
                     _check_types(file, reader.schema, schemas, table)
                     not_null = [c.name for c in TABLES[table] if "NOT NULL" in c.type and c.name in columns]
-                    for batch in reader:
+                    for batch in _batches(reader, file):
                         if nulls := [name for name in not_null if batch.column(name).null_count]:
                             raise InputError.at(file, f"has NULL in column {', '.join(nulls)} of {table}, which "
                                                       "holds none (not written by `eebench grade --engine ray`)")
@@ -381,6 +381,19 @@ def _stage_tables(store: Any, parquet_dir: str, parts: list[str]) -> list[int]:
                     raise InputError.at(file, "cannot be loaded: "
                                               f"{quote(str(exc).splitlines()[0], 300)}") from None
     return firsts
+
+
+def _batches(reader: Any, file: str) -> Any:
+    """The record batches of a part's scan: DuckDB's error reading a later row group (a damaged page) comes through
+    pyarrow's stream as an OSError, not a duckdb.Error, and is bad input as well."""
+    while True:
+        try:
+            batch = reader.read_next_batch()
+        except StopIteration:
+            return
+        except OSError as exc:
+            raise InputError.at(file, f"cannot be loaded: {quote(str(exc).splitlines()[0], 300)}") from None
+        yield batch
 
 
 def _other_schema(file: str, what: str) -> InputError:

@@ -469,3 +469,26 @@ def test_ingest_names_the_parts_of_a_repeated_id_and_a_folder_it_cannot_list(
         engine.ingest(str(parts), tmp_path / "r.duckdb")
     assert str(raised.value) == f"{parts / 'checkpoints'}: cannot be read: [Errno 13] Cannot list directory"
     assert not (tmp_path / "r.duckdb").exists()
+
+
+def test_ingest_refuses_a_part_damaged_past_its_first_row_group(mixed_runs: tuple[Path, list[Path]],
+                                                               tmp_path: Path, cli) -> None:
+    """DuckDB's error reading a later row group comes through pyarrow's stream as an OSError: it was a traceback."""
+    import pyarrow.parquet as pq
+
+    bench, shards = mixed_runs
+    parts = tmp_path / "parts"
+    _partitions(shards, bench, parts)
+    part = parts / "steps" / "part-00000.parquet"
+    with duckdb.connect() as con:
+        con.execute(f"COPY (SELECT * FROM read_parquet('{part}')) TO '{tmp_path / 'p.parquet'}' "
+                    "(FORMAT parquet, COMPRESSION uncompressed, ROW_GROUP_SIZE 500)")
+    metadata = pq.ParquetFile(tmp_path / "p.parquet").metadata
+    assert metadata.num_row_groups > 1
+    start = metadata.row_group(1).column(0).data_page_offset
+    data = bytearray((tmp_path / "p.parquet").read_bytes())
+    data[start:start + 4000] = b"\xff" * 4000
+    part.write_bytes(bytes(data))
+    failed = cli("ingest", parts, "--db", tmp_path / "r.duckdb", code=2)
+    assert failed.stderr.startswith(f"error: {part}: cannot be loaded: ") and failed.stderr.count("\n") == 1
+    assert not (tmp_path / "r.duckdb").exists()
