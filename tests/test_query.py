@@ -273,6 +273,15 @@ def test_a_results_file_of_a_newer_schema_is_read_with_a_warning(cli, db: Path, 
     assert r.stdout == "n\n2\n" if command == "query" else (tmp_path / "out" / "trajectories.parquet").exists()
 
 
+def test_a_schema_version_of_other_digits_is_no_version(cli, db: Path) -> None:
+    """`²` is a digit to str.isdigit but no number to int(): query, which reads the version to warn of a newer one,
+    ended in a ValueError traceback."""
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE meta SET value = '\u00b2' WHERE key = 'schema_version'")
+    r = cli("query", "SELECT count(*) AS n FROM trajectories", "--format", "csv", "--db", db)
+    assert (r.stdout, r.stderr) == ("n\n2\n", "")
+
+
 def test_python_query_of_a_newer_results_file_warns(db: Path) -> None:
     import eebench
     from eebench.errors import EebenchWarning

@@ -461,7 +461,7 @@ def results_file_problem(path: Path) -> str | None:
 def _newer_schema(version: Any, does: str) -> str | None:
     """What to say of `version` (meta's schema_version) when it is newer than this eebench `does` (reads, writes):
     its tables may mean what this version cannot know."""
-    if str(version).isdigit() and int(version) > SCHEMA_VERSION:
+    if str(version).isdecimal() and int(version) > SCHEMA_VERSION:   # (`²` is a digit, but no int())
         return f"results schema version {version} is newer than this eebench {does} ({SCHEMA_VERSION})"
     return None
 
@@ -479,7 +479,7 @@ def _schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
         found = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
     except duckdb.Error:   # no meta table
         return None
-    return int(found[0][0]) if found and str(found[0][0]).isdigit() else None
+    return int(found[0][0]) if found and str(found[0][0]).isdecimal() else None
 
 
 def _warn_if_newer(con: duckdb.DuckDBPyConnection, path: Path) -> None:
@@ -956,7 +956,7 @@ class ResultStore:
                                                         f"columns ({', '.join(columns.get(table, []))}); grade into "
                                                         "another --db")
             found = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            if found is None or not str(found[0]).isdigit():
+            if found is None or not str(found[0]).isdecimal():
                 raise InputError.at(str(self.path), "is not an eebench results file: its meta table names no "
                                                     "schema_version; grade into another --db")
             refuse_newer_schema(self.path, found[0], "writes")
