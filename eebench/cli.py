@@ -132,9 +132,9 @@ class _Group(click.Group):
     command_class = _Command
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        _FROM_ENV.clear()   # (the variables of this run only, in either mode)
         if not standalone_mode:
             return super().main(*args, standalone_mode=False, **kwargs)
-        _FROM_ENV.clear()
         with _terminated_as_exit():
             return self._main(*args, **kwargs)
 

@@ -181,3 +181,16 @@ def test_a_repeatable_option_takes_several_values_as_the_readme_says(cli, graded
     refused = run(cli, {"EEBENCH_GRADE_CHECKPOINTS": f"{tmp_path / 'a.yaml'}:{tmp_path / 'b.yaml'}"}, "grade",
                   tmp_path / "runs.jsonl", "--db", tmp_path / "c.duckdb", code=2)
     assert refused.stderr.startswith(f"error: {tmp_path / 'a.yaml'}: no such file")   # (the first of two paths)
+
+
+def test_a_variable_of_an_earlier_run_is_not_blamed_in_a_later_one(tmp_path: Path, capsys,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """main(standalone_mode=False) kept the variables noted by the run before: a --db typed was said to come from
+    EEBENCH_QUERY_DB."""
+    db = str(tmp_path / "nope.duckdb")
+    monkeypatch.setenv("EEBENCH_QUERY_DB", db)
+    assert main.main(["query", "SELECT 1"], standalone_mode=False) == 2
+    assert capsys.readouterr().err.endswith("(--db came from EEBENCH_QUERY_DB)\n")
+    monkeypatch.delenv("EEBENCH_QUERY_DB")
+    assert main.main(["query", "SELECT 1", "--db", db], standalone_mode=False) == 2
+    assert "came from" not in capsys.readouterr().err
