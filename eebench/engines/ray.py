@@ -321,7 +321,7 @@ def _shard_order(name: str) -> tuple[int, str]:
     """A part's place among a run's parts: by its shard's number (`part-100000` after `part-99999`, which a sort
     of the names would not give), then by name (a part of another name)."""
     number = name.removeprefix("part-").removesuffix(".parquet")
-    return (int(number), "") if number.isdigit() else (-1, name)
+    return (int(number), name) if number.isdecimal() else (-1, name)   # (`part-²`: a digit int() refuses)
 
 
 def _stage_tables(store: Any, parquet_dir: str, parts: list[str]) -> list[int]:

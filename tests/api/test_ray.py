@@ -492,3 +492,14 @@ def test_ingest_refuses_a_part_damaged_past_its_first_row_group(mixed_runs: tupl
     failed = cli("ingest", parts, "--db", tmp_path / "r.duckdb", code=2)
     assert failed.stderr.startswith(f"error: {part}: cannot be loaded: ") and failed.stderr.count("\n") == 1
     assert not (tmp_path / "r.duckdb").exists()
+
+
+def test_parts_named_by_hand_sort_without_a_traceback() -> None:
+    """`part-²` (a digit str.isdigit takes and int() refuses) was a ValueError; `part-1` and `part-01` tied."""
+    from eebench.engines.ray import _shard_order
+
+    names = ["part-10.parquet", "part-².parquet", "part-1.parquet", "part-01.parquet", "part-100000.parquet",
+             "part-99999.parquet"]
+    assert sorted(names, key=_shard_order) == ["part-².parquet", "part-01.parquet", "part-1.parquet",
+                                               "part-10.parquet", "part-99999.parquet", "part-100000.parquet"]
+    assert sorted(reversed(names), key=_shard_order) == sorted(names, key=_shard_order)   # (no tie left to order)
