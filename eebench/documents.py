@@ -697,10 +697,11 @@ def scalar_problem(value: Any, rule: dict[str, Any]) -> str | None:
     return None
 
 
-def _known_fields(known: list[str]) -> str:
+def _known_fields(known: list[str], patterns: list[str]) -> str:
     """What may stand where a key no known one is close to stands (`observation:` in a checkpoint), when the list
-    is short enough to read."""
-    return f" (expected {one_of(known)})" if 0 < len(known) <= 12 else ""
+    is short enough to read; the free `x-` keys of a spec among them."""
+    free = ["x-... (a note)"] if "^x-" in patterns else []
+    return f" (expected {one_of(known + free)})" if 0 < len(known) <= 12 else ""
 
 
 def _explain(error: jsonschema.ValidationError) -> list[tuple[str, str]]:
@@ -717,7 +718,7 @@ def _explain(error: jsonschema.ValidationError) -> list[tuple[str, str]]:
         extra = [k for k in instance if k not in known and not any(re.search(p, k) for p in patterns)]
         if expected:
             return [(field_path(path + [k]), f"unexpected key; {expected}") for k in extra]
-        return [(field_path(path + [k]), f"unknown field{did_you_mean(k, known) or _known_fields(known)}")
+        return [(field_path(path + [k]), f"unknown field{did_you_mean(k, known) or _known_fields(known, patterns)}")
                 for k in extra]
     if expected:
         return [(here, f"expected {expected}, found {_short(instance)}")]

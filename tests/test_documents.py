@@ -443,3 +443,9 @@ def test_an_unknown_field_no_known_one_is_close_to_names_the_known_ones(tmp_path
     assert [str(p) for p in caught.value.problems] == [
         f"{path}: sets[0].checkpoints[0].observation: unknown field (expected all, field, id, regex or state)",
         f"{path}: sets[0].checkpoints[1].regx: unknown field (did you mean 'regex'?)"]
+    suite = tmp_path / "s.yaml"   # a spec's free `x-` keys are among what may stand there
+    suite.write_text("eebench: suite/1\nname: s\nmembers: [{instance: a.json}]\nqqq: 1\n", "utf-8")
+    with pytest.raises(InputError) as caught:
+        load_checked(suite, "suite")
+    assert str(caught.value.problems[0]).endswith("qqq: unknown field (expected citation, description, eebench, env, "
+                                                  "members, name, presets or x-... (a note))")
