@@ -235,11 +235,14 @@ def render_card(manifest: dict[str, Any], kind: WorldKind, *, shipped: bool) -> 
 
 @dataclass(frozen=True)
 class BundleFiles:
-    """What a bundle path holds: every regular file by its path inside the bundle, read into memory."""
+    """What a bundle path holds: its regular files by their paths inside the bundle, read into memory (in a folder,
+    those its manifest lists, or every one when it does not parse)."""
 
     path: Path
     files: dict[str, bytes]
-    odd: dict[str, str]   # path inside -> what it is instead of a file (a link, a special file): never followed
+    # path inside -> what it is instead of a listed file (a link, a special file: never followed; a file the
+    # manifest does not list: never read)
+    odd: dict[str, str]
 
     def where(self, member: str) -> str:
         """How messages name a member: its path (inside an archive: the archive's path, then the member's)."""
@@ -269,6 +272,7 @@ def read_bundle(path: Path) -> BundleFiles:
 def _read_folder(folder: Path) -> tuple[dict[str, bytes], dict[str, str]]:
     files: dict[str, bytes] = {}
     odd: dict[str, str] = {}
+    listed = _manifest_members(folder)
     for here, dirs, names in os.walk(folder):
         base = Path(here)
         for name in [d for d in dirs if (base / d).is_symlink()]:
@@ -279,13 +283,28 @@ def _read_folder(folder: Path) -> tuple[dict[str, bytes], dict[str, str]]:
             rel = path.relative_to(folder).as_posix()
             try:
                 mode = path.lstat().st_mode
-                if stat.S_ISREG(mode):
+                if stat.S_ISREG(mode) and listed is not None and rel not in listed:
+                    odd[rel] = "a file it does not list"   # extra whatever it holds: not read (a stray 2 GB file)
+                elif stat.S_ISREG(mode):
                     files[rel] = read_bytes(path)  # bounded: a bundle's files are small documents
                 else:
                     odd[rel] = "a symbolic link" if stat.S_ISLNK(mode) else "a special file"
             except OSError as exc:
                 raise InputError.at(str(path), f"cannot read: {exc.strerror}") from None
     return files, odd
+
+
+def _manifest_members(folder: Path) -> set[str] | None:
+    """The members a bundle folder's manifest lists, itself included; None when it does not parse as one (every
+    file is then read, for the manifest's problems to be checked against them)."""
+    manifest = folder / MANIFEST_FILE
+    try:
+        if not stat.S_ISREG(manifest.lstat().st_mode):   # (a link is refused by read_bundle, unread)
+            return None
+        doc = loads_json(read_bytes(manifest))
+        return {MANIFEST_FILE, doc["card"]["path"], *(entry["path"] for entry in doc["instances"])}
+    except (ValueError, TypeError, KeyError, OSError):   # (the walk says what cannot be read)
+        return None
 
 
 def _without_top_folder(files: dict[str, bytes]) -> dict[str, bytes]:

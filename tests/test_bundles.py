@@ -681,3 +681,20 @@ def test_grading_part_of_a_bundle_grades_the_bundle_verified(cli, tmp_path: Path
     victim.write_bytes(victim.read_bytes().replace(b'"budget"', b'"budget" '))
     result = cli("grade", runs, "--bench", out / "instances", "--db", tmp_path / "x.duckdb", code=2)
     assert "changed" in result.stderr and not (tmp_path / "x.duckdb").exists()
+
+
+def test_a_file_the_manifest_does_not_list_is_extra_unread(tmp_path: Path, tiny: Path) -> None:
+    """A stray file in a bundle folder (a results file put beside the instances) was read whole first: 300 MiB was
+    refused as "larger than 256 MiB, the most one document may be", and 200 MiB cost a verify 228 MB. Publishing
+    over such a folder said the benchmark had changed."""
+    out = tmp_path / "b"
+    publish(str(tiny), "1.0.0", out)
+    stray = out / "results.duckdb"
+    with stray.open("wb") as handle:   # (sparse: no disk is used)
+        handle.truncate(300 << 20)
+    with pytest.raises(InputError, match=exactly(f"{stray}: extra (not listed in manifest.json)",
+                                                 f"{out}: verification failed (1 problem)")):
+        verify_bundle(out)
+    with pytest.raises(InputError, match=r"tiny 1\.0\.0 is published here, but results\.duckdb is a file it does "
+                                         r"not list; remove it"):
+        publish(str(tiny), "1.0.0", out)
