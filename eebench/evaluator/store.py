@@ -388,7 +388,8 @@ VIEWS = {
                min(s.t) AS first_t,
                max(s.t) AS last_t,
                arg_max(s.ecc, s.t) AS ecc_end,
-               count(DISTINCT s.state) AS distinct_states,
+               -- NULL, not 0, when no step of the phase has a known state (as trajectories.distinct_states)
+               nullif(count(DISTINCT s.state), 0) AS distinct_states,
                sum(s.explore_error) / nullif(count(*) FILTER (WHERE s.case_id IN ({_cases(EXPLORE_CASES)})), 0)
                    AS explore_error,
                sum(s.exploit_error) / nullif(count(*) FILTER (WHERE s.case_id IN ({_cases(EXPLOIT_CASES)})), 0)

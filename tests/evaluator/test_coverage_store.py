@@ -281,3 +281,21 @@ def test_a_mistyped_env_is_named_before_any_instance_is_looked_up(cli: Any, tmp_
     assert result.stderr == (f"error: {bad}:2: env: expected one of grid_dag, rooms, logged, found \"logd\" "
                              "(did you mean 'logged'?)\n")
     assert not db.exists()
+
+
+def test_phase_summary_counts_no_distinct_states_as_null_where_none_is_known(cli: Any, tmp_path: Path) -> None:
+    """A phase whose steps have no known state (a TextCraft or WebShop log) has NULL distinct states, as its
+    trajectory row has, not 0 states."""
+    cp = tmp_path / "cp.yaml"
+    cp.write_text(CHECKPOINTS)
+    stateless = {**logged("none", ["Kitchen", "Hall"], ["explore", "act"]), "instance": "other/game"}
+    partly = logged("partly", ["Kitchen", "Hall"], ["explore", "act"])
+    partly["steps"][1]["observation"] = "no header"   # the state stays Kitchen
+    db = tmp_path / "r.duckdb"
+    cli("grade", write_jsonl(tmp_path / "runs.jsonl", [stateless, partly]), "--checkpoints", cp, "--db", db)
+    assert rows(db, "SELECT trajectory_id, distinct_states FROM trajectories ORDER BY 1") == [
+        ("none", None), ("partly", 1)]
+    assert rows(db, "SELECT trajectory_id, phase, steps, distinct_states FROM phase_summary "
+                    "ORDER BY trajectory_id, first_t") == [
+        ("none", "explore", 1, None), ("none", "act", 1, None),
+        ("partly", "explore", 1, 1), ("partly", "act", 1, 1)]
