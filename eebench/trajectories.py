@@ -194,7 +194,7 @@ def check_trajectory(record: Record) -> dict[str, Any]:
         raise fail("eebench", f"expected {KIND}, found {kind}/{version}")
     for name in ("id", "instance"):
         value = doc.get(name)
-        if value is None:
+        if name not in doc:   # (given as null it is not missing: the check below names the null)
             raise fail(name, "missing required field")
         if not isinstance(value, str) or not value:
             raise fail(name, f"expected a non-empty string, found {json_type(value)}")
@@ -215,7 +215,7 @@ def check_trajectory(record: Record) -> dict[str, Any]:
             if agent.get(label) is not None and not isinstance(agent[label], str):
                 raise fail(f"agent.{label}", f"expected a string, found {json_type(agent[label])}")
     steps = doc.get("steps")
-    if steps is None:
+    if "steps" not in doc:
         raise fail("steps", "missing required field")
     if type(steps) is StepList:   # a long line's: only the steps kept as read can be wrong
         _check_steps(sorted(steps.others.items()), fail)

@@ -92,6 +92,10 @@ def change(**changes: Any) -> dict[str, Any]:
     (change(env=None), "env", "expected a world kind (`eebench list`), or no env, found null"),
     (change(instance_sha256=None), "instance_sha256", "expected 64 lowercase hex digits, found null"),
     (change(steps=KeyError), "steps", "missing required field"),
+    # present but null is not missing (validate: "expected ..., found null")
+    (change(id=None), "id", "expected a non-empty string, found null"),
+    (change(instance=None), "instance", "expected a non-empty string, found null"),
+    (change(steps=None), "steps", "expected a list, found null"),
     (change(steps={"action": "up"}), "steps", "expected a list, found a mapping"),
     (change(steps=[{"action": "up"}, "up"]), "steps[1]", "expected a mapping with an action, found a string"),
     (change(steps=[{"raw": "up"}]), "steps[0].action", "missing required field"),
