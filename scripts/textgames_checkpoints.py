@@ -64,8 +64,45 @@ def room_checkpoint(name: str) -> str:
     return f"      - {{id: {q('room:' + name)}, field: observation, regex: {q('(?i)-= ' + literal(name) + ' =-')}}}"
 
 
-def game_rooms(game: dict) -> list[str]:
-    return sorted(info["name"] for _, info in game["infos"] if info["type"] == "r")
+def kind(value: Any) -> str:
+    """How a JSON value is named in a message."""
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+            type(None): "null"}.get(type(value), "a number")
+
+
+def game_rooms(path: Path) -> tuple[list[str], dict]:
+    """The room names of a TextWorld game file (its `infos` entries of type `r`) and the game; a file of another
+    shape is Refused naming it and the field (a mapping for `infos` was a traceback, a missing key a line naming no
+    file)."""
+    game = read_json(path)
+    if not isinstance(game, dict):
+        raise Refused(f"{path}: expected a TextWorld game (a JSON object), found {kind(game)}")
+    infos = game.get("infos")
+    if not isinstance(infos, list):
+        found = "nothing" if "infos" not in game else kind(infos)
+        raise Refused(f"{path}: infos: expected a list of [id, {{type, name}}] pairs, found {found}")
+    rooms = []
+    for i, item in enumerate(infos):
+        info = item[1] if isinstance(item, list) and len(item) == 2 else None
+        if not isinstance(info, dict):
+            raise Refused(f"{path}: infos[{i}]: expected [id, {{type, name}}], found {kind(item)}")
+        if info.get("type") == "r":
+            if not isinstance(info.get("name"), str):
+                raise Refused(f"{path}: infos[{i}]: expected [id, {{type, name}}], found a room without a name")
+            rooms.append(info["name"])
+    return sorted(rooms), game
+
+
+def treasure(path: Path, game: dict) -> str:
+    """The treasure of a treasure_hunter game: the object of its walkthrough's last `take X`."""
+    metadata = game.get("metadata")
+    walkthrough = metadata.get("walkthrough") if isinstance(metadata, dict) else None
+    last = walkthrough[-1] if isinstance(walkthrough, list) and walkthrough else walkthrough
+    found = re.fullmatch(r"take (.+?)(?: from .+)?", last) if isinstance(last, str) else None
+    if found is None:
+        raise Refused(f"{path}: metadata.walkthrough: expected a last action `take X` (the treasure), found "
+                      f"{repr(last) if isinstance(last, str) else kind(last)}")
+    return found.group(1)
 
 
 def run_id(data: Path, csv_path: str) -> str:
@@ -76,9 +113,30 @@ def run_id(data: Path, csv_path: str) -> str:
     return f"textworld/{path.parent.name}/{path.stem}/seed-{seed}"
 
 
-def headers(csv_path: Path, column: str) -> set[str]:
-    with csv_path.open(newline="", encoding="utf-8") as handle:
-        return {h for row in csv.DictReader(handle, escapechar="˘") for h in HEADER.findall(row[column])}
+def column(csv_path: Path, name: str, **dialect: str) -> list[str]:
+    """The values of one column of a CSV log; Refused naming the file (and line) when it cannot be read so (bytes
+    that are not UTF-8 were a traceback, a missing column a line naming no file)."""
+    reader = None
+    try:
+        with csv_path.open(newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle, **dialect)
+            if name not in (reader.fieldnames or ()):
+                raise Refused(f"{csv_path}: expected a column {name}, found "
+                              f"{', '.join(reader.fieldnames) if reader.fieldnames else 'no header'}")
+            values = []
+            for row in reader:
+                if row[name] is None:
+                    raise Refused(f"{csv_path}:{reader.line_num}: {name}: expected a value, found a short row")
+                values.append(row[name])
+            return values
+    except UnicodeDecodeError as exc:
+        raise Refused(f"{csv_path}: not UTF-8 text (byte {exc.object[exc.start]:#04x})") from None
+    except csv.Error as exc:
+        raise Refused(f"{csv_path}:{reader.line_num if reader else 1}: not CSV ({exc})") from None
+
+
+def headers(csv_path: Path, name: str) -> set[str]:
+    return {h for text in column(csv_path, name, escapechar="˘") for h in HEADER.findall(text)}
 
 
 def textworld(data: Path) -> str:
@@ -90,7 +148,7 @@ def textworld(data: Path) -> str:
             key = f"{row['task']}/{row['matching_maps']}"
             played.setdefault(key, []).append(run_id(data, row["episode_csv"]))
             where[key] = maps / key
-            rooms = {r.lower() for r in game_rooms(read_json(where[key]))}
+            rooms = {r.lower() for r in game_rooms(where[key])[0]}
             seen = {h.lower() for h in headers(data / row["episode_csv"], "Observation")}
             if not seen <= rooms:
                 raise Refused(f"{row['episode_csv']}: rooms {sorted(seen - rooms)} are not in {key}")
@@ -99,9 +157,8 @@ def textworld(data: Path) -> str:
         key = AGENTCC_MAPS["L300" if "_L300_" in run.name else ""]
         played.setdefault(key, []).append(f"textworld/coin_collector/{run.stem}")
         where.setdefault(key, agentcc / "tw_games" / key)
-        rooms = {r.lower() for r in game_rooms(read_json(where[key]))}
-        with run.open(newline="", encoding="utf-8") as handle:
-            seen = {row["Room"].lower() for row in csv.DictReader(handle)}
+        rooms = {r.lower() for r in game_rooms(where[key])[0]}
+        seen = {room.lower() for room in column(run, "Room")}
         if not seen <= rooms:
             raise Refused(f"{run}: rooms {sorted(seen - rooms)} are not in {key}")
     lines = ["eebench: checkpoints/1", "name: text-games-textworld",
@@ -109,15 +166,15 @@ def textworld(data: Path) -> str:
              "  TextWorld games of the BALROG logs in shared/data/text-games: the rooms of each game's map,",
              "  the coin or treasure; generated by scripts/textgames_checkpoints.py (do not edit by hand).", "sets:"]
     for key in sorted(played):
-        game = read_json(where[key])
-        lines.append(f"  # {key}: {len(game_rooms(game))} rooms")
+        names, game = game_rooms(where[key])
+        lines.append(f"  # {key}: {len(names)} rooms")
         lines.append(f"  - instances: [{', '.join(q(i) for i in sorted(played[key]))}]")
         lines.append(f"    state: {{field: observation, regex: {STATE}}}")
         lines.append("    checkpoints:")
-        lines.extend(room_checkpoint(name) for name in game_rooms(game))
+        lines.extend(room_checkpoint(name) for name in names)
         if key.startswith("treasure_hunter/"):
-            treasure = re.fullmatch(r"take (.+?)(?: from .+)?", game["metadata"]["walkthrough"][-1]).group(1)
-            seen, taken = r"(?i)\b" + literal(treasure) + r"\b", "(?i)You (?:pick up|take) the " + literal(treasure)
+            found = treasure(where[key], game)
+            seen, taken = r"(?i)\b" + literal(found) + r"\b", "(?i)You (?:pick up|take) the " + literal(found)
             lines.append(f"      - {{id: treasure-seen, field: observation, regex: {q(seen)}}}")
             lines.append(f"      - {{id: treasure-taken, field: observation, regex: {q(taken)}}}")
     cooking = sorted({h for run in sorted((data / "balrog-textworld-llama-3.1-8b" / "the_cooking_game").glob("*.csv"))

@@ -11,6 +11,7 @@ import sys
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.adapters.conftest import convert
@@ -53,6 +54,64 @@ def test_the_script_refuses_damaged_data_in_one_line(text_games: Path, tmp_path:
     assert cut.returncode == 2 and cut.stderr.startswith(f"error: {maps / 'coin_collector' / 'level_1.json'}: not "
                                                          "JSON (") and cut.stderr.count("\n") == 1
     assert not (tmp_path / "out" / "textworld.yaml").exists()
+
+
+@pytest.mark.parametrize("game, problem", [
+    ('{"infos": {"r_0": {"type": "r", "name": "x"}}}', "infos: expected a list of [id, {type, name}] pairs, found "
+                                                       "an object"),
+    ("{}", "infos: expected a list of [id, {type, name}] pairs, found nothing"),
+    ('{"infos": [["r_0", {"type": "r"}]]}', "infos[0]: expected [id, {type, name}], found a room without a name"),
+    ('{"infos": [["r_0", {"type": "r", "name": "x"}], 7]}', "infos[1]: expected [id, {type, name}], found a number"),
+    ("[]", "expected a TextWorld game (a JSON object), found a list"),
+])
+def test_the_script_names_the_map_and_field_of_a_map_of_another_shape(tmp_path: Path, game: str,
+                                                                        problem: str) -> None:
+    """A map whose `infos` was a mapping was a traceback (exit 1); other shapes were one line naming no file."""
+    data = tmp_path / "data"
+    maps = data / "textworld-maps"
+    (maps / "coin_collector").mkdir(parents=True)
+    (maps / "episode_to_map.csv").write_text("task,matching_maps,episode_csv\ncoin_collector,level_1.json,x.csv\n")
+    (data / "x.json").write_text('{"seed": 1}')
+    (maps / "coin_collector" / "level_1.json").write_text(game)
+    result = subprocess.run([sys.executable, str(REPO / "scripts" / "textgames_checkpoints.py"), str(data),
+                             str(tmp_path / "out")], capture_output=True, text=True)
+    assert (result.returncode, result.stderr) == (2, f"error: {maps / 'coin_collector' / 'level_1.json'}: {problem}\n")
+
+
+@pytest.mark.parametrize("table, problem", [
+    (b"Step,Action,Observation\n0,go,\xff\n", ": not UTF-8 text (byte 0xff)"),
+    (b"Step,Action\n0,go\n", ": expected a column Observation, found Step, Action"),
+    (b"", ": expected a column Observation, found no header"),
+    (b"Step,Action,Observation\n0,go\n", ":2: Observation: expected a value, found a short row"),
+])
+def test_the_script_names_a_log_it_cannot_read(tmp_path: Path, table: bytes, problem: str) -> None:
+    """A run's table that is not UTF-8 was a traceback (exit 1); one without its column a line naming no file."""
+    data = tmp_path / "data"
+    maps = data / "textworld-maps"
+    (maps / "coin_collector").mkdir(parents=True)
+    (maps / "episode_to_map.csv").write_text("task,matching_maps,episode_csv\ncoin_collector,level_1.json,x.csv\n")
+    (maps / "coin_collector" / "level_1.json").write_text('{"infos": [["r_0", {"type": "r", "name": "hall"}]]}')
+    (data / "x.json").write_text('{"seed": 1}')
+    (data / "x.csv").write_bytes(table)
+    result = subprocess.run([sys.executable, str(REPO / "scripts" / "textgames_checkpoints.py"), str(data),
+                             str(tmp_path / "out")], capture_output=True, text=True)
+    assert (result.returncode, result.stderr) == (2, f"error: {data / 'x.csv'}{problem}\n")
+
+
+def test_the_script_names_a_treasure_hunter_walkthrough_it_cannot_read(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    maps = data / "textworld-maps"
+    (maps / "treasure_hunter").mkdir(parents=True)
+    (maps / "episode_to_map.csv").write_text("task,matching_maps,episode_csv\ntreasure_hunter,g.json,x.csv\n")
+    (data / "x.json").write_text('{"seed": 1}')
+    (data / "x.csv").write_text("Step,Action,Reasoning,Observation,Reward,Done\n")
+    game = maps / "treasure_hunter" / "g.json"
+    game.write_text(json.dumps({"infos": [["r_0", {"type": "r", "name": "hall"}]],
+                                "metadata": {"walkthrough": ["go east", "open door"]}}))
+    result = subprocess.run([sys.executable, str(REPO / "scripts" / "textgames_checkpoints.py"), str(data),
+                             str(tmp_path / "out")], capture_output=True, text=True)
+    assert (result.returncode, result.stderr) == (2, f"error: {game}: metadata.walkthrough: expected a last action "
+                                                     "`take X` (the treasure), found 'open door'\n")
 
 
 def test_every_textworld_run_takes_the_rooms_of_the_game_it_played(text_games: Path, tmp_path: Path) -> None:
