@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import functools
 import json
+import shutil
 import subprocess
 import sys
 from fnmatch import fnmatchcase
@@ -112,6 +113,20 @@ def test_the_script_names_a_treasure_hunter_walkthrough_it_cannot_read(tmp_path:
                              str(tmp_path / "out")], capture_output=True, text=True)
     assert (result.returncode, result.stderr) == (2, f"error: {game}: metadata.walkthrough: expected a last action "
                                                      "`take X` (the treasure), found 'open door'\n")
+
+
+def test_the_script_reads_a_scienceworld_step_with_a_null_freelook(text_games: Path, tmp_path: Path) -> None:
+    """`convert --from scienceworld` takes a null freelook or observation; the script refused the data (TypeError)."""
+    data = tmp_path / "data"
+    shutil.copytree(text_games, data)
+    path = data / "scienceworld-oracle" / "task13-6-9.json"
+    runs = json.loads(path.read_text("utf-8"))
+    first = next(iter(runs.values()))["history"]["history"]
+    first[1]["freelook"] = first[2]["observation"] = None
+    path.write_text(json.dumps(runs), "utf-8")
+    subprocess.run([sys.executable, str(REPO / "scripts" / "textgames_checkpoints.py"), str(data),
+                    str(tmp_path / "out")], check=True, capture_output=True)
+    assert (tmp_path / "out" / "scienceworld.yaml").read_bytes() == (SHIPPED / "scienceworld.yaml").read_bytes()
 
 
 def test_every_textworld_run_takes_the_rooms_of_the_game_it_played(text_games: Path, tmp_path: Path) -> None:
