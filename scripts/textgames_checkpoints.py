@@ -109,7 +109,10 @@ def run_id(data: Path, csv_path: str) -> str:
     """The instance id the adapters write for a BALROG TextWorld run: its summary's seed makes it this run's (see
     eebench/adapters/formats/balrog.py)."""
     path = Path(csv_path)
-    seed = read_json(data / path.with_suffix(".json"))["seed"]
+    summary = read_json(data / path.with_suffix(".json"))
+    seed = summary.get("seed") if isinstance(summary, dict) else None
+    if type(seed) is not int:
+        raise Refused(f"{data / path.with_suffix('.json')}: seed: expected an integer, found {kind(seed)}")
     return f"textworld/{path.parent.name}/{path.stem}/seed-{seed}"
 
 
@@ -144,7 +147,12 @@ def textworld(data: Path) -> str:
     played: dict[str, list[str]] = {}   # map file (relative to a maps folder) -> instance ids
     where: dict[str, Path] = {}
     with (maps / "episode_to_map.csv").open(newline="", encoding="utf-8") as handle:
-        for row in csv.DictReader(handle):
+        table = csv.DictReader(handle)
+        wanted = ("task", "matching_maps", "episode_csv")
+        if not set(wanted) <= set(table.fieldnames or ()):
+            raise Refused(f"{maps / 'episode_to_map.csv'}: expected columns {', '.join(wanted)}, found "
+                          f"{', '.join(table.fieldnames) if table.fieldnames else 'no header'}")
+        for row in table:
             key = f"{row['task']}/{row['matching_maps']}"
             played.setdefault(key, []).append(run_id(data, row["episode_csv"]))
             where[key] = maps / key
@@ -201,9 +209,14 @@ _AROUND = re.compile(r"Looking quickly around you, you see (.+?)\.\s*(?:\n|$)")
 def alfworld(data: Path) -> str:
     results = read_json(data / "alfworld-textcraft-adapt" / "results" / "ADaPT_maxd3_alfworld_text_davinci_003.json")
     scenes: dict[str, tuple[str, str]] = {}   # ALFWorld scene number -> (receptacles text, first game)
+    where = data / "alfworld-textcraft-adapt" / "results" / "ADaPT_maxd3_alfworld_text_davinci_003.json"
     for kind in sorted(k for k in results if k != "overall"):
         for game in sorted(results[kind]):
-            found = _AROUND.search(results[kind][game]["problem"])
+            entry = results[kind][game]
+            problem = entry.get("problem") if isinstance(entry, dict) else None
+            if not isinstance(problem, str):
+                raise Refused(f"{where}: {kind}/{game}: problem: expected the episode's problem text")
+            found = _AROUND.search(problem)
             if found is None:
                 raise Refused(f"alfworld {game}: no 'Looking quickly around you, you see ...' in its problem")
             scene = game.split("/")[0].rsplit("-", 1)[1]   # pick_and_place_simple-Mug-None-Desk-308/trial_...
@@ -229,8 +242,14 @@ _SW_ROOM = re.compile(r"This (?:room|outside location) is called the (.+?)\.|A d
 def scienceworld(data: Path) -> str:
     rooms: set[str] = set()
     for path in sorted((data / "scienceworld-oracle").glob("*.json")):
-        for episode in read_json(path).values():
-            for step in episode["history"]["history"]:
+        episodes = read_json(path)
+        for key, episode in episodes.items() if isinstance(episodes, dict) else [("", episodes)]:
+            run = episode.get("history") if isinstance(episode, dict) else None
+            steps = run.get("history") if isinstance(run, dict) else None
+            if not isinstance(steps, list) or not all(isinstance(step, dict) for step in steps):
+                raise Refused(f"{path}: {key}: history.history: expected a list of steps (objects)"
+                              if key else f"{path}: expected run histories keyed by episode (a JSON object)")
+            for step in steps:
                 for text in (step.get("freelook"), step.get("observation")):
                     if isinstance(text, str):   # (null, as `convert --from scienceworld` takes it: no text)
                         rooms.update(a or b for a, b in _SW_ROOM.findall(text))

@@ -129,6 +129,36 @@ def test_the_script_reads_a_scienceworld_step_with_a_null_freelook(text_games: P
     assert (tmp_path / "out" / "scienceworld.yaml").read_bytes() == (SHIPPED / "scienceworld.yaml").read_bytes()
 
 
+def _damaged_copy(text_games: Path, tmp_path: Path, name: str, text: str) -> tuple[Path, subprocess.CompletedProcess]:
+    data = tmp_path / "data"
+    shutil.copytree(text_games, data)
+    (data / name).write_text(text, "utf-8")
+    result = subprocess.run([sys.executable, str(REPO / "scripts" / "textgames_checkpoints.py"), str(data),
+                             str(tmp_path / "out")], capture_output=True, text=True)
+    return data, result
+
+
+@pytest.mark.parametrize("name, text, problem", [
+    ("textworld-maps/episode_to_map.csv", "episode,task\n", "textworld-maps/episode_to_map.csv: expected columns "
+                                                            "task, matching_maps, episode_csv, found episode, task"),
+    ("balrog-textworld-llama-3.1-8b/coin_collector/coin_collector_run_00.json", "{}",
+     "balrog-textworld-llama-3.1-8b/coin_collector/coin_collector_run_00.json: seed: expected an integer, found null"),
+    ("alfworld-textcraft-adapt/results/ADaPT_maxd3_alfworld_text_davinci_003.json",
+     '{"overall": 1, "clean": {"g-1/trial": {"trace": ""}}}',
+     "alfworld-textcraft-adapt/results/ADaPT_maxd3_alfworld_text_davinci_003.json: clean/g-1/trial: problem: "
+     "expected the episode's problem text"),
+    ("scienceworld-oracle/task13-6-9.json", '{"6": {"history": {"history": ["look"]}}}',
+     "scienceworld-oracle/task13-6-9.json: 6: history.history: expected a list of steps (objects)"),
+    ("scienceworld-oracle/task13-6-9.json", "[]",
+     "scienceworld-oracle/task13-6-9.json: expected run histories keyed by episode (a JSON object)"),
+])
+def test_the_script_names_the_file_and_field_of_data_of_another_shape(text_games: Path, tmp_path: Path, name: str,
+                                                                       text: str, problem: str) -> None:
+    """These were one line naming no file ("the data is not of the shape this script reads (KeyError: 'seed')")."""
+    data, result = _damaged_copy(text_games, tmp_path, name, text)
+    assert (result.returncode, result.stderr) == (2, f"error: {data}/{problem}\n")
+
+
 def test_every_textworld_run_takes_the_rooms_of_the_game_it_played(text_games: Path, tmp_path: Path) -> None:
     runs = convert([text_games / "balrog-textworld-llama-3.1-8b", text_games / AGENTCC], tmp_path / "out.jsonl")
     with (text_games / "textworld-maps" / "episode_to_map.csv").open(newline="", encoding="utf-8") as handle:
