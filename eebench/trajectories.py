@@ -197,7 +197,8 @@ def check_trajectory(record: Record) -> dict[str, Any]:
         if name not in doc:   # (given as null it is not missing: the check below names the null)
             raise fail(name, "missing required field")
         if not isinstance(value, str) or not value:
-            raise fail(name, f"expected a non-empty string, found {json_type(value)}")
+            found = "an empty string" if value == "" else json_type(value)  # ("found a string" read as a contradiction)
+            raise fail(name, f"expected a non-empty string, found {found}")
     for name, expected in _NOT_NULL.items():   # read by the grader: given, the schema allows no null (validate)
         if name in doc and doc[name] is None:
             raise fail(name, f"expected {expected}, found null")

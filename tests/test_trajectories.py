@@ -81,7 +81,8 @@ def change(**changes: Any) -> dict[str, Any]:
     (change(eebench=None), "eebench", "null; expected a trajectory/1 record (an agent's log? `eebench convert` "
                                       "makes trajectories from it)"),
     (change(id=KeyError), "id", "missing required field"),
-    (change(instance=""), "instance", "expected a non-empty string, found a string"),
+    (change(instance=""), "instance", "expected a non-empty string, found an empty string"),
+    (change(id=""), "id", "expected a non-empty string, found an empty string"),
     (change(instance=7), "instance", "expected a non-empty string, found an integer"),
     (change(instance_sha256="abc"), "instance_sha256", "expected 64 lowercase hex digits, found 'abc'"),
     (change(instance_sha256="A" * 64), "instance_sha256", "expected 64 lowercase hex digits, found '" + "A" * 64 + "'"),
