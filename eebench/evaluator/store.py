@@ -34,7 +34,8 @@ import numpy as np
 
 from eebench import __version__
 from eebench.documents import atomic_directory, special_file
-from eebench.errors import EebenchError, EebenchWarning, InputError, Problem, did_you_mean, near_path, quote
+from eebench.errors import (EebenchError, EebenchWarning, InputError, Problem, did_you_mean, near_path, quote,
+                            quoted)
 from eebench.evaluator.families import Coded, StepColumns, StepWindows, concatenated, registered, step_rows
 from eebench.evaluator.park import EXPLOIT_CASES, EXPLORE_CASES, METRIC_VERSION
 from eebench.interrupts import CommitGate, interruptible
@@ -957,9 +958,10 @@ class ResultStore:
                                                         f"columns ({', '.join(columns.get(table, []))}); grade into "
                                                         "another --db")
             found = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            if found is None or not str(found[0]).isdecimal():
-                raise InputError.at(str(self.path), "is not an eebench results file: its meta table names no "
-                                                    "schema_version; grade into another --db")
+            if found is None or not str(found[0]).isdecimal():   # (a value that is there is named, not denied)
+                what = "its meta table names no schema_version" if found is None else \
+                    f"its meta schema_version is {quoted(found[0])}, not a version number"
+                raise InputError.at(str(self.path), f"is not an eebench results file: {what}; grade into another --db")
             refuse_newer_schema(self.path, found[0], "writes")
         except duckdb.Error as exc:
             raise InputError.at(str(self.path), f"cannot be read as a results file: {duckdb_message(exc)}; grade into "

@@ -404,6 +404,21 @@ def test_a_foreign_results_file_is_refused_before_grading(cli, bench: Path, tmp_
     assert rows(other, "SELECT trajectory_id FROM trajectories") == [("x",)]
 
 
+def test_a_meta_schema_version_that_is_no_number_is_named(cli, bench: Path, tmp_path: Path) -> None:
+    # it was said to name no schema_version at all, sending the user to look for a row that is there
+    traj = write_jsonl(tmp_path / "t.jsonl", [trajectory("x", ["left"])])
+    db = tmp_path / "r.duckdb"
+    cli("grade", traj, "--bench", bench, "--db", db)
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE meta SET value = 'four' WHERE key = 'schema_version'")
+    con.close()
+    before = db.read_bytes()
+    result = cli("grade", traj, "--bench", bench, "--db", db, code=2)
+    assert_one_error(result, f"{db}: is not an eebench results file: its meta schema_version is 'four', not a "
+                             "version number; grade into another --db")
+    assert db.read_bytes() == before
+
+
 def test_a_reader_at_commit_time_is_waited_for(cli, bench: Path, tmp_path: Path, monkeypatch) -> None:
     from eebench.evaluator import store
     db = tmp_path / "r.duckdb"
