@@ -386,11 +386,12 @@ def main() -> None:
 MAX_PROBLEM_LINES = 50
 
 
-def _echo_problems(label: str, problems: list[Any]) -> None:
-    """One line per problem on stderr; past MAX_PROBLEM_LINES, a count of the rest."""
-    for problem in problems[:MAX_PROBLEM_LINES]:   # (a value a message holds may hold a newline: escaped here)
+def _echo_problems(label: str, problems: list[Any], *, every: bool = False) -> None:
+    """One line per problem on stderr; past MAX_PROBLEM_LINES, a count of the rest, unless `every` (the records
+    --skip-invalid left out: this list is the only place that says which they were)."""
+    for problem in problems if every else problems[:MAX_PROBLEM_LINES]:   # (a newline a message holds: escaped)
         click.echo(message_line(f"{label}: {problem}"), err=True)   # (the label within the line's bound)
-    if len(problems) > MAX_PROBLEM_LINES:
+    if not every and len(problems) > MAX_PROBLEM_LINES:
         click.echo(f"{label}: ... and {len(problems) - MAX_PROBLEM_LINES} more", err=True)
 
 
@@ -839,7 +840,7 @@ def grade(files: tuple[str, ...], bench: Path | None, checkpoint_files: tuple[Pa
             _grade_progress(paths) as update:
         report = grade_files(list(paths), opened, db, skip_invalid=skip_invalid, progress=update,
                              checkpoints=checkpoints, workers=workers)
-    _echo_problems("skipped", report.skipped)
+    _echo_problems("skipped", report.skipped, every=True)
     for note in report.coverage_notes:
         click.echo(f"coverage: {note}")
     rate = report.steps / report.seconds if report.seconds else 0.0
@@ -860,7 +861,7 @@ def _grade_ray(files: tuple[str, ...], bench: Path | None, checkpoints: Any, ski
     with open_bench(bench) if bench is not None else contextlib.nullcontext() as opened:
         report = grade_ray(list(files), opened, parquet_out, address=address, skip_invalid=skip_invalid,
                            num_cpus=cpus, checkpoints=checkpoints)
-    _echo_problems("skipped", report.skipped)
+    _echo_problems("skipped", report.skipped, every=True)
     click.echo(f"graded {report.trajectories} trajectories ({report.steps} steps) from {report.shards} shards "
                f"into {parquet_out} in {report.seconds:.2f} s; load them with: eebench ingest {parquet_out} --db FILE")
 
@@ -1184,7 +1185,7 @@ def convert(inputs: tuple[Path, ...], fmt: str, out: Path, bench: Path | None, i
             options = dataclasses.replace(options, known=KnownInstances(stack.enter_context(open_bench(bench))))
         update = stack.enter_context(_progress(total, "converting", in_bytes=True))
         report = convert_files(list(inputs), fmt, out, options, progress=update, workers=workers)
-    _echo_problems("skipped", report.skipped)
+    _echo_problems("skipped", report.skipped, every=True)
     say = functools.partial(click.echo, err=str(out) == "-")   # the trajectories own standard output
     formats = sorted(set(report.formats.values()))
     say(f"converted {report.trajectories} trajectories ({report.steps} steps) from {report.files} file(s) "

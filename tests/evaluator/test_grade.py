@@ -192,6 +192,19 @@ def test_skip_invalid_grades_the_rest_and_lists_the_skipped(cli, bench: Path, tm
     assert rows(db, "SELECT trajectory_id, n_steps FROM trajectories ORDER BY 1") == [("a", 9), ("b", 0)]
 
 
+def test_skip_invalid_lists_every_skipped_record(cli, bench: Path, tmp_path: Path) -> None:
+    # past 50 the list ended in "... and 10 more": which records were not graded was then known nowhere
+    runs = write_jsonl(tmp_path / "runs.jsonl", [trajectory(f"x{i}", ["left"], instance="t/none") for i in range(60)]
+                       + [trajectory("ok", ["left"])])
+    db = tmp_path / "r.duckdb"
+    result = cli("grade", runs, "--bench", bench, "--db", db, "--skip-invalid")
+    lines = result.stderr.splitlines()
+    assert len(lines) == 60 and all(line.startswith(f"skipped: {runs}:{i + 1}: instance: no instance 't/none'")
+                                    for i, line in enumerate(lines)), lines[-2:]
+    assert "skipped 60" in result.stdout
+    assert rows(db, "SELECT trajectory_id FROM trajectories") == [("ok",)]
+
+
 def test_skipped_copies_leave_their_steps_out_of_a_new_or_an_existing_file(cli, bench: Path, tmp_path: Path) -> None:
     runs = write_jsonl(tmp_path / "runs.jsonl", [trajectory("a", SOLVE), trajectory("b", ["left"]),
                                                  trajectory("a", ["up"] * 3)])
