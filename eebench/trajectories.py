@@ -191,7 +191,10 @@ def check_trajectory(record: Record) -> dict[str, Any]:
         raise fail("eebench", f"{found}; expected a {KIND} record{_CONVERT_HINT}")
     if doc.get("eebench") != KIND:
         kind, version = document_kind(doc, file, line=line)
-        raise fail("eebench", f"expected {KIND}, found {kind}/{version}")
+        found = f"{kind}/{version}"
+        if found == KIND:   # the same kind and version written otherwise: shown as written (not a contradiction)
+            found = quoted(doc["eebench"])
+        raise fail("eebench", f"expected {KIND}, found {found}")
     for name in ("id", "instance"):
         value = doc.get(name)
         if name not in doc:   # (given as null it is not missing: the check below names the null)
