@@ -39,7 +39,7 @@ KNOWN_KINDS: dict[str, int] = {
     "registry": 1,
     "checkpoints": 1,
 }
-_KIND_RE = re.compile(r"^([a-z][a-z0-9_.-]*)/([0-9]+)$")
+_KIND_RE = re.compile(r"([a-z][a-z0-9_.-]*)/([0-9]+)\Z")   # (\Z: `$` would take a trailing line end)
 
 
 # -- canonical JSON -------------------------------------------------------------------------------

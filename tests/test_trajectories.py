@@ -78,7 +78,7 @@ def change(**changes: Any) -> dict[str, Any]:
     (change(eebench="instance/1"), "eebench", "expected trajectory/1, found instance/1"),
     # the same kind and version written otherwise: shown as written (quoted), not "found trajectory/1"
     (change(eebench="trajectory/01"), "eebench", "expected trajectory/1, found 'trajectory/01'"),
-    (change(eebench="trajectory/1\n"), "eebench", r"expected trajectory/1, found 'trajectory/1\\n'"),
+    (change(eebench="trajectory/1\n"), "eebench", r"expected 'kind/N' (e.g. 'instance/1'), found 'trajectory/1\\n'"),
     (change(eebench=KeyError), "eebench", "missing; expected a trajectory/1 record (an agent's log? `eebench "
                                           "convert` makes trajectories from it)"),
     (change(eebench=None), "eebench", "null; expected a trajectory/1 record (an agent's log? `eebench convert` "
