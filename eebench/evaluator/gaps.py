@@ -40,7 +40,6 @@ class GapsTables:
         # the rooms world is imported when a rooms instance is first graded: grading grid_dag never loads it
         from eebench.world import rooms
 
-        self.rooms = rooms
         self.instance = instance
         self.world = rooms.world_of(instance)  # held here: looking it up hashes the whole instance every time
         self.n_rooms = len(instance.rooms)
@@ -49,6 +48,14 @@ class GapsTables:
         self.lookups = 0             # R_exploit lookups by knowledge state, and how many found it solved
         self.state_hits = 0
         self.max_solution = self.cache.solve(self.problem(None), time_limit=TIME_LIMIT)
+
+    @property
+    def rooms(self) -> Any:
+        """The rooms world's module, looked up rather than held: a module cannot be pickled, and a Scorer holding
+        these tables is pickled (Ray, multiprocessing) or deep-copied (a copied env)."""
+        from eebench.world import rooms
+
+        return rooms
 
     def problem(self, known: EpisodeKnowledge | None) -> OrienteeringProblem:
         """The orienteering problem of one episode with knowledge `known` (None: the full instance).

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
 
 import gymnasium
 import numpy as np
@@ -188,3 +190,24 @@ def test_a_refused_reset_leaves_env_and_scorer_in_step(instance, reset: dict) ->
     with pytest.raises(EebenchError, match="does not exist"):   # the env's own refusal, before anything moves
         env.reset(options={"episode": 99})
     assert env.step(0)[4]["step_record"].t == 2
+
+
+@pytest.mark.parametrize("copy_of", [lambda s: pickle.loads(pickle.dumps(s)), copy.deepcopy],
+                         ids=["pickle", "deepcopy"])
+def test_a_scorer_copied_after_an_episode_ended_goes_on_as_the_original(copy_of) -> None:
+    """Once an episode has ended the scorer holds the gaps family's tables; a copy (pickle: Ray, multiprocessing;
+    deepcopy: a copied env) must still be made and go on as the original (they held the rooms module: refused)."""
+    instance = eebench.load({
+        "eebench": "instance/1", "id": "t/two", "env": "rooms", "rooms": ["a", "b"], "start": "a",
+        "doors": [{"name": "red", "between": ["a", "b"]}], "balls": [{"name": "gold", "room": "b", "reward": 5}],
+        "episodes": 3, "door_budget": 1, "ball_limit": 1})
+    scorer = eebench.Scorer(instance)
+    actions = ["red door", "gold ball", "gold ball", "red door", "red door", "red door", "gold ball"]
+    for action in actions[:3]:   # episode 0 ends on the second action
+        scorer.step(action)
+    twin = copy_of(scorer)
+    assert [twin.step(a) for a in actions[3:]] == [scorer.step(a) for a in actions[3:]]
+    env = eebench.gym.ScoredReward(gymnasium.make("eebench/Rooms-v0", instance=instance))
+    env.reset(seed=0)
+    env.step(0), env.step(1)   # episode 0 ended: the wrapper's scorer holds the tables
+    assert copy_of(env).scorer.next_episode == 1
