@@ -408,8 +408,12 @@ class RoomsScorer(Scorer):
     def batch(self, trajectories: Sequence[Sequence[Any]]) -> dict[str, np.ndarray]:
         """The columns of `RoomsStepRecord` (`end` and `episode_record` aside) of many runs of this instance, each
         played as `play` does (`trajectory`: each one's position in `trajectories`); a run at a time."""
+        # played by a scorer of their own, as grid_dag's batch leaves a run being stepped where it was; the gaps
+        # tables (and their solved problems) are shared
+        player = RoomsScorer(self.instance, self._tables)
         records = [(k, record) for k, actions in enumerate(_trajectories(trajectories))
-                   for record in self.play(actions)]
+                   for record in player.play(actions)]
+        self._tables = player._tables
         columns = {"trajectory": np.fromiter((k for k, _ in records), dtype=np.int64, count=len(records))}
         for name, dtype in _ROOMS_COLUMNS.items():
             columns[name] = np.array([getattr(record, name) for _, record in records], dtype=dtype)

@@ -211,3 +211,15 @@ def test_a_scorer_copied_after_an_episode_ended_goes_on_as_the_original(copy_of)
     env.reset(seed=0)
     env.step(0), env.step(1)   # episode 0 ended: the wrapper's scorer holds the tables
     assert copy_of(env).scorer.next_episode == 1
+
+
+def test_batch_leaves_a_run_in_step_where_it_was(instance) -> None:
+    """`batch` grades other runs; as for grid_dag, a run being scored step by step goes on unchanged after it (it
+    was replaced by the batch's last run: a door gone through before the batch was forgotten)."""
+    door, ball = (f"{d.name} door" for d in instance.doors[:2]), f"{instance.balls[0].name} ball"
+    actions = [next(door), next(door), ball, ball]
+    alone, batched = eebench.Scorer(instance), eebench.Scorer(instance)
+    first = [alone.step(a) for a in actions[:2]], [batched.step(a) for a in actions[:2]]
+    batched.batch([[ball], []])
+    assert [batched.step(a) for a in actions[2:]] == [alone.step(a) for a in actions[2:]]
+    assert first[0] == first[1]
