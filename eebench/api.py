@@ -303,7 +303,8 @@ def _trajectory_files(trajectories: Any, stack: contextlib.ExitStack) -> list[Pa
     """Paths to grade: the files given, or the documents given written to one temporary JSONL file."""
     if isinstance(trajectories, (str, Path)):
         return [Path(trajectories)]
-    if not isinstance(trajectories, (Mapping, Iterable)):
+    if not isinstance(trajectories, (Mapping, Iterable)) or isinstance(trajectories, (bytes, bytearray)):
+        # (bytes are iterable, as integers)
         raise InputError("trajectories: expected trajectory files or trajectory/1 documents (dicts), found "
                          f"{type(trajectories).__name__}")
     items = [trajectories] if isinstance(trajectories, Mapping) else list(trajectories)
@@ -311,6 +312,10 @@ def _trajectory_files(trajectories: Any, stack: contextlib.ExitStack) -> list[Pa
         raise InputError("trajectories: none given; expected trajectory files or trajectory/1 documents (dicts)")
     if all(isinstance(item, (str, Path)) for item in items):
         return [Path(item) for item in items]
+    for i, item in enumerate(items):   # an item that is neither is named before the two kinds are called a mix
+        if not isinstance(item, (str, Path, Mapping)):
+            raise InputError(Problem(f"{DOCUMENTS}[{i}]", None, None, "expected a trajectory file or a trajectory/1 "
+                                     f"document (a dict), found {type(item).__name__}"))
     if not all(isinstance(item, Mapping) for item in items):
         raise InputError("trajectories: expected trajectory files or trajectory/1 documents (dicts), not a mix")
     import orjson

@@ -128,6 +128,14 @@ def test_grade_takes_one_document_one_instance_and_no_bench_for_logged(main_suit
             eebench.grade(doc, bench=bench)
     with pytest.raises(eebench.InputError, match=r"^trajectories: expected trajectory files .* found NoneType$"):
         eebench.grade(None, bench=instance)
+    # what is neither a path nor a document is named, not called a mix (bytes were read as a list of integers)
+    with pytest.raises(eebench.InputError, match=r"^trajectories: expected trajectory files .* found bytes$"):
+        eebench.grade(b"runs.jsonl", bench=instance)
+    with pytest.raises(eebench.InputError, match=r"^trajectories\[1\]: expected a trajectory file or a "
+                                                 r"trajectory/1 document \(a dict\), found int$"):
+        eebench.grade([doc, 5], bench=instance)
+    with pytest.raises(eebench.InputError, match=r"^trajectories: expected trajectory files .*, not a mix$"):
+        eebench.grade([doc, "runs.jsonl"], bench=instance)
 
 
 def test_import_stays_cheap() -> None:
