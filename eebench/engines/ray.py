@@ -204,8 +204,10 @@ def grade_ray(files: Sequence[str], bench: Any, out: str, *, address: str | None
     shards = [str(f) if "://" in str(f) else str(Path(f)) for f in files]
     for shard in shards:
         remote, path = _filesystem(shard)
-        if remote.get_file_info(path).type != fs.FileType.File:
-            raise InputError.at(shard, "no such file")
+        found = remote.get_file_info(path).type
+        if found != fs.FileType.File:   # worded as a local grade words it, a local path's close name included
+            missing = "no such file" + ("" if "://" in shard else near_path(shard))
+            raise InputError.at(shard, missing if found == fs.FileType.NotFound else "is not a file")
     payload = None if bench is None else _bench_payload(bench)
     started_here = not ray.is_initialized()
     if started_here:

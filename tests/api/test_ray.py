@@ -174,6 +174,21 @@ def test_ray_refuses_bad_shards_and_a_used_folder(main_bundle: Path, tmp_path: P
                              "folder\n")
 
 
+@needs_ray
+def test_a_shard_that_is_a_folder_or_one_letter_off_is_named_as_a_local_grade_names_it(main_bundle: Path,
+                                                                                      tmp_path: Path, cli) -> None:
+    # (checked before Ray starts; a folder was said to be missing, and a typo got no close name)
+    shard = tmp_path / "shard.jsonl"
+    shard.write_text("")
+    out = tmp_path / "parquet"
+    for given, says in ((tmp_path, "is not a file"),
+                        (tmp_path / "shard.jsonll", f"no such file (did you mean {str(shard)!r}?)")):
+        for engine in (("--engine", "ray", "--out", out), ("--db", tmp_path / "r.duckdb")):
+            done = cli("grade", given, "--bench", main_bundle, *engine, code=2)
+            assert done.stderr == f"error: {given}: {says}\n"
+    assert not out.exists()
+
+
 def test_ingest_needs_partitions(tmp_path: Path, cli) -> None:
     done = cli("ingest", tmp_path, "--db", tmp_path / "r.duckdb", code=2)
     assert "holds no trajectories/ partitions" in done.stderr
