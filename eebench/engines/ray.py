@@ -203,6 +203,9 @@ def grade_ray(files: Sequence[str], bench: Any, out: str, *, address: str | None
         raise InputError.at(out, "is not empty; the Parquet partitions of a run go into a new or empty folder")
     shards = [str(f) if "://" in str(f) else str(Path(f)) for f in files]
     for shard in shards:
+        if shard == "-":   # (a local grade reads it; a task on another machine cannot)
+            raise InputError.at(shard, "standard input cannot be a Ray shard (each shard is read by a Ray task): "
+                                       "write it to a file, or grade it with --engine local")
         remote, path = _filesystem(shard)
         found = remote.get_file_info(path).type
         if found != fs.FileType.File:   # worded as a local grade words it, a local path's close name included

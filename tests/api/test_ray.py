@@ -187,6 +187,8 @@ def test_a_shard_that_is_a_folder_or_one_letter_off_is_named_as_a_local_grade_na
             done = cli("grade", given, "--bench", main_bundle, *engine, code=2)
             assert done.stderr == f"error: {given}: {says}\n"
     assert not out.exists()
+    done = cli("grade", "-", "--bench", main_bundle, "--engine", "ray", "--out", out, code=2)   # was "no such file"
+    assert done.stderr.startswith("error: -: standard input cannot be a Ray shard") and done.stderr.count("\n") == 1
 
 
 def test_ingest_needs_partitions(tmp_path: Path, cli) -> None:
