@@ -880,10 +880,10 @@ def ingest(parquet_dir: str, db: Path) -> None:
       eebench ingest parts --db results.duckdb
     """
     from eebench.engines.ray import ingest as ingest_parquet
-    from eebench.interrupts import late_note
 
-    trajectories, steps, late = ingest_parquet(parquet_dir, db)
-    click.echo(f"loaded {trajectories} trajectories ({steps} steps) from {parquet_dir} into {db}{late_note(late)}")
+    report = ingest_parquet(parquet_dir, db)
+    click.echo(f"loaded {report.trajectories} trajectories ({report.steps} steps) from {parquet_dir} into {db}"
+               f"{report.notes()}")
 
 
 # -- frozen versions ----------------------------------------------------------------------------------

@@ -19,9 +19,12 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eebench.errors import EebenchError, InputError, near_path, quote
+
+if TYPE_CHECKING:
+    from eebench.evaluator.grade import GradeReport
 
 INSTALL_HINT = "--engine ray needs Ray: pip install 'eebench[ray]'"
 PART = "part-{index:05d}.parquet"
@@ -244,12 +247,13 @@ def grade_ray(files: Sequence[str], bench: Any, out: str, *, address: str | None
     return RayReport(len(rows), graded, sum(r["steps"] for r in rows), problems, time.perf_counter() - started)
 
 
-def ingest(parquet_dir: str, db: Path) -> tuple[int, int, list[str]]:
+def ingest(parquet_dir: str, db: Path) -> GradeReport:
     """Load Parquet partitions (OUT/<table>/*.parquet) into the results file `db` in one transaction.
 
-    Returns (trajectories, steps) loaded, and the stops that came once the commit had begun (CommitGate).
-    Trajectory ids must be unique across the partitions.
+    Returns a grade's report of it: trajectories and steps loaded, the earlier grades of their ids replaced, and
+    the stops that came once the commit had begun (CommitGate). Trajectory ids must be unique across the partitions.
     """
+    from eebench.evaluator.grade import GradeReport
     from eebench.evaluator.store import TABLES, ResultStore
     from eebench.interrupts import CommitGate
 
@@ -278,13 +282,14 @@ def ingest(parquet_dir: str, db: Path) -> tuple[int, int, list[str]]:
                                                 f"{parts[bisect.bisect_right(firsts, key) - 1]}")
         if problems:
             raise InputError(problems)
-        counts = store.staged_trajectories(), store.staged_steps()
+        report = GradeReport(store.staged_trajectories(), store.staged_steps())
         with CommitGate() as gate:
-            store.commit(gate)
+            report.replaced = store.commit(gate)   # (said as `grade` says it: how many, and a bundle they lose)
     except BaseException:
         store.abort()
         raise
-    return (*counts, gate.late_names())
+    report.late_stops = gate.late_names()
+    return report
 
 
 def _parts(source: Any, base: str, parquet_dir: str) -> list[str]:

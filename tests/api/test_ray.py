@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import re
 import socket
 import subprocess
 import sys
@@ -397,6 +398,22 @@ def test_ingest_keeps_the_order_graded_in_every_table(mixed_runs: tuple[Path, li
     with duckdb.connect(str(local), read_only=True) as con:
         assert 0 < con.execute("SELECT count(*) FROM episodes").fetchall()[0][0] < \
             con.execute("SELECT count(*) FROM trajectories").fetchall()[0][0]
+
+
+def test_ingest_says_how_many_earlier_grades_it_replaced_as_grade_does(mixed_runs: tuple[Path, list[Path]],
+                                                                       tmp_path: Path, cli) -> None:
+    """Ids graded again replace their rows "as in grade", whose summary says how many (and which bundle's rows
+    lose it); ingest replaced them silently."""
+    bench, shards = mixed_runs
+    db = tmp_path / "r.duckdb"
+    graded = cli("grade", *shards, "--bench", bench, "--db", db).stdout.splitlines()[-1]
+    count, steps = re.match(r"graded (\d+) trajectories \((\d+) steps\)", graded).groups()
+    _partitions(shards, bench, tmp_path / "parts")
+    done = cli("ingest", tmp_path / "parts", "--db", db)
+    assert done.stdout == (f"loaded {count} trajectories ({steps} steps) from {tmp_path / 'parts'} into {db}; "
+                           f"replaced the earlier grades of {count} trajectory ids\n")
+    first = cli("ingest", tmp_path / "parts", "--db", tmp_path / "new.duckdb")
+    assert "replaced" not in first.stdout
 
 
 def test_ingest_takes_the_parts_in_the_order_of_their_shards(mixed_runs: tuple[Path, list[Path]], tmp_path: Path,
