@@ -233,7 +233,8 @@ def grade(trajectories: Any, *, bench: str | Path | Instances | Iterable[Any] | 
     NaN or infinity in one is written as null, as JSON has neither).
     `bench`: a folder of instances or a bundle (verified), the name of a shipped suite, instances from `load` (or
     one), or None (the default) when every trajectory is `env: logged`.
-    `checkpoints`: checkpoint files (checkpoints/1) coverage applies besides the shipped sets, as `--checkpoints`.
+    `checkpoints`: checkpoint files (checkpoints/1), as `--checkpoints`: a given set replaces the shipped sets for
+    the instances it matches.
     """
     with tempfile.TemporaryDirectory(prefix="eebench-grade-") as tmp:
         db = Path(tmp) / "results.duckdb"
