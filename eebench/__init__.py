@@ -51,15 +51,23 @@ class _RegisterWithGymnasium:
     def find_spec(name: str, path: Any = None, target: Any = None) -> Any:
         if name != "gymnasium":
             return None
-        sys.meta_path.remove(_RegisterWithGymnasium)   # once; and the search below does not come back here
-        import importlib.util
-
-        spec = importlib.util.find_spec(name)
+        # the finders after this one find it; this one stays until gymnasium's import runs: a find_spec alone (an
+        # "is it installed?" check) imports nothing, and removing the hook then left the environments unregistered
+        for finder in sys.meta_path:
+            if finder is _RegisterWithGymnasium or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
         loader = getattr(spec, "loader", None)
         if loader is not None and hasattr(loader, "exec_module"):
             run = loader.exec_module
 
             def run_and_register(module: Any) -> None:
+                if _RegisterWithGymnasium in sys.meta_path:   # once
+                    sys.meta_path.remove(_RegisterWithGymnasium)
                 run(module)
                 importlib.import_module("eebench.gym")
             loader.exec_module = run_and_register

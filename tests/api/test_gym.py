@@ -117,9 +117,11 @@ def test_rooms_actions_name_every_door_and_ball(rooms_instance) -> None:
 
 
 @pytest.mark.parametrize("imports", ["gymnasium, eebench", "eebench, gymnasium", "eebench, gymnasium.spaces",
-                                     "eebench.gym, gymnasium"])
+                                     "eebench.gym, gymnasium",
+                                     "eebench, importlib.util; importlib.util.find_spec('gymnasium')"])
 def test_the_environments_are_registered_whatever_the_order_of_imports(imports: str) -> None:
-    """Importing gymnasium after eebench left the ids unknown (NamespaceNotFound): gymnasium 1.x reads no plug-ins."""
+    """Importing gymnasium after eebench left the ids unknown (NamespaceNotFound): gymnasium 1.x reads no plug-ins.
+    So did asking whether gymnasium is installed (find_spec, as libraries check for it) before importing it."""
     import subprocess
     import sys
 
