@@ -310,6 +310,18 @@ class _Path(click.Path):
         return super().convert(value, param, ctx)
 
 
+class _Text(click.ParamType):
+    """Text that may name something other than a local path (a URI, a Ray address), refusing an empty value as
+    _Path does: `--address ''` reached Ray as no address (a traceback), `--out ''` named the current folder."""
+
+    name = "text"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value == "":
+            self.fail("an empty value", param, ctx)
+        return value
+
+
 class _BenchPath(_Path):
     """--bench: an existing folder, bundle or archive; a shipped suite's name is not one, and is told how to make
     one (`eebench publish`)."""
@@ -802,11 +814,11 @@ _RESULTS_FILE = _ResultsFile(dir_okay=False, path_type=Path)
 @click.option("--engine", default="local", show_default=True, type=_Choice(["local", "ray"]),
               help="local: this machine, into --db. ray: one Ray task per TRAJ_FILE (local paths or URIs pyarrow "
                    "reads), Parquet partitions into --out; then `eebench ingest`.")
-@click.option("--address", metavar="ADDR", help="With --engine ray: a running Ray cluster (default: start a local "
+@click.option("--address", metavar="ADDR", type=_Text(), help="With --engine ray: a running Ray cluster (default: start a local "
                                                 "one).")
 @click.option("--cpus", type=click.IntRange(min=1), help="With --engine ray and no --address: CPUs of the local Ray "
                                                         "(default: every core).")
-@click.option("--out", "-o", "parquet_out", metavar="DIR",
+@click.option("--out", "-o", "parquet_out", metavar="DIR", type=_Text(),
               help="With --engine ray: the new or empty folder (or URI) for the Parquet partitions.")
 def grade(files: tuple[str, ...], bench: Path | None, checkpoint_files: tuple[Path, ...], db: Path,
           skip_invalid: bool, workers: int, engine: str, address: str | None, cpus: int | None,

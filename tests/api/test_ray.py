@@ -211,6 +211,12 @@ def test_engine_options_go_together(main_bundle: Path, tmp_path: Path, cli) -> N
                                                            code=2).stderr
     assert "--address, --cpus and --out go with --engine ray" in cli("grade", shard, "--bench", main_bundle, "--out",
                                                               tmp_path / "o", code=2).stderr
+    for option in ("--address", "--out"):   # (--address '' reached ray.init as no address: a traceback; --out ''
+        #                                        was the current folder, named '<input>')
+        for engine in ("ray", "local"):
+            done = cli("grade", shard, "--bench", main_bundle, "--engine", engine, "--out", tmp_path / "o", option, "",
+                       code=2)
+            assert done.stderr.startswith(f"error: Invalid value for '{option}'") and "an empty value" in done.stderr
 
 
 def test_without_ray_the_engine_says_how_to_install(main_bundle: Path, tmp_path: Path) -> None:
