@@ -60,7 +60,7 @@ def _start(ray: Any, address: str | None, num_cpus: int | None) -> None:
     try:
         ray.init(address=address, num_cpus=None if address else num_cpus, include_dashboard=False,
                  log_to_driver=False, logging_level=logging.WARNING)
-    except (ConnectionError, RuntimeError) as exc:
+    except (ConnectionError, RuntimeError, ValueError) as exc:   # ValueError: an address Ray cannot parse
         where = f"a Ray cluster at --address {quote(address)}" if address else "a local Ray"
         raise EebenchError(f"cannot start or reach {where}: {quote(str(exc).strip().splitlines()[-1])}") from None
 
@@ -69,6 +69,8 @@ def _check_reachable(address: str) -> None:
     """A cluster named by `host:port` (or `ray://host:port`) must answer: Ray itself waits for an address that
     never answers without end. Other forms (`auto`, `local`) are left to Ray."""
     host, colon, port = address.removeprefix("ray://").rpartition(":")
+    if colon and port.isdigit() and not host.strip("[]"):   # (Ray logs a traceback of its own for it)
+        raise EebenchError(f"--address {quote(address)}: no host before the port; give HOST:PORT")
     if not colon or not port.isdigit() or not host:
         return
     try:

@@ -110,6 +110,23 @@ def test_an_address_where_no_cluster_answers_is_one_line_not_a_wait(main_bundle:
                              "local Ray\n")
 
 
+@needs_ray
+@pytest.mark.parametrize("address", ["foo", "host:notaport", ":6379"])
+def test_an_address_ray_cannot_parse_is_one_line_not_a_traceback(address: str, main_bundle: Path, tmp_path: Path,
+                                                                 cli) -> None:
+    _no_ray_running()
+    shard = tmp_path / "x.jsonl"
+    shard.write_text('{"eebench": "trajectory/1", "id": "x", "instance": "nope", "steps": []}\n')
+    # (ray.init's ValueError was a traceback; for ':6379' Ray also logs one of its own: a process of its own here,
+    # as Ray's logging writes to the stderr it found at import)
+    failed = subprocess.run([sys.executable, "-m", "eebench", "grade", str(shard), "--bench", str(main_bundle),
+                             "--engine", "ray", "--address", address, "--out", str(tmp_path / "o")],
+                            capture_output=True, text=True, timeout=120)
+    assert failed.returncode == 2 and failed.stderr.count("\n") == 1, failed.stderr
+    assert failed.stderr.startswith("error: ") and f"--address {address}" in failed.stderr
+    assert not (tmp_path / "o").exists()
+
+
 @contextlib.contextmanager
 def _server(answer: bytes | None) -> Iterator[int]:
     """A TCP server on a free port of this machine that reads what a client sends and answers `answer` (None:
