@@ -218,6 +218,12 @@ def worth_workers(files: Sequence[Path]) -> bool:
     return sum(Path(f).stat().st_size for f in files) > PIECE_BYTES
 
 
+def most_pieces(files: Sequence[Path]) -> int:
+    """An upper bound of the pieces of `files` (see `pieces`), from their sizes alone: workers beyond it would
+    have nothing to grade."""
+    return sum(1 if path.suffix.lower() == ".json" else path.stat().st_size // PIECE_BYTES + 1 for path in files)
+
+
 def grade_in_workers(files: Sequence[Path], bench: Bench | None, graded_at: dt.datetime, skip_invalid: bool,
                      checkpoints: CheckpointLibrary | None, store: ResultStore, workers: int,
                      progress: Callable[[int, int], None] | None) -> list[Problem]:
@@ -225,6 +231,7 @@ def grade_in_workers(files: Sequence[Path], bench: Bench | None, graded_at: dt.d
     problems skipped, in input order. Raises the first bad record's InputError in input order, as one process."""
     # forkserver, not fork (this process may hold DuckDB's and numba's threads): a fresh process that imports
     # this module once, then forks each worker from itself, ready to grade
+    workers = min(workers, most_pieces(files))   # (`--workers 1000` on a small input starts no idle processes)
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([__name__])
     folder = store.folder / PARTS_DIR

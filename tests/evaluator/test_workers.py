@@ -308,6 +308,22 @@ def test_an_input_of_one_piece_is_graded_by_this_process(bench: Path, tmp_path: 
     assert seen and not any(seen)
 
 
+def test_no_more_workers_start_than_the_input_has_pieces(bench: Path, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    runs = write_jsonl(tmp_path / "runs.jsonl", [trajectory(f"g{k}", SOLVE) for k in range(12)])
+    monkeypatch.setattr(workers_module, "PIECE_BYTES", runs.stat().st_size // 2)   # 2 or 3 pieces
+    started = []
+    start = multiprocessing.process.BaseProcess.start
+
+    def counted(process: multiprocessing.process.BaseProcess) -> None:
+        started.append(process.name)
+        start(process)
+
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", counted)
+    report = grade_files([runs], Bench(bench), tmp_path / "r.duckdb", workers=8)
+    assert report.trajectories == 12 and 2 <= len(started) <= 3, started
+
+
 RECORD = st.one_of(
     st.builds(lambda k, n: json.dumps(trajectory(f"g{k}", SOLVE[:n])), st.integers(0, 5), st.integers(0, 9)),
     st.builds(lambda k: json.dumps(rooms_trajectory(f"r{k}", LINE_ACTIONS)), st.integers(0, 2)),
