@@ -414,6 +414,25 @@ def test_convert_reads_actions_in_the_words_of_the_instances_kind(cli: Any, tmp_
                   "--actions grid does not fit --env rooms, whose actions are --actions rooms")
 
 
+def test_convert_refuses_an_env_that_is_not_the_known_instances_kind(cli: Any, tmp_path: Path) -> None:
+    # grade would refuse the trajectory (its env is not its instance's kind); without a bench, its actions would
+    # even be read in the wrong words (all null): so convert says so in one line and writes nothing
+    bench = tmp_path / "bench"
+    cli("generate", "grams2025-rooms", "--out", bench)
+    log = tmp_path / "a.txt"
+    log.write_text("<copper ball>\n", "utf-8")
+    instance = "grams2025-rooms/4x4/seed-0"
+    for extra, where in (([], "the shipped suites"), (["--bench", bench], str(bench))):
+        out = tmp_path / f"c{len(extra)}.jsonl"
+        assert_errors(cli("convert", log, "--from", "actions", "--instance", instance, "--env", "grid_dag", "--out",
+                          out, *extra, code=None),
+                      f"{log}: record 0: env: --env grid_dag does not fit instance '{instance}', a rooms instance "
+                      f"in {where}; leave --env out (the instance's kind decides) or give --env rooms")
+        assert not out.exists()
+        cli("convert", log, "--from", "actions", "--instance", instance, "--env", "rooms", "--out", out, *extra)
+        assert json.loads(out.read_text("utf-8"))["steps"] == [{"action": "copper ball", "raw": "<copper ball>"}]
+
+
 def test_prompt_of_a_rooms_instance_is_refused_in_one_line(cli: Any, tmp_path: Path) -> None:
     file = write_json(tmp_path / "row.json", rooms_doc())
     assert_errors(cli("prompt", file, code=None),

@@ -630,11 +630,24 @@ def place(episode: Episode, path: Path, name: str, options: ConvertOptions) -> P
         if suite is not None:
             raise bad_record(name, f"instance {instance!r} is not in the shipped suite {suite}"
                                    f"{known.close_to(instance)}; give --bench for instances of your own", **where)
+        _check_kind(env, instance, known, name, where)
         return Placed(instance, env, None, labels, env or known.env(instance))
     if not known.knows(instance):
         raise bad_record(name, f"instance {instance!r} is not in {known.where}{known.close_to(instance)}; name it "
                                "with --instance ID, --instance-field PATH or --instance-from-name REGEX", **where)
+    _check_kind(env, instance, known, name, where)
     return Placed(instance, env, known.sha256(instance), labels, known.env(instance))
+
+
+def _check_kind(env: str | None, instance: str, known: KnownInstances, name: str, where: dict[str, Any]) -> None:
+    """--env naming another world than a known instance's kind: `grade` would refuse the trajectory (and, without a
+    bench, its actions would be read in the wrong world's words), so it is refused here, before anything is
+    written."""
+    kind = known.env(instance) if env is not None else None
+    if kind is not None and kind != env:
+        raise bad_record(name, f"--env {env} does not fit instance {instance!r}, a {kind} instance in {known.where}; "
+                               f"leave --env out (the instance's kind decides) or give --env {kind}", **where,
+                         field="env")
 
 
 def _close_path(fields: Any, path: str) -> str:
