@@ -304,6 +304,37 @@ def test_an_instance_of_more_than_1000_nodes_is_refused_by_validate_and_grade(cl
     cli("grade", runs, "--bench", folder, "--db", db)
 
 
+def _rooms_star(n_rooms: int, n_balls: int) -> dict:
+    """A rooms instance: room R0 joined to every other room, n_balls balls in the last room."""
+    rooms = [f"R{i}" for i in range(n_rooms)]
+    return {"eebench": "instance/1", "id": "t/star", "env": "rooms", "rooms": rooms, "start": "R0",
+            "doors": [{"name": f"d{i}", "between": ["R0", room]} for i, room in enumerate(rooms[1:], 1)],
+            "balls": [{"name": f"b{i}", "room": rooms[-1], "reward": 1 + i % 10} for i in range(n_balls)],
+            "episodes": 2, "door_budget": 2, "ball_limit": 3}
+
+
+@pytest.mark.parametrize("rooms, balls, says", [(1001, 1, "rooms: expected at most 1000 item(s), found 1001"),
+                                                (2, 1001, "balls: expected at most 1000 item(s), found 1001")])
+def test_a_rooms_instance_of_more_than_1000_rooms_or_balls_is_refused_by_validate_and_grade(
+        cli, tmp_path: Path, rooms: int, balls: int, says: str) -> None:
+    # grading costs grow with the cube of both (door distances per knowledge state, the solver's shortest-path
+    # closure over the balls): a chain of 2,000 rooms (114 KB) took 108 s to grade one short episode
+    folder = tmp_path / "bench"
+    path = write_json(folder / "star.json", _rooms_star(rooms, balls))
+    refused(cli("validate", path, code=None), path, says)
+    runs = write_jsonl(tmp_path / "runs.jsonl", [trajectory("a", ["d1 door"], instance="t/star")])
+    db = tmp_path / "r.duckdb"
+    refused(cli("grade", runs, "--bench", folder, "--db", db, code=None), path, says)
+    assert not db.exists()
+
+
+def test_a_rooms_instance_of_1000_rooms_grades(cli, tmp_path: Path) -> None:
+    folder = tmp_path / "bench"
+    write_json(folder / "star.json", _rooms_star(1000, 3))   # the limit itself is graded
+    runs = write_jsonl(tmp_path / "runs.jsonl", [trajectory("a", ["d999 door", "b0 ball"], instance="t/star")])
+    cli("grade", runs, "--bench", folder, "--db", tmp_path / "r.duckdb")
+
+
 def test_grade_skip_invalid_when_every_record_of_a_chunk_is_skipped(cli, bench: Path, tmp_path: Path) -> None:
     # trajectories of another bench: more than a chunk of them before the one that grades
     foreign = [trajectory(f"x{i}", ["up"], instance="other/bench") for i in range(300)]
