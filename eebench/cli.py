@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import click
+from click.core import ParameterSource
 
 from eebench import __version__
 from eebench.errors import (EebenchError, EebenchWarning, InputError, Problem, did_you_mean, message_line, near_path,
@@ -236,7 +237,7 @@ def _noting_the_variable(param: click.Option) -> Callable[..., Any]:
 
     def handle_parse_result(ctx: click.Context, opts: Any, args: list[str]) -> Any:
         result = parse(ctx, opts, args)
-        if param.name and ctx.get_parameter_source(param.name) is click.core.ParameterSource.ENVIRONMENT:
+        if param.name and ctx.get_parameter_source(param.name) is ParameterSource.ENVIRONMENT:
             value = ctx.params.get(param.name)
             values = value if isinstance(value, (tuple, list)) else (value,)
             texts = tuple(os.fspath(v) for v in values   # (`-` names no file: the standard input is `-` too)
@@ -264,7 +265,7 @@ def _name_the_variable(exc: click.UsageError) -> None:
     """A bad value an environment variable gave is blamed on the variable too: the user typed no option."""
     param, ctx = getattr(exc, "param", None), exc.ctx
     if (isinstance(param, click.Option) and ctx is not None and param.name is not None and param.envvar
-            and ctx.get_parameter_source(param.name) is click.core.ParameterSource.ENVIRONMENT):
+            and ctx.get_parameter_source(param.name) is ParameterSource.ENVIRONMENT):
         exc.param_hint = f"{param.get_error_hint(ctx)} (from {param.envvar})"  # type: ignore[attr-defined]
 
 
@@ -843,6 +844,9 @@ def grade(files: tuple[str, ...], bench: Path | None, checkpoint_files: tuple[Pa
 
     if engine == "ray" and workers != 1:
         raise click.UsageError("--workers goes with --engine local (Ray's tasks are its workers: --cpus)")
+    if engine == "ray" and click.get_current_context().get_parameter_source("db") is ParameterSource.COMMANDLINE:
+        raise click.UsageError("--db goes with --engine local (Ray writes Parquet partitions into --out DIR; "
+                               "`eebench ingest DIR --db FILE` loads them)")
     checkpoints = library(checkpoint_files)  # checked before any grading
     if engine == "ray" or address or cpus or parquet_out:
         _grade_ray(files, bench, checkpoints, skip_invalid, engine, address, cpus, parquet_out)  # URIs too

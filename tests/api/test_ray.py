@@ -228,6 +228,10 @@ def test_engine_options_go_together(main_bundle: Path, tmp_path: Path, cli) -> N
                                                            code=2).stderr
     assert "--address, --cpus and --out go with --engine ray" in cli("grade", shard, "--bench", main_bundle, "--out",
                                                               tmp_path / "o", code=2).stderr
+    # --db given with ray was ignored: the rows went to Parquet while the user looked in the DuckDB file
+    done = cli("grade", shard, "--bench", main_bundle, "--engine", "ray", "--out", tmp_path / "o", "--db",
+               tmp_path / "r.duckdb", code=2)
+    assert "--db goes with --engine local" in done.stderr and not (tmp_path / "o").exists()
     for option in ("--address", "--out"):   # (--address '' reached ray.init as no address: a traceback; --out ''
         #                                        was the current folder, named '<input>')
         for engine in ("ray", "local"):
