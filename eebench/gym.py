@@ -20,7 +20,7 @@ from gymnasium import spaces
 
 from eebench.errors import EebenchError
 from eebench.world.grid_dag import ACTIONS, GridDagEnv, GridDagInstance, NodeStatus, render_observation
-from eebench.world.rooms import RoomsEnv, RoomsInstance
+from eebench.world.rooms import RoomsEnv, RoomsInstance, reset_options
 from eebench.world.rooms import render_observation as render_rooms_observation
 
 NODE_STATUS = (None, *NodeStatus)  # code 0: no node on the agent's cell
@@ -182,7 +182,7 @@ class Rooms(_WorldEnv):
         return self._env.episode_to_start(self._reset_options(seed, options))
 
     def _reset_options(self, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
-        options = dict(options or {})
+        options = reset_options(options)
         if "episode" not in options and (seed is not None or self._env.next_episode >= self.instance.episodes):
             options["episode"] = 0   # a seed, or a reset after the last episode, starts the run over
         return options

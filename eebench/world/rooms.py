@@ -364,6 +364,19 @@ def render_observation(obs: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def reset_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The options of a rooms env's reset, as a dict; EebenchError for a key other than `episode` (misspelt, it
+    would start the next episode without a word) or options that are not a mapping."""
+    if options is not None and not isinstance(options, Mapping):
+        raise EebenchError(f"options: expected a dict such as {{'episode': 0}}, found {type(options).__name__}")
+    for key in options or {}:
+        if key != "episode":
+            raise EebenchError(f"options: unknown key {quoted(key)}"
+                               f"{did_you_mean(key, ['episode']) if isinstance(key, str) else ''}; "
+                               "the rooms env takes 'episode'")
+    return dict(options or {})
+
+
 class RoomsEnv:
     """The world behind the Gymnasium API shape, one env episode per instance episode.
 
@@ -391,7 +404,7 @@ class RoomsEnv:
     def episode_to_start(self, options: dict[str, Any] | None) -> int:
         """The episode `reset(options=options)` starts: `options["episode"]` or the next one; EebenchError for
         one the instance does not have."""
-        episode = (options or {}).get("episode", self.next_episode)
+        episode = reset_options(options).get("episode", self.next_episode)
         total = self.world.instance.episodes
         if isinstance(episode, bool) or not hasattr(episode, "__index__"):   # (a NumPy integer is one)
             raise EebenchError(f"episode {quoted(episode)}: expected an episode index, 0 to {total - 1}")

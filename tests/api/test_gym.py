@@ -184,6 +184,12 @@ def test_rooms_reset_takes_an_episode_index_only() -> None:
     for episode in (1.5, True, "1", None):
         with pytest.raises(EebenchError, match=r"expected an episode index, 0 to 1$"):
             env.reset(options={"episode": episode})
+    # a misspelt key started the next episode without a word; options not a dict was a bare AttributeError
+    with pytest.raises(EebenchError, match=r"^options: unknown key 'epsiode' \(did you mean 'episode'\?\); the "
+                                           r"rooms env takes 'episode'$"):
+        env.reset(options={"epsiode": 0})
+    with pytest.raises(EebenchError, match=r"^options: expected a dict such as \{'episode': 0\}, found list$"):
+        env.reset(options=[("episode", 0)])
 
 
 @pytest.mark.parametrize("env_id", ["eebench/GridDag-v0", "eebench/Rooms-v0"])
