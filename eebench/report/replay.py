@@ -7,6 +7,7 @@ is still there and still holds that trajectory at that line.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from enum import IntEnum
 from pathlib import Path
@@ -140,8 +141,26 @@ def _where_graded(file: str, db: Path) -> str:
     return str(beside) if beside.exists() else file
 
 
-def step_texts(results: Results) -> dict[str, dict[str, list[str | None]]]:
-    """Observation, raw output and reasoning per graded step, read back from the trajectory files."""
+def _graded_log_steps(steps: list[Any], episodes: np.ndarray | None) -> list[Any]:
+    """The log's steps that were graded, in order. A rooms log whose every step names its episode is graded per
+    episode, the steps after the world ended one left out: the first m of each episode are kept, m its graded
+    steps (the steps table's `episode`), so that the text of graded step k is that step's. Otherwise the graded
+    steps are the log's first ones (the ignored come after the goal, the budget or the last episode)."""
+    if episodes is None or not all(isinstance(s, dict) and "episode" in s for s in steps):
+        return steps
+    left = Counter(np.asarray(episodes).tolist())
+    kept = []
+    for step in steps:
+        if left[step["episode"]] > 0:
+            left[step["episode"]] -= 1
+            kept.append(step)
+    return kept
+
+
+def step_texts(results: Results, episodes: dict[str, np.ndarray] | None = None
+               ) -> dict[str, dict[str, list[str | None]]]:
+    """Observation, raw output and reasoning per graded step, read back from the trajectory files (`episodes`:
+    each rooms trajectory's graded steps' episodes, to tell its graded steps from its ignored ones)."""
     rows = results.trajectories
     wanted: dict[str, dict[tuple[int | None, str], int]] = {}
     for tid, file, line, n in zip(rows["trajectory_id"], rows["source_file"], rows["source_line"], rows["n_steps"],
@@ -163,7 +182,7 @@ def step_texts(results: Results) -> dict[str, dict[str, list[str | None]]]:
                     raw = orjson.loads(raw)
                 if not isinstance(raw, dict) or (record.line, raw.get("id")) not in entries:
                     continue
-                steps = raw.get("steps") or []
+                steps = _graded_log_steps(raw.get("steps") or [], (episodes or {}).get(raw["id"]))
                 n = entries[(record.line, raw["id"])]
                 found = {f: [_clip(s.get(f)) if isinstance(s, dict) else None for s in steps[:n]] for f in TEXT_FIELDS}
                 found = {f: v for f, v in found.items() if any(x is not None for x in v)}
@@ -206,10 +225,11 @@ def _logged_steps(cols: dict[str, np.ndarray] | None) -> dict[str, Any]:
 def replay_documents(results: Results, maps: Maps) -> Iterator[dict[str, Any]]:
     """One document per selected trajectory (in trajectory_id order), as the browser's replay reads it."""
     rows = results.trajectories
-    texts = step_texts(results)
     instance_of = dict(zip(rows["trajectory_id"], rows["instance_id"], strict=True))
     env_of = dict(zip(rows["trajectory_id"], rows["env"], strict=True))
     steps = dict(results.steps())
+    texts = step_texts(results, {tid: cols["episode"] for tid, cols in steps.items()
+                                 if env_of[tid] == "rooms" and "episode" in cols})
     episodes = results.episodes()
     for tid in rows["trajectory_id"]:
         cols = steps.get(tid)

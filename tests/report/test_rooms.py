@@ -254,3 +254,41 @@ def test_plot_replay_of_a_rooms_world_draws_its_moves_as_one_collection(graded_r
                                  {"bench": bench, "step": step, "seed": 0, "model": None})
         assert [len(c.get_segments()) for c in figure.axes[0].collections if isinstance(c, LineCollection)] == [step]
         plt.close(figure)
+
+
+def test_the_text_of_a_step_is_of_that_graded_step_when_a_logged_episode_has_ignored_actions(
+        tmp_path: Path) -> None:
+    """A log whose every step names its episode is graded per episode: actions after the world ended an episode
+    are not graded (not in the steps table). The text shown at step k is still the text of graded step k, not of
+    the k-th line of the log (every later step showed the text of the step before, a step per ignored action)."""
+    rooms = pytest.importorskip("eebench.world.rooms", reason="this eebench has no rooms worlds")
+    import json
+    import random
+
+    from eebench.evaluator import Bench, grade_files
+    from eebench.instances import InstanceLibrary, write_instances
+    from eebench.suites import resolve_spec
+
+    suite = resolve_spec("grams2025-rooms", None)
+    instance = next(iter(suite.instances()))
+    write_instances([instance], tmp_path / "bench", suite.source())
+    loaded = InstanceLibrary(tmp_path / "bench").get(instance.id)
+    env, rng, steps = rooms.RoomsEnv(loaded.instance), random.Random(0), []
+    for episode in range(2):
+        obs, _ = env.reset()
+        done = False
+        while not done:
+            action = f"{rng.choice(obs['doors'])} door"
+            obs, _, terminated, truncated, _ = env.step(action)
+            steps.append({"action": action, "episode": episode, "observation": f"graded {action}"})
+            done = terminated or truncated
+        if episode == 0:   # the log goes on after the world ended episode 0: ignored
+            steps += [{"action": "wait", "episode": 0, "observation": "ignored wait"} for _ in range(3)]
+    (tmp_path / "run.jsonl").write_text(json.dumps({"eebench": "trajectory/1", "id": "t", "instance": instance.id,
+                                                    "env": "rooms", "steps": steps}) + "\n")
+    db = tmp_path / "results.duckdb"
+    grade_files([tmp_path / "run.jsonl"], Bench(tmp_path / "bench"), db)
+    assert _sql(db, "SELECT ignored_actions FROM trajectories") == [(3,)]
+    page = write_report(db, tmp_path / "r.html", bench=tmp_path / "bench").path.read_text()
+    doc = decode_block(embedded(page, "eeb-replays")[0])
+    assert doc["text"]["observation"] == [f"graded {a}" for a in doc["action"]]
