@@ -72,13 +72,18 @@ class Maps:
         self.docs: dict[str, dict[str, Any]] = {}
         self.worlds: dict[str, GridDagWorld] = {}
         benches = [] if bench is None else [bench] if isinstance(bench, (str, Path, Bench)) else list(bench)
+        rows = results.trajectories
+        # a logged world (a text game) has no instance eebench could draw: neither looked for nor missed
+        graded = {i: sha for i, sha, env in zip(rows["instance_id"], rows["instance_sha256"], rows["env"],
+                                                 strict=True) if env != "logged"}
+        if not graded:
+            return
         if not benches:
             results.notes.append("maps show only the cells the agents visited: pass --bench to draw the instances")
             return
         # an opened bench is named as given (an archive's root is a temporary folder: the page would differ)
         libraries = [InstanceLibrary(b.root if isinstance(b, Bench) else b) for b in benches]
         where = ", ".join(b.where if isinstance(b, Bench) else str(b) for b in benches)
-        graded = dict(zip(results.trajectories["instance_id"], results.trajectories["instance_sha256"], strict=True))
         missing, changed, unreadable = [], [], []
         for instance_id, sha in sorted(graded.items()):
             library = next((lib for lib in libraries if lib.path_for(instance_id) is not None), None)

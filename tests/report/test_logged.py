@@ -82,3 +82,16 @@ def test_a_logged_plot_replay_draws_ecc_from_0_to_1_as_every_replay_does(mixed: 
     figure = KINDS["replay"](results, {"seed": 0, "step": None, "bench": None, "model": None})
     ecc = next(ax for ax in figure.axes if ax.get_ylabel() == "ECC")
     assert ecc.get_ylim() == (-0.02, 1.02)
+
+
+def test_a_logged_trajectory_has_no_map_to_ask_bench_for(mixed: Path, bench: Path) -> None:  # noqa: F811
+    """A logged world has no instance eebench could draw: the notes spoke of its map all the same (`pass --bench
+    to draw the instances` without --bench, `1 instance(s) not found in BENCH` with it)."""
+    text = load_results(mixed, "trajectory_id = 'text'")
+    assert Maps(None, text).docs == {} and text.notes == []
+    assert Maps(bench, text).docs == {} and text.notes == []
+    both = load_results(mixed)
+    Maps(bench, both)
+    assert both.notes == []   # the grid trajectory's instance is there; the logged one is not looked for
+    Maps(None, both)
+    assert both.notes == ["maps show only the cells the agents visited: pass --bench to draw the instances"]
