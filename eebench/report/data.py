@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import math
+import os
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -336,6 +337,16 @@ def closest_trajectory_id(db: Path | str, wanted: str) -> str | None:
     finally:
         con.close()
     return found[0] if found else None
+
+
+def refuse_writing_over(db: Path | str, out: Path | str) -> None:
+    """An --out that is the results file itself: the page or figure, moved into place, replaced every grade."""
+    try:
+        same = os.path.samefile(db, out)
+    except OSError:   # (either is missing: nothing to lose; a missing --db is said by load_results)
+        return
+    if same:
+        raise InputError.at(str(out), "is the results file --db reads; choose another --out")
 
 
 def load_results(db: Path | str, where: str | None = None) -> Results:

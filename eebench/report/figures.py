@@ -22,7 +22,7 @@ from eebench.errors import EebenchWarning, InputError, did_you_mean, one_of  # n
 from eebench.instances import Bench  # noqa: E402
 from eebench.output import shown  # noqa: E402
 from eebench.report.kinds import FIGURE_KINDS, LABEL_CHARS  # noqa: E402
-from eebench.report.data import Results, closest_trajectory_id, load_results  # noqa: E402
+from eebench.report.data import Results, closest_trajectory_id, load_results, refuse_writing_over  # noqa: E402
 from eebench.report.replay import ACHIEVED, DISCOVERED, Maps, replay_documents  # noqa: E402
 from eebench.report.stats import Estimate, Fit  # noqa: E402
 
@@ -413,6 +413,7 @@ def draw(kind: str, db: Path | str, out: Path | str, *, where: str | None = None
     out = Path(out)
     if out.suffix.lower() not in FORMATS:
         raise InputError.at(str(out), f"expected a file ending in {one_of(FORMATS)}, found {out.suffix or 'no suffix'!r}")
+    refuse_writing_over(db, out)
     for option, value, owner in (("--trajectory", trajectory, "replay"), ("--step", step, "replay"),
                                  ("--bench", bench, "replay"), ("--model", model, "prompts")):
         if value is not None and kind != owner:   # (it was silently ignored)

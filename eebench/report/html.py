@@ -21,7 +21,7 @@ from eebench import __version__
 from eebench.documents import atomic_file
 from eebench.errors import InputError
 from eebench.instances import Bench
-from eebench.report.data import METRICS, Results, encode_block, load_results
+from eebench.report.data import METRICS, Results, encode_block, load_results, refuse_writing_over
 from eebench.report.kinds import LABEL_CHARS
 from eebench.report.replay import Maps, replay_documents
 from eebench.report.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE, Estimate, Fit
@@ -146,6 +146,7 @@ def write_report(db: Path | str, out: Path | str, *, where: str | None = None,
     """Write the report of the selected trajectories of a results file; the file appears whole or not at all.
     `progress(done, total)`: as `render`."""
     started = time.perf_counter()
+    refuse_writing_over(db, out)
     results = load_results(db, where)
     if where and not len(results):   # (a mistyped value: a results file with nothing graded is an empty page)
         raise InputError.at(str(db), f"no trajectory matches --where {where!r}")

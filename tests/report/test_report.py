@@ -385,6 +385,18 @@ def test_report_command(cli, graded: Run, tmp_path: Path) -> None:
     assert not (tmp_path / "x.html").exists()
 
 
+
+@pytest.mark.parametrize("command", [["report"], ["plot", "figure1"]])
+def test_an_out_that_is_the_results_file_is_refused_and_the_results_kept(cli, graded: Run, tmp_path: Path,
+                                                                         command: list[str]) -> None:
+    """`report --db r.duckdb --out r.duckdb` replaced the results with the page (exit 0): every grade lost."""
+    db = tmp_path / "r.png"   # (plot's --out must end in .png, .svg or .pdf: a results file may be named so)
+    shutil.copyfile(graded.db, db)
+    before = db.read_bytes()
+    r = cli(*command, "--db", db, "--out", tmp_path / "." / "r.png", code=2)
+    assert r.stderr == f"error: {tmp_path / '.' / 'r.png'}: is the results file --db reads; choose another --out\n"
+    assert db.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["r.png"]
+
 def test_a_where_matching_nothing_and_a_mistyped_trajectory_say_so(cli, graded: Run, tmp_path: Path) -> None:
     """report wrote an empty page (exit 0) for a mistyped value; plot replay quoted a --where never typed and
     named no close id; --where lost DuckDB's candidate columns."""
