@@ -277,8 +277,12 @@ def _states_replay(doc: dict[str, Any], k: int) -> Figure:
 
 
 def _replay(results: Results, args: dict[str, Any]) -> Figure:
+    before = len(results.notes)
     maps = Maps(args.get("bench"), results)
+    why = results.notes[before:]   # (the page says them at its top: a figure drawn without its map said nothing)
     doc = next(replay_documents(results, maps))
+    if args.get("bench") is not None and doc["inst"] is None and doc.get("env") != "logged" and why:
+        warnings.warn(EebenchWarning(f"--bench draws no map here: {'; '.join(why)}"), stacklevel=2)
     n = len(doc["x"])
     if args.get("step") is not None and args["step"] > n:
         raise InputError(f"--step {args['step']}: trajectory {doc['id']!r} has {n} graded "

@@ -18,6 +18,7 @@ from eebench.report import load_results, write_report
 from eebench.report.data import decode_block
 from eebench.report.figures import draw
 from eebench.report.replay import ACHIEVED, DISCOVERED, node_events
+from eebench.suites import resolve_spec
 from eebench.world.grid_dag import GridDagWorld
 from tests.conftest import make_instance, write_jsonl
 from tests.report.conftest import Run, embedded
@@ -630,3 +631,18 @@ def test_characters_the_font_lacks_are_said_in_one_line(cli, graded: Run, tmp_pa
     assert r.stderr == ("warning: the figure's font has no glyph for 2 character(s) of its labels (模, 型): they are "
                         "drawn as boxes (the page, `eebench report`, draws them with the browser's fonts)\n")
     assert (tmp_path / "cjk.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_plot_replay_says_why_the_bench_it_was_given_draws_no_map(cli, graded: Run, tmp_path: Path) -> None:
+    """The page says at its top why a replay has no map; `plot replay --bench` drew the cells visited alone and
+    said nothing, as if the bench had not been given."""
+    tid = "model-d/default/seed-0/park2026-main/high-large/seed-0"
+    other = tmp_path / "other"   # a bench without the instance graded
+    suite = resolve_spec("park2026-main", None)
+    write_instances([i for i in suite.instances() if i.id == "park2026-main/low-small/seed-1"], other, suite.source())
+    r = cli("plot", "replay", "--db", graded.db, "--trajectory", tid, "--bench", other, "--out", tmp_path / "r.png")
+    assert r.stderr == (f"warning: --bench draws no map here: 1 instance(s) not found in {other}, e.g. "
+                        "park2026-main/high-large/seed-0\n")
+    r = cli("plot", "replay", "--db", graded.db, "--trajectory", tid, "--bench", graded.bench,
+            "--out", tmp_path / "r.png")
+    assert r.stderr == ""
