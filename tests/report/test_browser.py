@@ -201,6 +201,30 @@ def test_a_long_label_does_not_widen_the_page_past_a_laptop(graded: Run, browser
     assert max(map(len, labels)) == 32 and any(label.startswith("mxxx") and "\u2026" in label for label in labels)
 
 
+
+def test_the_pages_figures_name_models_as_the_plots_do(graded: Run, browser: Any, tmp_path: Path) -> None:
+    """The README's rule for every figure: control characters drawn escaped, names that shorten alike told apart
+    by #2, #3. The page drew a bell character as is (nothing to see) and two long names as one label."""
+    import shutil
+
+    from eebench.report.figures import labels
+
+    long = "anthropic/claude-3-5-sonnet-20241022@temperature=0.7,top_p=0.95,max_tokens=4096-v0"
+    db = tmp_path / "names.duckdb"
+    shutil.copyfile(graded.db, db)
+    with duckdb.connect(str(db)) as con:
+        con.execute(f"""UPDATE trajectories SET model = CASE model WHEN 'model-a' THEN 'bell' || chr(7)
+            WHEN 'model-b' THEN '{long.replace("0.7", "0.5")}' WHEN 'model-c' THEN '{long}' ELSE model END""")
+    out = tmp_path / "report.html"
+    write_report(db, out)
+    browser.get(out.as_uri())
+    drawn = browser.execute_script("return [...document.querySelectorAll('#fig1-explore .point-label')]"
+                                   ".map((t) => t.textContent)")
+    models = browser.execute_script("return [...document.querySelectorAll('#fig1-explore .point')]"
+                                    ".map((c) => c.getAttribute('data-model'))")
+    assert drawn == labels(models)
+    assert "bell\\x07" in drawn and len(set(drawn)) == len(drawn)
+
 @pytest.mark.parametrize("n", [50, pytest.param(100_000, marks=pytest.mark.slow)])
 def test_a_replay_of_100000_steps_opens_and_steps(browser: Any, tmp_path: Path, n: int) -> None:
     """Math.max(...steps) overflowed the call stack past about 60,000 steps (the replay never opened, one console

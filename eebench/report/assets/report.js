@@ -31,12 +31,25 @@
     return v.toFixed(digits === undefined ? 3 : digits);
   }
   function label(v) { return v === null || v === undefined ? "\u2013" : String(v); }
-  // a name drawn in a figure: shortened in the middle past DATA.label_chars characters (the plots' rule, by code
-  // point: an emoji is not cut in two), whole in its tooltip
-  function short(v) {
-    const chars = Array.from(label(v)), n = DATA.label_chars, head = Math.floor((n - 1) / 2);
-    return chars.length <= n ? chars.join("") :
+  // a name drawn in a figure, by the plots' rule (figures.py label and labels): control characters escaped,
+  // shortened in the middle past DATA.label_chars characters (by code point: an emoji is not cut in two), and
+  // told apart by #2, #3 where names of one kind (models, prompts) shorten alike; one name keeps its label on the
+  // whole page. Whole in its tooltip.
+  const ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"};
+  const shortened = {model: [new Map(), new Set()], prompt: [new Map(), new Set()]};
+  function short(v, kind) {
+    const name = label(v), [of, taken] = shortened[kind || "model"];
+    if (of.has(name)) return of.get(name);
+    const text = name.replace(/[\x00-\x1f\x7f-\x9f\u2028\u2029]/g, (ch) => ESCAPES[ch] ||
+      (ch.charCodeAt(0) < 0x100 ? "\\x" + ch.charCodeAt(0).toString(16).padStart(2, "0")
+                                : "\\u" + ch.charCodeAt(0).toString(16).padStart(4, "0")));
+    const chars = Array.from(text), n = DATA.label_chars, head = Math.floor((n - 1) / 2);
+    const base = chars.length <= n ? text :
       chars.slice(0, head).join("") + "\u2026" + chars.slice(chars.length - (n - 1 - head)).join("");
+    let drawn = base;
+    for (let k = 2; taken.has(drawn); k++) drawn = `${base} #${k}`;
+    taken.add(drawn); of.set(name, drawn);
+    return drawn;
   }
   function section(id, title, help) {
     const s = el("section", {id: id});
@@ -273,7 +286,7 @@
         axes(svg, box, {scale: (v) => v, ticks: []}, ys, "prompt", m.label);
         rows.forEach((r, i) => {
           const e = r.est[m.column]; const x = box.x0 + i * bw;
-          svg.appendChild(sv("text", {x: x + bw / 2, y: box.y1 + 16, "text-anchor": "middle"}, short(r.prompt)));
+          svg.appendChild(sv("text", {x: x + bw / 2, y: box.y1 + 16, "text-anchor": "middle"}, short(r.prompt, "prompt")));
           if (!e) return;
           const bar = sv("rect", {class: "bar", x: x + bw * 0.15, width: bw * 0.7, y: ys.scale(e[0]),
                                   height: Math.max(0, box.y1 - ys.scale(e[0])), fill: PALETTE[i % PALETTE.length]});
