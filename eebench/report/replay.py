@@ -175,6 +175,9 @@ def step_texts(results: Results, episodes: dict[str, np.ndarray] | None = None
     texts: dict[str, dict[str, list[str | None]]] = {}
     unreadable = 0
     for file, entries in wanted.items():
+        if file == "-":   # graded from standard input (`grade -`): gone; reading it would read the report's own
+            unreadable += 1   # standard input (a terminal's: waited for forever)
+            continue
         lines = {line for line, _ in entries}
         try:
             for record in read_raw_records(_where_graded(file, results.db)):

@@ -249,6 +249,19 @@ def test_a_log_graded_by_a_relative_path_is_read_back_from_the_results_folder(gr
     assert texts and all(text and text["raw"] for text in texts)
 
 
+
+def test_a_log_graded_from_standard_input_is_not_read_back_from_the_reports(cli, graded: Run, tmp_path: Path) -> None:
+    """`grade -` records source_file '-': report and plot replay read their own standard input for its text
+    (in a terminal they waited for it, forever; piped, they showed whatever came)."""
+    runs = "".join((graded.runs / "noisy.jsonl").read_text().splitlines(keepends=True)[:2])
+    db = tmp_path / "stdin.duckdb"
+    cli("grade", "-", "--bench", graded.bench, "--db", db, input=runs)
+    cli("report", "--db", db, "--out", tmp_path / "r.html", input=runs)
+    page = (tmp_path / "r.html").read_text()
+    assert not any("text" in decode_block(b) for b in embedded(page, "eeb-replays"))
+    assert embedded(page, "eeb-data")["notes"][-1] == (
+        "1 trajectory file(s) could not be read back: their steps show no text")
+
 def test_node_events_worked_by_hand() -> None:
     # x: 0 1 2 3 -- B needs A; the agent starts at 3, visits B (too early), A, then B again
     world = GridDagWorld(make_instance(["...."], [3, 0], [("A", [0, 0], []), ("B", [1, 0], [["A"]])], "B"))
