@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from eebench.documents import special_file
 from eebench.errors import InputError
 from eebench.instances import Bench, InstanceLibrary
 from eebench.report.data import MAX_TEXT_CHARS, TEXT_FIELDS, Results
@@ -175,12 +176,15 @@ def step_texts(results: Results, episodes: dict[str, np.ndarray] | None = None
     texts: dict[str, dict[str, list[str | None]]] = {}
     unreadable = 0
     for file, entries in wanted.items():
-        if file == "-":   # graded from standard input (`grade -`): gone; reading it would read the report's own
-            unreadable += 1   # standard input (a terminal's: waited for forever)
+        path = _where_graded(file, results.db)
+        # graded from standard input or a pipe (`grade -`, `grade <(...)`): gone; reading it would read the
+        # report's own standard input, or wait for a writer (a terminal's, a pipe's: forever)
+        if file == "-" or special_file(Path(path)):
+            unreadable += 1
             continue
         lines = {line for line, _ in entries}
         try:
-            for record in read_raw_records(_where_graded(file, results.db)):
+            for record in read_raw_records(path):
                 if record.line not in lines:
                     continue
                 raw = record.value

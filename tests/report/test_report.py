@@ -261,6 +261,24 @@ def test_a_log_graded_from_standard_input_is_not_read_back_from_the_reports(cli,
     assert not any("text" in decode_block(b) for b in embedded(page, "eeb-replays"))
     assert embedded(page, "eeb-data")["notes"][-1] == (
         "1 trajectory file(s) could not be read back: their steps show no text")
+    # nor from a pipe (`grade /dev/stdin` piped, `grade <(...)`, a named pipe): a writer, or none ever, not the log
+    import contextlib
+    import os
+    import threading
+    fifo = tmp_path / "runs.fifo"
+    os.mkfifo(fifo)
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE trajectories SET source_file = ?", [str(fifo)])
+    def write() -> None:
+        with contextlib.suppress(BrokenPipeError):
+            fifo.write_text(runs)
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    cli("report", "--db", db, "--out", tmp_path / "r.html")
+    os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))   # (lets a writer that no report read go)
+    writer.join(10)
+    page = (tmp_path / "r.html").read_text()
+    assert not any("text" in decode_block(b) for b in embedded(page, "eeb-replays"))
 
 def test_node_events_worked_by_hand() -> None:
     # x: 0 1 2 3 -- B needs A; the agent starts at 3, visits B (too early), A, then B again
