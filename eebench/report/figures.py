@@ -173,10 +173,11 @@ def _prompts(results: Results, args: dict[str, Any]) -> Figure:
 
 
 def _rooms_replay(doc: dict[str, Any], inst: dict[str, Any] | None, k: int) -> Figure:
-    """A rooms trajectory: rooms and doors, the path between rooms by episode; returns and gaps per episode."""
+    """A rooms trajectory: rooms and doors, the path between rooms by episode; returns, gaps and coverage per
+    episode (the page's charts)."""
     n = len(doc["x"])
-    rows = 3 if doc.get("ecc") else 2
-    figure = plt.figure(figsize=(WIDTH_INCHES, 5.2 if rows == 2 else 6.4), layout="constrained")
+    rows = 4 if doc.get("ecc") else 3
+    figure = plt.figure(figsize=(WIDTH_INCHES, 6.4 if rows == 3 else 7.6), layout="constrained")
     grid = figure.add_gridspec(rows, 2, width_ratios=[1.1, 1])
     ax = figure.add_subplot(grid[:, 0])
     if inst is not None:
@@ -229,14 +230,17 @@ def _rooms_replay(doc: dict[str, Any], inst: dict[str, Any] | None, k: int) -> F
                                 ("exploit_gap", PALETTE[1], "o:")):
         gaps.plot(episodes, col(name), style, color=colour, label=name.replace("_", " "))
     gaps.set_ylabel("gap (normalised by R_max)")
-    gaps.set_xlabel("episode")
     gaps.legend(fontsize=8, frameon=False)
-    gaps.xaxis.get_major_locator().set_params(integer=True)
+    coverage = figure.add_subplot(grid[2, 1], sharex=returns)
+    coverage.plot(episodes, col("coverage"), "o-", color=PALETTE[2])
+    coverage.set_ylabel("coverage")
+    coverage.set_xlabel("episode")
+    coverage.xaxis.get_major_locator().set_params(integer=True)
     if k:
-        for chart in (returns, gaps):
+        for chart in (returns, gaps, coverage):
             chart.axvline(doc["episode"][k - 1] + 1, color="black", ls=":", lw=1)
-    if rows == 3:   # ECC is per step, not per episode: an axis of its own
-        ecc = _ecc_chart(figure, grid[2, 1], None, doc["ecc"])
+    if rows == 4:   # ECC is per step, not per episode: an axis of its own
+        ecc = _ecc_chart(figure, grid[3, 1], None, doc["ecc"])
         ecc.set_xlabel("step")
         ecc.axvline(k, color="black", ls=":", lw=1)
     return figure

@@ -292,3 +292,22 @@ def test_the_text_of_a_step_is_of_that_graded_step_when_a_logged_episode_has_ign
     page = write_report(db, tmp_path / "r.html", bench=tmp_path / "bench").path.read_text()
     doc = decode_block(embedded(page, "eeb-replays")[0])
     assert doc["text"]["observation"] == [f"graded {a}" for a in doc["action"]]
+
+
+def test_plot_replay_of_a_rooms_world_draws_the_coverage_of_each_episode_as_the_page_does(
+        graded_rooms: tuple[Path, Path]) -> None:
+    """The README: a rooms replay shows returns, gaps and coverage per episode, `plot replay` the same. The
+    image had returns and gaps, no coverage."""
+    import matplotlib.pyplot as plt
+
+    from eebench.report.figures import KINDS
+
+    bench, db = graded_rooms
+    tid = _sql(db, "SELECT trajectory_id FROM trajectories ORDER BY n_steps DESC LIMIT 1")[0][0]
+    coverage = [c for (c,) in _sql(db, f"SELECT coverage FROM episodes WHERE trajectory_id = '{tid}' ORDER BY episode")]
+    figure = KINDS["replay"](load_results(db, f"trajectory_id = '{tid}'"),
+                             {"bench": bench, "step": None, "seed": 0, "model": None})
+    (ax,) = [ax for ax in figure.axes if ax.get_ylabel().startswith("coverage")]
+    (line,) = ax.get_lines()[:1]
+    assert list(line.get_ydata()) == pytest.approx(coverage) and list(line.get_xdata()) == list(range(1, 4))
+    plt.close(figure)
