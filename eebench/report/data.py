@@ -364,10 +364,12 @@ def load_results(db: Path | str, where: str | None = None) -> Results:
         meta = dict(con.execute("SELECT key, value FROM meta").fetchall()) if "meta" in columns else {}
         refuse_newer_schema(path, meta.get("schema_version"), "reads")
         have = columns["trajectories"]
-        needed = [c for c in ("trajectory_id", "instance_id", "success", "n_steps") if c not in have]
-        if needed:
-            raise InputError.at(str(path), f"table trajectories has no column {', '.join(needed)}; "
-                                           "is it an eebench results file?")
+        for table, wanted in (("trajectories", ("trajectory_id", "instance_id", "success", "n_steps")),
+                              ("steps", ("trajectory_id", "t"))):   # (the columns every replay's query needs)
+            needed = [c for c in wanted if c not in columns[table]]
+            if needed:
+                raise InputError.at(str(path), f"table {table} has no column {', '.join(needed)}; "
+                                               "is it an eebench results file?")
         metric_cols = [m.column for m in METRICS if m.column in have]
         select = [f"{c}" if c in have else f"NULL AS {c}" for c in TRAJECTORY_FIELDS if c not in metric_cols]
         select += [f"{c}::DOUBLE AS {c}" for c in metric_cols]
@@ -381,6 +383,8 @@ def load_results(db: Path | str, where: str | None = None) -> Results:
                                   + (f" WHERE ({where})" if where else "")).fetchone()[0]
                       if "graded_at" in have else None)
         except duckdb.Error as exc:   # (with DuckDB's hints: `Candidate bindings: "model"`)
+            if not where:   # the file's own columns, of types eebench does not write
+                raise InputError.at(str(path), f"cannot be read as a results file: {duckdb_message(exc)}") from None
             raise InputError(f"--where {where!r}: {duckdb_message(exc)}") from None
     finally:
         con.close()

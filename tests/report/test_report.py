@@ -376,6 +376,32 @@ def test_missing_and_foreign_files_are_bad_input(tmp_path: Path) -> None:
         load_results(text)
 
 
+
+@pytest.mark.parametrize("command", [["report"], ["plot", "replay"]])
+def test_a_file_of_another_tools_tables_of_the_same_names_is_one_line(cli, tmp_path: Path, command: list[str]
+                                                                      ) -> None:
+    """Tables `trajectories` and `steps` of other columns: a traceback (`SELECT  FROM steps`, no columns), or
+    DuckDB's conversion error blamed on `--where None`, a --where never given."""
+    db = tmp_path / "other.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.execute("CREATE TABLE trajectories (trajectory_id VARCHAR, instance_id VARCHAR, success BOOLEAN, "
+                    "n_steps INTEGER)")
+        con.execute("INSERT INTO trajectories VALUES ('x', 'i', true, 2)")
+        con.execute("CREATE TABLE steps (step_no INTEGER, text VARCHAR)")
+    out = tmp_path / ("r.html" if command == ["report"] else "r.png")
+    r = cli(*command, "--db", db, "--out", out, code=2)
+    assert r.stderr == (f"error: {db}: table steps has no column trajectory_id, t; is it an eebench results "
+                        "file?\n")
+    with duckdb.connect(str(db)) as con:
+        con.execute("DROP TABLE steps")
+        con.execute("CREATE TABLE steps (trajectory_id VARCHAR, t INTEGER)")
+        con.execute("ALTER TABLE trajectories ALTER success TYPE VARCHAR")
+        con.execute("UPDATE trajectories SET success = 'yes'")
+    r = cli(*command, "--db", db, "--out", out, code=2)
+    assert r.stderr.startswith(f"error: {db}: cannot be read as a results file: Conversion Error: ") and \
+        r.stderr.count("\n") == 1
+    assert not out.exists()
+
 @pytest.mark.parametrize("command", ["report", "plot"])
 def test_a_results_file_of_a_newer_schema_is_refused(cli, graded: Run, tmp_path: Path, command: str) -> None:
     """Its tables may mean what this eebench cannot know: refused as `grade` refuses to write into it (report and
