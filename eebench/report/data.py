@@ -365,8 +365,9 @@ def load_results(db: Path | str, where: str | None = None) -> Results:
         refuse_newer_schema(path, meta.get("schema_version"), "reads")
         have = columns["trajectories"]
         for table, wanted in (("trajectories", ("trajectory_id", "instance_id", "success", "n_steps")),
-                              ("steps", ("trajectory_id", "t"))):   # (the columns every replay's query needs)
-            needed = [c for c in wanted if c not in columns[table]]
+                              ("steps", ("trajectory_id", "t")),   # (the columns the queries below order by)
+                              ("episodes", ("trajectory_id", "episode"))):   # (a table of older files' absence)
+            needed = [c for c in wanted if c not in columns.get(table, wanted)]
             if needed:
                 raise InputError.at(str(path), f"table {table} has no column {', '.join(needed)}; "
                                                "is it an eebench results file?")

@@ -400,6 +400,13 @@ def test_a_file_of_another_tools_tables_of_the_same_names_is_one_line(cli, tmp_p
     r = cli(*command, "--db", db, "--out", out, code=2)
     assert r.stderr.startswith(f"error: {db}: cannot be read as a results file: Conversion Error: ") and \
         r.stderr.count("\n") == 1
+    with duckdb.connect(str(db)) as con:   # an episodes table of its own (Binder Error, a traceback)
+        con.execute("DROP TABLE trajectories")
+        con.execute("CREATE TABLE trajectories AS SELECT 'x' AS trajectory_id, 'i' AS instance_id, true AS success, "
+                    "2 AS n_steps")
+        con.execute("CREATE TABLE episodes (trajectory_id VARCHAR, reward DOUBLE)")
+    r = cli(*command, "--db", db, "--out", out, code=2)
+    assert r.stderr == f"error: {db}: table episodes has no column episode; is it an eebench results file?\n"
     assert not out.exists()
 
 @pytest.mark.parametrize("command", ["report", "plot"])
