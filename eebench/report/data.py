@@ -366,7 +366,7 @@ def load_results(db: Path | str, where: str | None = None) -> Results:
         have = columns["trajectories"]
         for table, wanted in (("trajectories", ("trajectory_id", "instance_id", "success", "n_steps")),
                               ("steps", ("trajectory_id", "t")),   # (the columns the queries below order by)
-                              ("episodes", ("trajectory_id", "episode"))):   # (a table of older files' absence)
+                              ("episodes", ("trajectory_id", "episode"))):   # (when there: older files have none)
             needed = [c for c in wanted if c not in columns.get(table, wanted)]
             if needed:
                 raise InputError.at(str(path), f"table {table} has no column {', '.join(needed)}; "

@@ -152,7 +152,7 @@ def _graded_log_steps(steps: list[Any], episodes: np.ndarray | None) -> list[Any
     episode, the steps after the world ended one left out: the first m of each episode are kept, m its graded
     steps (the steps table's `episode`), so that the text of graded step k is that step's. Otherwise the graded
     steps are the log's first ones (the ignored come after the goal, the budget or the last episode)."""
-    if episodes is None or not all(isinstance(s, dict) and "episode" in s for s in steps):
+    if episodes is None or not all(isinstance(s, dict) and type(s.get("episode")) is int for s in steps):
         return steps
     left = Counter(np.asarray(episodes).tolist())
     kept = []
