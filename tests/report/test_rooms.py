@@ -311,3 +311,15 @@ def test_plot_replay_of_a_rooms_world_draws_the_coverage_of_each_episode_as_the_
     (line,) = ax.get_lines()[:1]
     assert list(line.get_ydata()) == pytest.approx(coverage) and list(line.get_xdata()) == list(range(1, 4))
     plt.close(figure)
+
+
+def test_a_log_whose_episodes_are_no_longer_integers_keeps_its_first_steps_as_the_graded_ones() -> None:
+    """A log edited after grading (an episode a list) raised a TypeError that ended the whole report."""
+    import numpy as np
+
+    from eebench.report.replay import _graded_log_steps
+
+    steps = [{"action": "a", "episode": 0}, {"action": "b", "episode": [1]}]
+    assert _graded_log_steps(steps, np.array([0, 1])) == steps
+    assert _graded_log_steps([{"episode": 0}, {"episode": 0}, {"episode": 1}], np.array([0, 1])) == [
+        {"episode": 0}, {"episode": 1}]
