@@ -182,3 +182,16 @@ def test_truncated_and_non_utf8_documents(agent_logs: Path, tmp_path: Path) -> N
     cut, latin = damaged(agent_logs / TERMINUS, tmp_path, b'"step_id": 3', (b"Hello, world!", b"H\xe9llo"))
     assert_refused(cut, tmp_path / "out.jsonl", r":39: truncated JSON", instance="x", env="logged")
     assert_refused(latin, tmp_path / "out.jsonl", r":\d+: not UTF-8 text \(byte 0xe9\)", instance="x", env="logged")
+
+
+def test_call_ids_of_the_wrong_type_are_located_not_a_traceback(tmp_path: Path) -> None:
+    # a list or an object as an id ended in "TypeError: unhashable type" while joining results to calls
+    call = {"tool_call_id": ["c1"], "function_name": "bash", "arguments": {"cmd": "ls"}}
+    log = write_json(tmp_path / "call.json", atif([{"source": "agent", "tool_calls": [call]}]))
+    assert_refused(log, tmp_path / "out.jsonl", r": record 0: steps\[0\]: expected each tool call's tool_call_id to "
+                   r"be a string, found a list", instance="x", env="logged")
+    step = {"source": "agent", "tool_calls": [{**call, "tool_call_id": "c1"}],
+            "observation": {"results": [{"source_call_id": {"id": "c1"}, "content": "a.txt"}]}}
+    log = write_json(tmp_path / "result.json", atif([step]))
+    assert_refused(log, tmp_path / "out.jsonl", r": record 0: steps\[0\]: expected observation.results' "
+                   r"source_call_id to be a string, found a mapping", instance="x", env="logged")

@@ -120,6 +120,10 @@ def _agent_steps(step: Mapping[str, Any]) -> list[LoggedStep] | str | tuple[str,
     wrong = next((c for c in calls if not isinstance(c.get("function_name"), str)), None)
     if wrong is not None:   # (a list or a boolean there was written as its Python repr)
         return f"expected each tool call's function_name to be a string, found {json_type(wrong.get('function_name'))}"
+    # ids join results to calls: a list or an object there ended in a TypeError (unhashable) while joining
+    wrong = next((c for c in calls if not isinstance(c.get("tool_call_id"), (str, type(None)))), None)
+    if wrong is not None:
+        return f"expected each tool call's tool_call_id to be a string, found {json_type(wrong.get('tool_call_id'))}"
     # (each was dropped unread when of another type: the step lost its text, reasoning or observation)
     for name, kinds, expected in (("message", (str, list), "a string or a list of parts"),
                                   ("reasoning_content", (str,), "a string"), ("observation", (Mapping,), "an object"),
@@ -134,6 +138,9 @@ def _agent_steps(step: Mapping[str, Any]) -> list[LoggedStep] | str | tuple[str,
         if not isinstance(result, Mapping) or not isinstance(result.get("content"), (str, list, type(None))):
             found = json_type(result.get("content")) if isinstance(result, Mapping) else json_type(result)
             return f"expected observation.results to be objects with a text content, found {found}"
+        if not isinstance(result.get("source_call_id"), (str, type(None))):
+            return ("expected observation.results' source_call_id to be a string, found "
+                    f"{json_type(result.get('source_call_id'))}")
     results = results or []
     message = text_of(step.get("message"))
     reasoning = step.get("reasoning_content") if isinstance(step.get("reasoning_content"), str) else None
