@@ -31,11 +31,11 @@ from eebench.adapters.actions import VOCABULARIES, ActionReader, render_call
 from eebench.adapters.base import HEAD_BYTES, Adapter, Episode, LoggedStep, bad_record, dig
 from eebench.adapters.records import dumps_line, is_json_lines
 from eebench.adapters.registry import claiming, detect, get_adapter
-from eebench.documents import atomic_file, json_type, open_input, read_position, read_stdin_once
+from eebench.documents import atomic_file, found, json_type, open_input, read_position, read_stdin_once
 from eebench.errors import EebenchError, InputError, Problem, did_you_mean, near_path, one_of
 from eebench.instances import InstanceLibrary
 from eebench.pieces import Span, line_spans, resolve_workers
-from eebench.trajectories import AGENT_LABELS
+from eebench.trajectories import AGENT_LABELS, usage_bound
 
 if TYPE_CHECKING:   # (the worker processes' modules, 40 ms, are imported when a file is cut into pieces)
     import multiprocessing.context
@@ -720,6 +720,8 @@ def to_trajectory(episode: Episode, adapter: Adapter, path: Path, options: Conve
         steps, unreadable = episode.step_documents(reader)
     else:
         steps, unreadable = step_documents(episode.steps, reader)
+    if "latency_ms" not in adapter.never_carries:
+        _check_latencies(steps, episode, name)
     agent = {label: value for label in AGENT_LABELS
              if (value := options.labels.get(label) or placed.labels.get(label) or episode.agent.get(label))
              is not None}
@@ -737,6 +739,19 @@ def to_trajectory(episode: Episode, adapter: Adapter, path: Path, options: Conve
     if episode.meta:
         trajectory["meta"] = episode.meta
     return trajectory
+
+
+def _check_latencies(steps: list[dict[str, Any]], episode: Episode, name: str) -> None:
+    """Refuse a step latency beyond the trajectory schema's bounds (a log's clock gone wrong: 1e13 s of execution
+    time, a span ending in another millennium): written, it made a file that `validate` and `grade` refuse."""
+    lowest, highest = 0, usage_bound("latency_ms")
+    for i, step in enumerate(steps):
+        latency = step.get("latency_ms")
+        if latency is not None and not lowest <= latency <= highest:
+            raise bad_record(name, f"expected a latency of at most 10^15 ms (the trajectory schema's bound), "
+                                   f"{found(latency)}" if latency > highest else
+                                   f"expected a latency >= 0 ms, {found(latency)}",
+                             line=episode.line, record=episode.record, field=f"steps[{i}].latency_ms")
 
 
 def _relabel(document: dict[str, Any], episode: Episode, path: Path, name: str,

@@ -448,3 +448,23 @@ def test_progress_moves_as_one_file_is_read(tmp_path: Path) -> None:
 def test_a_chat_log_that_mentions_mini_swe_agent_is_still_a_chat_log(tmp_path: Path) -> None:
     source = write_jsonl(tmp_path / "chat.jsonl", [chat_episode("t", ['import "minisweagent.agents" fails'])])
     assert detect(source).name == "openai-chat"
+
+
+def test_a_latency_beyond_the_schema_is_refused_not_written_for_validate_to_refuse(agent_logs: Path,
+                                                                                  tmp_path: Path) -> None:
+    # an execution_time of 1e13 s (1e16 ms) or a span whose clock runs past the bound was written, and the output
+    # then failed `validate` and `grade` (steps[0].latency_ms: expected a number <= 10^15)
+    traj = json.loads((agent_logs / "swe_agent/6e44b9__sweagenttestrepo-1c2844.traj").read_text("utf-8"))
+    traj["trajectory"][1]["execution_time"] = 1e13
+    log = write_json(tmp_path / "slow.traj", traj)
+    with pytest.raises(InputError, match=re.escape(str(log)) + r": record 0: steps\[1\]\.latency_ms: expected a "
+                       r"latency of at most 10\^15 ms \(the trajectory schema's bound\), found a number 1e\+16"):
+        convert(log, tmp_path / "out.jsonl")
+    assert not (tmp_path / "out.jsonl").exists()
+    trace = json.loads((agent_logs / "otel_genai/any-agent_OPENAI_trace.json").read_text("utf-8"))
+    trace["spans"][0]["end_time"] = 2 ** 70
+    log = write_json(tmp_path / "trace.json", trace)
+    with pytest.raises(InputError, match=re.escape(str(log)) + r".*steps\[0\]\.latency_ms: expected a latency of at "
+                       r"most 10\^15 ms"):
+        convert(log, tmp_path / "out.jsonl")
+    assert not (tmp_path / "out.jsonl").exists()
