@@ -257,8 +257,8 @@ def loads_json(data: bytes | str) -> Any:
         value = _DECODER.decode(text)
     except RecursionError:  # cannot happen below MAX_DEPTH; kept so no depth ever ends in a traceback
         raise JsonLimitError(too_deep_message(), text) from None
-    except json.JSONDecodeError:  # JsonLimitError too, from the hooks
-        raise
+    except json.JSONDecodeError as exc:  # JsonLimitError too, from the hooks
+        raise _at_content_end(exc) from None
     except ValueError as exc:  # Python's int-string limit
         if "digits" not in str(exc):
             raise
@@ -268,6 +268,16 @@ def loads_json(data: bytes | str) -> Any:
         if problem:
             raise JsonLimitError(problem, text)
     return value
+
+
+def _at_content_end(exc: json.JSONDecodeError) -> json.JSONDecodeError:
+    """A syntax error at the end of text that ends in a line end (a file cut off after a line: `head -n 20 log.json`,
+    a line of JSON Lines), placed at the end of its last line: the standard library puts it on a line after the
+    last, one the file does not have (`log.json:21`, column 1, of a 20-line file)."""
+    doc = exc.doc
+    if isinstance(exc, JsonLimitError) or not isinstance(doc, str) or exc.pos < len(doc) or not doc.endswith("\n"):
+        return exc
+    return json.JSONDecodeError(exc.msg, doc, len(doc) - 1 - doc.endswith("\r\n"))
 
 
 def tree_problem(value: Any) -> str | None:

@@ -468,3 +468,19 @@ def test_a_latency_beyond_the_schema_is_refused_not_written_for_validate_to_refu
                        r"most 10\^15 ms"):
         convert(log, tmp_path / "out.jsonl")
     assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_log_cut_after_a_line_end_is_located_on_its_last_line(cli, agent_logs: Path, tmp_path: Path) -> None:
+    # `head -n 20 log.json` ends in a line end: the error was put on line 21, column 1, of a 20-line file
+    source = tmp_path / "head.json"
+    lines = (agent_logs / "atif/openhands__hello-world.trajectory.json").read_text("utf-8").splitlines(True)[:20]
+    source.write_text("".join(lines))
+    for fmt in ("auto", "atif"):
+        result = cli("convert", source, "--from", fmt, "--out", tmp_path / "o.jsonl", code=2)
+        assert result.stderr == f"error: {source}:20: truncated JSON (column {len(lines[-1])})\n"
+    # a line of JSON Lines missing its last brace: the column is where it ends, not 1
+    source = tmp_path / "chat.jsonl"
+    source.write_text('{"messages": [{"role": "user", "content": "go"}]}\n{"messages": []\n')
+    result = cli("convert", source, "--from", "openai-chat", "--out", tmp_path / "o.jsonl", code=2)
+    assert result.stderr == f"error: {source}:2: malformed JSON: Expecting ',' delimiter (column 16)\n"
+    assert not (tmp_path / "o.jsonl").exists()
