@@ -324,7 +324,10 @@ def _stdin_spooled(inputs: Sequence[Path]) -> Iterator[tuple[list[Path], dict[Pa
 
 def _suffix_for(head: bytes) -> str:
     """`.jsonl` for JSON lines (an object per line, more than one), `.json` for one JSON document (a single line
-    too: some formats are read from .json only), `.txt` for anything else."""
+    too: some formats are read from .json only), `.eval` for a zip (the one archive an adapter reads: inspect's
+    logs, which it knows by that ending), `.txt` for anything else."""
+    if head.startswith(b"PK\x03\x04"):
+        return ".eval"
     text = head.lstrip()
     if text[:1] == b"[":
         return ".json"

@@ -253,7 +253,17 @@ def test_grade_on_a_text_log_suggests_convert_at_its_first_line_only(cli, tmp_pa
 @pytest.mark.parametrize(("head", "suffix"), [
     (b'{"a": 1}\n{"a": 2}\n', ".jsonl"), (b'{"a": 1}\n', ".json"), (b'{\n  "a": 1\n}\n', ".json"),
     (b'  [{"role": "user"}]', ".json"), (b"Thought: hm\nAction: up\n", ".txt"), (b"", ".txt"),
+    (b"PK\x03\x04\x14\x00", ".eval"),
 ])
 def test_standard_input_is_named_by_its_content(head: bytes, suffix: str) -> None:
     from eebench.adapters.convert import _suffix_for
     assert _suffix_for(head) == suffix
+
+
+def test_an_inspect_eval_archive_on_standard_input_is_detected(cli, agent_logs: Path) -> None:
+    # a zip on standard input was named `.txt`, so `--from auto` said no adapter recognizes it
+    log = (agent_logs / "inspect_ai/log_message_deduplication.eval").read_bytes()
+    result = cli("convert", "-", "--out", "-", input=log)
+    [trajectory] = [json.loads(line) for line in result.stdout.splitlines()]
+    assert trajectory["source"]["format"] == "inspect" and trajectory["source"]["file"] == "-"
+    assert len(trajectory["steps"]) == 6
