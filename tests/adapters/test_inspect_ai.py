@@ -184,6 +184,15 @@ def test_a_model_graded_scorers_call_is_no_turns_in_a_log_without_message_ids(tm
         ("left", 53, 46, 1250.0, "2024-11-05T13:32:17-05:00")
 
 
+@pytest.mark.parametrize("span_id", [["s1"], {"id": "s1"}])
+def test_a_span_id_of_the_wrong_type_is_located_not_a_traceback(tmp_path: Path, span_id: Any) -> None:
+    # a list or an object as a span's id ended in "TypeError: unhashable type" while scorer spans were followed
+    events = [{"event": "span_begin", "id": "s1", "type": "solvers"}, SOLVER_CALL, {"event": "span_end", "id": span_id}]
+    log = write_json(tmp_path / "span.json", _log_without_message_ids(events))
+    assert_refused(log, tmp_path / "out.jsonl", r": record samples\[0\]: events\[2\]\.id: expected a span id "
+                   r"\(a string\), found a (list|mapping)")
+
+
 @pytest.mark.parametrize("part, reasoning", [
     ({"type": "reasoning", "reasoning": "The door is north.", "redacted": False}, "The door is north."),
     ({"type": "reasoning", "reasoning": "EncryptedBlobAAAA==", "redacted": True}, None),

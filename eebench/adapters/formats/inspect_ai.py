@@ -105,6 +105,8 @@ class InspectAdapter(Adapter):
         if not isinstance(events, list):
             return bad(f"expected a list of events, found {json_type(events)}", "events")
         model_events = _solver_model_events(events)
+        if isinstance(model_events, tuple):
+            return bad(model_events[1], model_events[0])
         messages = sample.get("messages")
         if messages is not None and not isinstance(messages, list):
             return bad(f"expected a list of messages, found {json_type(messages)}", "messages")
@@ -189,16 +191,20 @@ def _transcript_from_events(model_events: list[Mapping[str, Any]], events: list[
 SCORING = ("scorer", "scorers")   # the type of a step (older logs) or span (newer) that scores the sample
 
 
-def _solver_model_events(events: list[Any]) -> list[Mapping[str, Any]]:
+def _solver_model_events(events: list[Any]) -> list[Mapping[str, Any]] | tuple[str, str]:
     """The sample's `model` events made while it was solved: those within a scorer's step or span (a
-    model-graded scorer's call) made no turn of the transcript."""
+    model-graded scorer's call) made no turn of the transcript. Or (field, what was expected and found) for a span
+    id that cannot be one."""
     made: list[Mapping[str, Any]] = []
     scoring = 0              # scorer steps begun and not ended (older logs)
     spans: set[Any] = set()  # scorer spans open (newer logs)
-    for event in events:
+    for i, event in enumerate(events):
         if not isinstance(event, Mapping):
             continue
         kind = event.get("event")
+        if kind in ("span_begin", "span_end") and not isinstance(event.get("id"), (str, int, type(None))):
+            # (a list or an object there ended in a TypeError, unhashable, as the span was looked up)
+            return f"events[{i}].id", f"expected a span id (a string), found {json_type(event.get('id'))}"
         if kind == "model" and not scoring and not spans:
             made.append(event)
         elif kind == "step" and event.get("type") in SCORING:
