@@ -483,3 +483,22 @@ def test_a_null_count_is_no_count_and_a_whole_number_is_a_count(agent_logs: Path
     log = write_json(tmp_path / "mini.json", document)
     [run] = convert(log, tmp_path / "out.jsonl", fmt="mini-swe-agent")
     assert "tokens_in" not in run["steps"][0] and run["steps"][0]["tokens_out"] == 69
+
+
+@pytest.mark.parametrize("fmt, source, where, value, said", [
+    ("harbor-traces", "atif/terminus-2__hello-world-invalid-json.traces.json", (3, "task"), {"zz": 1},
+     "record 3: task: expected a string or an integer, found a mapping"),
+    ("openai-responses", "openai_responses/nemo-gym_grl_sokoban_example_rollouts.jsonl", (0, "_ng_task_index"), ["zz"],
+     "1: _ng_task_index: expected a string or an integer, found a list"),
+    ("swe-agent", "swe_agent/6e44b9__sweagenttestrepo-1c2844.traj", ("replay_config", "problem_statement", "id"),
+     ["zz"], "record 0: replay_config.problem_statement.id: expected a string or an integer, found a list"),
+    ("inspect", "inspect_ai/2025-05-12T20-27-36-04-00_browser.trimmed.json", ("eval", "task"), True,
+     "record samples[0]: eval.task: expected a string or an integer, found a boolean"),
+    ("langsmith", "langsmith/langsmith_py_wrap_openai_reasoning.json", ("post", 0, "reference_example_id"), 7,
+     "record 0: post[0].reference_example_id: expected a string, found an integer"),
+])
+def test_what_names_the_instance_is_refused_not_dropped_when_of_the_wrong_type(
+        cli, agent_logs: Path, tmp_path: Path, fmt: str, source: str, where: tuple, value: Any, said: str) -> None:
+    """Each of these was dropped unread in a run that succeeded: the trajectory's instance became the file's name
+    (or the response's id named the trajectory), as if the log had named no task."""
+    _refused_with_one_value_changed(cli, agent_logs, tmp_path, fmt, source, where, value, said)

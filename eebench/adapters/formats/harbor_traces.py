@@ -60,11 +60,14 @@ class HarborTracesAdapter(Adapter):
         shape = messages_problem(messages, "conversations")
         if shape is not None:
             return bad_item(path, item, shape[1], shape[0])
+        task = element.get("task")
+        if task is not None and as_label(task) is None:   # (it names the instance: it was dropped unread)
+            return bad_item(path, item, f"expected a string or an integer, found {json_type(task)}", "task")
         steps = chat_steps(messages)   # (an inline <think> block is the step's reasoning: chat's rule)
         run, trial = _trial(element) or ("", "")
         fields = {k: element.get(k) for k in _FIELDS}
         return Episode(id=f"{run}/{trial}", record=item.index, line=item.line, steps=steps,
-                       task=element["task"] if isinstance(element.get("task"), str) else None, fields=element,
+                       task=as_label(task), fields=element,
                        agent={"name": _str(element.get("agent")), "model": _str(element.get("model"))},
                        meta={k: v for k, v in scalars(fields).items() if v is not None})
 

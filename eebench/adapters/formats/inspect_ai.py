@@ -132,9 +132,11 @@ class InspectAdapter(Adapter):
                 return bad(f"expected a string or an integer, found {json_type(value)}", name)
         run = next((spec[k] for k in ("eval_id", "run_id") if isinstance(spec.get(k), str)), path.stem)
         task = spec.get("task")
+        if task is not None and as_label(task) is None:   # (it names the instance: the file's name stood in, silently)
+            return bad(f"expected a string or an integer, found {json_type(task)}", "eval.task")
         return Episode(
             id=f"{run}/{sample_id}/epoch-{epoch}", record=record, steps=[s for _, steps in turns for s in steps],
-            task=f"{task}/{sample_id}" if isinstance(task, str) else None, fields=sample,
+            task=f"{as_label(task)}/{sample_id}" if task is not None else None, fields=sample,
             agent={"model": spec.get("model") if isinstance(spec.get("model"), str) else None,
                    "name": spec.get("solver") if isinstance(spec.get("solver"), str) else None,
                    "harness": "inspect_ai"},

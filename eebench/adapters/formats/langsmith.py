@@ -90,7 +90,8 @@ def _runs(path: Path, group: list[JsonRecord]) -> list[Mapping[str, Any]] | Inpu
                 for member, at in _flattened(run, where or "run"):
                     if not isinstance(member.get("id"), str):
                         return bad(f"expected a run `id` string, found {json_type(member.get('id'))}", at)
-                    for name in ("trace_id", "name"):   # (they name the trajectory and the tool: a repr would)
+                    # (they name the trajectory, the tool and the instance: a repr would, or it was dropped unread)
+                    for name in ("trace_id", "name", "reference_example_id"):
                         if member.get(name) is not None and not isinstance(member[name], str):
                             return bad(f"expected a string, found {json_type(member[name])}", f"{at}.{name}")
                     merged = runs.setdefault(member["id"], {})

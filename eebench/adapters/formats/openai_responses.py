@@ -84,7 +84,9 @@ class OpenAIResponsesAdapter(Adapter):
             if problem is not None:   # (a count of another type was no total, silently)
                 return bad(problem, ("response." if "response" in record else "") + f"usage.{key}")
         task = record.get("_ng_task_index")
-        task = str(task) if isinstance(task, int) and not isinstance(task, bool) else None
+        if task is not None and as_label(task) is None:   # (it names the instance: it was dropped unread)
+            return bad(f"expected a string or an integer, found {json_type(task)}", "_ng_task_index")
+        task = as_label(task)
         if task is not None:   # NeMo Gym numbers tasks and rollouts within the file
             rollout = as_label(record.get("_ng_rollout_index"))
             if rollout is None:

@@ -17,7 +17,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from eebench.adapters.base import Adapter, Episode, LoggedStep, as_int, bad_record, count_problem, dig, number
+from eebench.adapters.base import (Adapter, Episode, LoggedStep, as_int, as_label, bad_record, count_problem, dig,
+                                   number)
 from eebench.adapters.records import head_value, json_document, object_with_list
 from eebench.documents import json_type, loads_json
 from eebench.errors import InputError
@@ -70,6 +71,9 @@ def _episode(path: Path, document: Mapping[str, Any], attempt: int | None = None
         except ValueError:
             replay = None
     task = dig(replay, "problem_statement.id")
+    if task is not None and as_label(task) is None:   # (it names the instance: the file's name stood in, silently)
+        raise bad_record(path, f"expected a string or an integer, found {json_type(task)}", record=0,
+                         field=f"{at}replay_config.problem_statement.id")
     model = dig(replay, "agent.model.name")
     info = document.get("info") if isinstance(document.get("info"), Mapping) else {}
     stats = info.get("model_stats") if isinstance(info.get("model_stats"), Mapping) else {}
@@ -90,7 +94,7 @@ def _episode(path: Path, document: Mapping[str, Any], attempt: int | None = None
         if isinstance(best, int) and not isinstance(best, bool):
             meta["best_attempt"] = attempt == best
     return Episode(id=path.stem if attempt is None else f"{path.stem}/attempt-{attempt}", record=0, steps=steps,
-                   task=task if isinstance(task, str) else path.stem,
+                   task=as_label(task) or path.stem,
                    fields=document, agent={"model": model if isinstance(model, str) else None, "harness": "swe-agent"},
                    meta=meta)
 
