@@ -3,6 +3,7 @@ source_call_id), on hand-made steps (parallel calls, timestamps), and on bad inp
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -195,3 +196,14 @@ def test_call_ids_of_the_wrong_type_are_located_not_a_traceback(tmp_path: Path) 
     log = write_json(tmp_path / "result.json", atif([step]))
     assert_refused(log, tmp_path / "out.jsonl", r": record 0: steps\[0\]: expected observation.results' "
                    r"source_call_id to be a string, found a mapping", instance="x", env="logged")
+
+
+def test_token_totals_of_the_wrong_type_are_refused_as_step_counts_are(agent_logs: Path, tmp_path: Path) -> None:
+    # final_metrics' totals were copied into meta as they were: a string, a negative, a boolean count
+    document = json.loads((agent_logs / OPENHANDS).read_text("utf-8"))
+    for key, value, found in (("total_prompt_tokens", "220", 'a string "220"'), ("total_completion_tokens", -1,
+                              "an integer -1"), ("total_cached_tokens", True, "a boolean true")):
+        broken = {**document, "final_metrics": {**document["final_metrics"], key: value}}
+        log = write_json(tmp_path / f"{key}.trajectory.json", broken)
+        assert_refused(log, tmp_path / "out.jsonl", rf": record 0: final_metrics\.{key}: expected a token count "
+                       rf"\(an integer >= 0\), found {found}")

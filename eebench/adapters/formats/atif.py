@@ -97,6 +97,11 @@ class AtifAdapter(Adapter):
             if isinstance(made, tuple):   # (a field of the step, what was expected and found)
                 return bad(made[1], f"steps[{i}].{made[0]}")
             steps.extend(made)
+        final = doc.get("final_metrics") if isinstance(doc.get("final_metrics"), Mapping) else {}
+        for key in ("total_prompt_tokens", "total_completion_tokens", "total_cached_tokens"):
+            problem = count_problem(final.get(key))   # (a total of another type was copied into meta as it was)
+            if problem is not None:
+                return bad(problem, f"final_metrics.{key}")
         agent = doc.get("agent") if isinstance(doc.get("agent"), Mapping) else {}
         model = agent.get("model_name") or next((s.get("model_name") for s in raw_steps
                                                  if isinstance(s.get("model_name"), str)), None)
