@@ -46,7 +46,7 @@ _STEP_TYPES = frozenset({dict})
 _ACTION_TYPES = frozenset({str, type(None)})
 _ACTION = itemgetter("action")
 _SHA256 = re.compile("[0-9a-f]{64}")
-_CONVERT_HINT = " (an agent's log? `eebench convert` makes trajectories from it)"
+CONVERT_HINT = " (an agent's log? `eebench convert` makes trajectories from it)"
 
 
 class Record(NamedTuple):
@@ -153,7 +153,7 @@ def parse_record(record: Record, *, compact: bool = False) -> Record:
         # a first line that is not JSON: a log, not trajectories (JSON refused for its content, or a byte order
         # mark, is not that)
         log = record.index == 0 and not isinstance(exc, JsonLimitError) and not record.value.startswith(BOM)
-        hint = _CONVERT_HINT if log else ""
+        hint = CONVERT_HINT if log else ""
         raise InputError.at(record.file, json_problem(exc) + hint, line=record.line) from None
 
 
@@ -185,10 +185,10 @@ def check_trajectory(record: Record) -> dict[str, Any]:
         return InputError(Problem(file, line, field, message))
 
     if not isinstance(doc, dict):
-        raise fail(None, f"expected a {KIND} record, found {json_type(doc)}{_CONVERT_HINT}")
+        raise fail(None, f"expected a {KIND} record, found {json_type(doc)}{CONVERT_HINT}")
     if doc.get("eebench") is None:
         found = "missing" if "eebench" not in doc else "null"
-        raise fail("eebench", f"{found}; expected a {KIND} record{_CONVERT_HINT}")
+        raise fail("eebench", f"{found}; expected a {KIND} record{CONVERT_HINT}")
     if doc.get("eebench") != KIND:
         kind, version = document_kind(doc, file, line=line)
         found = f"{kind}/{version}"

@@ -484,3 +484,14 @@ def test_a_log_cut_after_a_line_end_is_located_on_its_last_line(cli, agent_logs:
     result = cli("convert", source, "--from", "openai-chat", "--out", tmp_path / "o.jsonl", code=2)
     assert result.stderr == f"error: {source}:2: malformed JSON: Expecting ',' delimiter (column 16)\n"
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_a_log_record_among_trajectories_does_not_tell_the_user_to_run_convert(cli, tmp_path: Path) -> None:
+    # convert itself said "(an agent's log? `eebench convert` makes trajectories from it)", grade's hint
+    source = tmp_path / "mixed.jsonl"
+    source.write_text(json.dumps({"messages": [{"role": "assistant", "content": "up"}]}) + "\n" +
+                      json.dumps({"eebench": "trajectory/1", "id": "a", "instance": INSTANCE, "steps": []}) + "\n")
+    result = cli("convert", source, "--out", tmp_path / "o.jsonl", code=2)
+    assert result.stderr == (f"error: {source}:1: eebench: missing; expected a trajectory/1 record (a log of another "
+                             "format mixed in? each file is read in one format: name it with --from)\n")
+    assert not (tmp_path / "o.jsonl").exists()

@@ -8,8 +8,11 @@ from pathlib import Path
 from eebench.adapters.base import Adapter, Episode
 from eebench.adapters.records import JsonRecord, json_records
 from eebench.documents import schema_problems
-from eebench.errors import InputError
-from eebench.trajectories import Record, check_trajectory
+from eebench.errors import InputError, Problem
+from eebench.trajectories import CONVERT_HINT, Record, check_trajectory
+
+# what a record that is no trajectory is, read by convert: grade's hint (run convert) would send the user in a circle
+_MIXED_HINT = " (a log of another format mixed in? each file is read in one format: name it with --from)"
 
 
 class CanonicalAdapter(Adapter):
@@ -34,7 +37,8 @@ class CanonicalAdapter(Adapter):
         try:
             doc = check_trajectory(record)
         except InputError as exc:
-            return exc
+            return InputError([p._replace(message=p.message.replace(CONVERT_HINT, _MIXED_HINT))
+                               if isinstance(p, Problem) else p for p in exc.problems])
         problems = schema_problems(doc, "trajectory", str(path), line=item.line)
         if problems:
             return InputError(problems)
