@@ -204,6 +204,7 @@ def convert_files(inputs: Sequence[Path], fmt: str, out: Path, options: ConvertO
     seen: dict[str, str] = {}
     with _stdin_spooled(inputs) as (inputs, shown), contextlib.ExitStack() as stack:
         plan = _plan(inputs, fmt, report, shown)
+        _refuse_writing_over_an_input(out, [path for path, _ in plan])
         report.files = len(plan)
         pool = _Pool(stack, resolve_workers(workers))
         with _output(out) as handle:
@@ -228,6 +229,16 @@ def convert_files(inputs: Sequence[Path], fmt: str, out: Path, options: ConvertO
                 raise InputError([*report.skipped, "nothing was converted: every episode was skipped (listed "
                                                    "above); nothing was written"])
     return report
+
+
+def _refuse_writing_over_an_input(out: Path, inputs: Sequence[Path]) -> None:
+    """An --out that is one of the files read: the log would be replaced by its trajectories (and a folder's
+    earlier output read again as a log)."""
+    for path in inputs if str(out) != "-" else ():
+        with contextlib.suppress(OSError):   # (a missing --out: nothing to lose)
+            if os.path.samefile(path, out):
+                raise InputError.at(str(out), "is one of the inputs (it would be replaced by their trajectories); "
+                                              "choose another --out")
 
 
 class Converted(NamedTuple):

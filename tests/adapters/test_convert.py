@@ -331,6 +331,18 @@ def test_a_failed_convert_keeps_the_previous_output(cli, tmp_path: Path) -> None
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.jsonl", "out.jsonl"]  # no temporary file left
 
 
+def test_an_out_that_is_an_input_is_refused_and_the_log_kept(cli, tmp_path: Path) -> None:
+    log = tmp_path / "logs" / "chat.jsonl"
+    log.parent.mkdir()
+    log.write_text('{"messages": [{"role": "assistant", "content": "up"}]}\n')
+    before = log.read_bytes()
+    for given in (log, log.parent):   # the log itself, or a folder that holds it (an earlier run's output, say)
+        done = cli("convert", given, "--from", "openai-chat", "--out", log, code=2)
+        assert done.stderr == (f"error: {log}: is one of the inputs (it would be replaced by their trajectories); "
+                               "choose another --out\n")
+        assert log.read_bytes() == before and sorted(p.name for p in log.parent.iterdir()) == ["chat.jsonl"]
+
+
 def test_formats_lists_every_adapter_with_what_it_never_carries(cli) -> None:
     listing = json.loads(cli("formats", "--format", "json").stdout)
     names = [row["name"] for row in listing["formats"]]
