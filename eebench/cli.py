@@ -1139,7 +1139,7 @@ def plot(kind: str, db: Path, out: Path, where: str | None, trajectory: str | No
 @click.option("--bench", type=_BENCH, multiple=True, callback=_one_bench, cls=_OneBenchOption,
               help="The instances the logs were played in (a folder or a bundle, as for `grade --bench`): each "
                    "trajectory's instance must be one of them, and its sha256 is recorded.")
-@click.option("--instance", metavar="ID", help="Every episode was played in this instance (e.g. "
+@click.option("--instance", metavar="ID", type=_Text(), help="Every episode was played in this instance (e.g. "
               "park2026-main/low-small/seed-0).")
 @click.option("--instance-field", metavar="PATH", help="Or: each record names its instance in this field, a dotted "
               "path such as task_id or metadata.instance.")
@@ -1157,7 +1157,7 @@ def plot(kind: str, db: Path, out: Path, where: str | None, trajectory: str | No
               help="How actions read: grid moves (North, 'move up', UP -> up), room-world objects ('<red ball>'), "
                    "or text as written. Default: the words of the instance's world kind (grid when unknown), text for "
                    "logged.")
-@click.option("--action-regex", metavar="REGEX",
+@click.option("--action-regex", metavar="REGEX", type=_Text(),
               help="For unusual harnesses: tried before the built-in rules, the action is this pattern's group "
                    "'action' (or group 1) in the model's text, last match wins, e.g. 'MOVE=(\\w+)'.")
 @click.option("--agent-name", help="Agent label for every trajectory (wins over the log's).")

@@ -714,7 +714,11 @@ def test_an_error_line_is_bounded_and_keeps_its_ends(cli: Any) -> None:
                                   # options too: `play --out ''` renamed its temporary file onto the current folder
                                   ["play", "park2026-pasta", "--agent", "random", "--out", ""],
                                   ["convert", "x.jsonl", "--out", ""], ["query", "SELECT 1", "--db", ""],
-                                  ["generate", "park2026-pasta", "--out", ""]])
+                                  ["generate", "park2026-pasta", "--out", ""],
+                                  # `convert --instance ''` read the instance from the file's name, and
+                                  # `--action-regex ''` was no pattern, without a word
+                                  ["convert", "x.jsonl", "--instance", "", "--out", "x.jsonl"],
+                                  ["convert", "x.jsonl", "--action-regex", "", "--out", "x.jsonl"]])
 def test_an_empty_argument_is_refused_not_read_as_the_current_folder(cli: Any, args: list[str]) -> None:
     # Path("") is the current folder: `show ""` showed every instance below it
     failed = cli(*args, code=2)
