@@ -197,7 +197,7 @@ def test_a_folder_with_a_malformed_instance_file_is_refused_as_the_cli_does(tmp_
         printed = cli("show", folder, code=2).stderr.strip()
         with pytest.raises(eebench.InputError) as caught:
             eebench.load(folder)
-        assert printed == f"error: {caught.value}" and f"{folder / 'x.json'}:2: malformed JSON" in printed
+        assert printed == f"error: {caught.value}" and f"{folder / 'x.json'}:1: malformed JSON" in printed
 
 
 def test_grading_against_loaded_bundle_records_the_bundle(main_bundle: Path) -> None:
