@@ -32,6 +32,20 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def json_keys(columns: Sequence[str]) -> list[str]:
+    """The columns as keys of one JSON object: a name given again gets `_1` (`_2`, ... if that is taken), as DuckDB
+    names repeats in a subquery; one key per name would keep only the last of the values (a join of steps and
+    trajectories has two `ecc`)."""
+    keys: list[str] = []
+    for name in columns:
+        key, n = name, 0
+        while key in keys:
+            n += 1
+            key = f"{name}_{n}"
+        keys.append(key)
+    return keys
+
+
 def _csv_field(value: Any) -> Any:
     """A CSV field: NULL empty, booleans as SQL and DuckDB's CSV write them (`true`, `false`)."""
     if value is None:
@@ -72,7 +86,8 @@ def _escape(code: int) -> str:
 
 def format_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str) -> str:
     if fmt == "json":
-        return json.dumps([{c: _plain(v) for c, v in zip(columns, row)} for row in rows], indent=2,
+        keys = json_keys(columns)
+        return json.dumps([{c: _plain(v) for c, v in zip(keys, row)} for row in rows], indent=2,
                           ensure_ascii=False, default=_json_default)
     if fmt == "csv":
         buffer = io.StringIO()
@@ -130,9 +145,10 @@ def stream_rows(columns: Sequence[str], batches: Iterable[Sequence[Sequence[Any]
         return
     if fmt == "json":
         opened = False
+        keys = json_keys(columns)
         for batch in chain([first], batches):
             for row in batch:
-                item = json.dumps([{c: _plain(v) for c, v in zip(columns, row)}], indent=2, ensure_ascii=False,
+                item = json.dumps([{c: _plain(v) for c, v in zip(keys, row)}], indent=2, ensure_ascii=False,
                                   default=_json_default)
                 yield ("[\n" if not opened else ",\n") + item[2:-2]
                 opened = True

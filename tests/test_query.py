@@ -212,6 +212,24 @@ def test_csv_writes_booleans_as_sql_does(cli, db: Path) -> None:
         {"yes": True, "no": False, "unknown": None, "text": "x"}]
 
 
+def test_json_keeps_every_value_of_columns_of_one_name(cli, db: Path) -> None:
+    """steps and trajectories share column names (ecc, explore_error, ...): a join of both gave a JSON object whose
+    repeated key kept only the last value, the others lost without a word. Repeats are named as DuckDB names them
+    in a subquery."""
+    sql = ("SELECT s.explore_error, t.explore_error, t.trajectory_id AS explore_error_1, s.t FROM steps s "
+           "JOIN trajectories t USING (trajectory_id) WHERE t.trajectory_id = 'b' ORDER BY s.t LIMIT 1")
+    assert json.loads(cli("query", sql, "--db", db, "--format", "json").stdout) == [
+        {"explore_error": 1, "explore_error_1": 0.5, "explore_error_1_1": "b", "t": 0}]
+    # as DuckDB names them, and csv and the table keep the names as given
+    assert [d[0] for d in duckdb.sql(f"SELECT * FROM (SELECT 1 AS explore_error, 2 AS explore_error, "
+                                     "3 AS explore_error_1, 4 AS t)").description] == \
+        ["explore_error", "explore_error_1", "explore_error_1_1", "t"]
+    assert cli("query", sql, "--db", db, "--format", "csv").stdout.startswith(
+        "explore_error,explore_error,explore_error_1,t\n")
+    assert "".join(stream_rows(["a", "a"], [[(1, 2)], [(3, 4)]], "json")) == format_rows(["a", "a"], [(1, 2), (3, 4)],
+                                                                                         "json") + "\n"
+
+
 def test_csv_and_json_keep_control_characters_and_a_table_shows_them_escaped(cli, db: Path) -> None:
     """click dropped the ANSI codes of a value when the output was no terminal (a pipe, a file): csv lost them, and
     a table on a terminal let a label drive it."""
