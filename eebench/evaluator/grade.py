@@ -410,7 +410,7 @@ def grade_files(files: Sequence[Path], bench: Bench | None, db: Path, *, skip_in
             report.trajectories, report.steps = store.staged_trajectories(), store.staged_steps()
             if not report.trajectories:  # one rule with convert: a run that graded nothing is a mistake
                 raise InputError([*report.skipped, NOTHING_GRADED])
-            report.coverage_notes = _coverage_notes(store, checkpoints, graded_at)
+            report.coverage_notes = _coverage_notes(store, checkpoints)
             store.name_sources(source_names or {})
             with CommitGate() as gate:
                 report.replaced = store.commit(gate)
@@ -459,8 +459,7 @@ def _check_unique(store: ResultStore, report: GradeReport, skip_invalid: bool) -
 NEVER_HIT_SHOWN = 8  # checkpoint ids named in the note; the query it prints lists them all
 
 
-def _coverage_notes(store: ResultStore, checkpoints: CheckpointLibrary | None, graded_at: dt.datetime
-                    ) -> list[str]:
+def _coverage_notes(store: ResultStore, checkpoints: CheckpointLibrary | None) -> list[str]:
     """What coverage must not leave silently at zero: given sets that matched no graded trajectory, and
     checkpoints that no graded trajectory hit."""
     notes = []
@@ -476,9 +475,6 @@ def _coverage_notes(store: ResultStore, checkpoints: CheckpointLibrary | None, g
         more = f" and {len(never) - NEVER_HIT_SHOWN} more" if len(never) > NEVER_HIT_SHOWN else ""
         shown = ", ".join(map(quote, never[:NEVER_HIT_SHOWN])) + more
         were = "checkpoint was" if len(never) == 1 else "checkpoints were"
-        # the query names this run (its graded_at): the file may hold other runs, whose checkpoint ids (the same
-        # `cell:1,0` or `room:R0-0` in another instance) would be listed, or counted as hit, with this run's
         notes.append(f"{len(never)} {were} hit by no graded trajectory: {shown} (all: SELECT checkpoint_id "
-                     f"FROM checkpoints JOIN trajectories USING (trajectory_id) WHERE graded_at = '{graded_at}' "
-                     "GROUP BY ALL HAVING count(hit_after_steps) = 0 ORDER BY 1)")
+                     "FROM checkpoints GROUP BY ALL HAVING count(hit_after_steps) = 0)")
     return notes
