@@ -47,11 +47,14 @@ def json_keys(columns: Sequence[str]) -> list[str]:
 
 
 def _csv_field(value: Any) -> Any:
-    """A CSV field: NULL empty, booleans as SQL and DuckDB's CSV write them (`true`, `false`)."""
+    """A CSV field: NULL empty, booleans as SQL and DuckDB's CSV write them (`true`, `false`), NaN and the
+    infinities as it writes them too (`nan`, `inf`, `-inf`): JSON's null for them would read as a NULL here."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float):
+        return value
     return _plain(value)
 
 

@@ -230,6 +230,16 @@ def test_json_keeps_every_value_of_columns_of_one_name(cli, db: Path) -> None:
                                                                                          "json") + "\n"
 
 
+def test_csv_keeps_nan_and_the_infinities_apart_from_null(cli, db: Path) -> None:
+    """A rate of 0 / 0 in SQL is NaN (explore_errors / exploit_steps where both are 0): csv wrote it as an empty
+    field, a NULL's, while the table showed nan and DuckDB's own CSV (eebench export) writes nan and inf."""
+    sql = "SELECT 0 / 0 AS rate, 1 / 0 AS up, -1 / 0 AS down, NULL::DOUBLE AS missing, 0.5 AS half"
+    assert cli("query", sql, "--db", db, "--format", "csv").stdout == "rate,up,down,missing,half\nnan,inf,-inf,,0.5\n"
+    # strict JSON has no NaN nor infinity: null there, as the README says
+    assert json.loads(cli("query", sql, "--db", db, "--format", "json").stdout) == [
+        {"rate": None, "up": None, "down": None, "missing": None, "half": 0.5}]
+
+
 def test_csv_and_json_keep_control_characters_and_a_table_shows_them_escaped(cli, db: Path) -> None:
     """click dropped the ANSI codes of a value when the output was no terminal (a pipe, a file): csv lost them, and
     a table on a terminal let a label drive it."""
