@@ -874,6 +874,9 @@ def _grade_ray(files: tuple[str, ...], bench: Path | None, checkpoints: Any, ski
             " (Parquet partitions); a local grade writes into --db FILE" if parquet_out is not None else ""))
     if parquet_out is None:
         raise click.UsageError("--engine ray writes Parquet partitions: give --out DIR (then `eebench ingest DIR`)")
+    if address is not None and cpus is not None:   # (Ray joins the cluster with its own CPUs: --cpus did nothing)
+        raise click.UsageError("--cpus sizes the local Ray started without --address; a cluster at --address "
+                               "grades on its own CPUs: give one of them")
     with open_bench(bench) if bench is not None else contextlib.nullcontext() as opened:
         report = grade_ray(list(files), opened, parquet_out, address=address, skip_invalid=skip_invalid,
                            num_cpus=cpus, checkpoints=checkpoints)

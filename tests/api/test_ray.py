@@ -240,6 +240,17 @@ def test_engine_options_go_together(main_bundle: Path, tmp_path: Path, cli) -> N
             assert done.stderr.startswith(f"error: Invalid value for '{option}'") and "an empty value" in done.stderr
 
 
+def test_cpus_beside_an_address_is_refused_not_ignored(main_bundle: Path, tmp_path: Path, cli) -> None:
+    # --cpus sizes a local Ray; beside --address Ray joined the cluster and the CPUs asked for were silently dropped
+    shard = tmp_path / "x.jsonl"
+    shard.write_text('{"eebench": "trajectory/1", "id": "x", "instance": "nope", "steps": []}\n')
+    done = cli("grade", shard, "--bench", main_bundle, "--engine", "ray", "--address", "127.0.0.1:1", "--cpus", "2",
+               "--out", tmp_path / "o", code=2)
+    assert done.stderr == ("error: --cpus sizes the local Ray started without --address; a cluster at --address "
+                           "grades on its own CPUs: give one of them; see `eebench grade --help`\n")
+    assert not (tmp_path / "o").exists()
+
+
 def test_without_ray_the_engine_says_how_to_install(main_bundle: Path, tmp_path: Path) -> None:
     shard = tmp_path / "x.jsonl"
     shard.write_text('{"eebench": "trajectory/1", "id": "x", "instance": "nope", "steps": []}\n')
