@@ -645,13 +645,13 @@ class Instances(NamedTuple):
 
 
 @contextlib.contextmanager
-def open_instances(target: str, seeds: list[int] | None = None) -> Iterator[Instances]:
+def open_instances(target: str, seeds: list[int] | None = None, option: str = "--seeds") -> Iterator[Instances]:
     """The instances `show` and `play` act on, from whatever names them, in a stable order.
 
     `target` is an instance file; a folder of instances; a bundle (folder, manifest.json, .tar.gz or .zip),
     verified first as `grade --bench` does; a suite or generator spec file; the name of a shipped suite or
-    preset, generated as `eebench generate` would (presets at `seeds`, default [0]); or the name of a hand-made
-    instance (`eebench list`).
+    preset, generated as `eebench generate` would (presets at `seeds`, default [0], given as `option`); or the name
+    of a hand-made instance (`eebench list`).
     """
     path = Path(target)
     if path.is_file() and path.name == INDEX_FILE:  # the listing `eebench generate` writes: its folder
@@ -661,7 +661,7 @@ def open_instances(target: str, seeds: list[int] | None = None) -> Iterator[Inst
     shipped = None if path.exists() else shipped_instance(target)   # an id of a shipped suite's, as eebench.load
     if shipped is not None:
         if seeds:
-            raise InputError(f"{target}: --seeds picks the seeds of presets; an instance has its own")
+            raise InputError(f"{target}: {option} picks the seeds of presets; an instance has its own")
         yield Instances(1, iter([shipped]))
         return
     if not path.exists() and ("/" in target or os.sep in target or archive_suffix(path)
@@ -675,12 +675,12 @@ def open_instances(target: str, seeds: list[int] | None = None) -> Iterator[Inst
         raise InputError.at(target, "expected an instance, suite or generator document (or a folder or bundle of "
                                     f"instances), found {found[0]}/{found[1]}", field="eebench")
     if not path.exists() or (found is not None and found[0] != "instance"):
-        suite = resolve_spec(target, seeds)   # a name, or a suite or generator file
+        suite = resolve_spec(target, seeds, option)   # a name, or a suite or generator file
         yield Instances(len(suite), (LoadedInstance(i, sha256_hex(i.to_document()), f"{target} ({i.id})", kind_of(i))
                                      for i in suite.instances()))
         return
     if seeds:
-        raise InputError(f"{target}: --seeds picks the seeds of presets; an instance, folder or bundle has its own")
+        raise InputError(f"{target}: {option} picks the seeds of presets; an instance, folder or bundle has its own")
     if document:
         yield Instances(1, iter([load_instance(path)]))
         return

@@ -643,7 +643,7 @@ def play(target: str, agent: str, seeds: str | None, seed: int | None, instance_
     agent_seeds = _parse_seeds(seeds) or [seed or 0]
     played = steps = 0
     to_stdout = str(out) == "-"
-    with open_instances(target, _parse_seeds(instance_seeds, "--instance-seeds")) as instances, \
+    with open_instances(target, _parse_seeds(instance_seeds, "--instance-seeds"), "--instance-seeds") as instances, \
             (contextlib.nullcontext(sys.stdout) if to_stdout else atomic_file(out)) as handle, \
             _progress(instances.count, f"playing {agent}") as update:
         for loaded in instances.each:

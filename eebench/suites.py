@@ -300,19 +300,20 @@ def presets_suite(presets: dict[str, Preset], seeds: list[int], file: str | None
                  defined=frozenset(presets) if file is not None else frozenset())
 
 
-def resolve_spec(spec: str, seeds: list[int] | None = None) -> Suite:
-    """A suite from a file path or a shipped name (suite or preset); presets are generated at `seeds` ([0])."""
+def resolve_spec(spec: str, seeds: list[int] | None = None, option: str = "--seeds") -> Suite:
+    """A suite from a file path or a shipped name (suite or preset); presets are generated at `seeds` ([0]), which
+    the command took as `option` (play's are --instance-seeds: its --seeds are the agent's)."""
     path = Path(spec)
     if path.is_file():
         kind, version = document_kind(load_document(path), spec)
         if kind == "suite":
-            _no_seeds(seeds, spec)
+            _no_seeds(seeds, spec, option)
             return load_suite(path)
         if kind == "generator":
             return presets_suite(load_presets(path), seeds or [0], spec)
         raise InputError.at(spec, f"expected a suite or generator spec, found {kind}/{version}", field="eebench")
     if spec in shipped_suites():
-        _no_seeds(seeds, spec)
+        _no_seeds(seeds, spec, option)
         return load_suite(shipped_suites()[spec])
     if spec in shipped_presets():
         return presets_suite({spec: shipped_presets()[spec]}, seeds or [0])
@@ -321,6 +322,6 @@ def resolve_spec(spec: str, seeds: list[int] | None = None) -> Suite:
                      "(`eebench list` shows them)")
 
 
-def _no_seeds(seeds: list[int] | None, spec: str) -> None:
+def _no_seeds(seeds: list[int] | None, spec: str, option: str) -> None:
     if seeds:
-        raise InputError(f"{spec}: a suite lists its own seeds; --seeds is for presets")
+        raise InputError(f"{spec}: a suite lists its own seeds; {option} is for presets")

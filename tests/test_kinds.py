@@ -195,6 +195,20 @@ def test_seeds_are_for_presets_only(cli: Any, tmp_path: Path) -> None:
                   "park2026-pasta: a suite lists its own seeds; --seeds is for presets")
 
 
+def test_play_names_its_instance_seeds_not_its_agent_seeds(cli: Any, tmp_path: Path) -> None:
+    # play's --seeds are the agent's: the refusals of --instance-seeds named --seeds, the option that was fine
+    file = write_json(tmp_path / "t.json", instance_doc(["..."], [0, 0], [("G", [2, 0], [])], "G"))
+    out = tmp_path / "r.jsonl"
+    assert_errors(cli("play", "park2026-pasta", "--agent", "random", "--instance-seeds", "1", "--out", out, code=None),
+                  "park2026-pasta: a suite lists its own seeds; --instance-seeds is for presets")
+    assert_errors(cli("play", file, "--agent", "random", "--instance-seeds", "1", "--out", out, code=None),
+                  f"{file}: --instance-seeds picks the seeds of presets; an instance, folder or bundle has its own")
+    assert_errors(cli("play", "park2026-main/low-small/seed-0", "--agent", "random", "--instance-seeds", "1",
+                      "--out", out, code=None),
+                  "park2026-main/low-small/seed-0: --instance-seeds picks the seeds of presets; an instance has its own")
+    assert not out.exists()
+
+
 def test_an_unknown_name_suggests_a_close_one(cli: Any) -> None:
     assert_errors(cli("show", "high-smal", code=None),
                   "high-smal: no such file, shipped suite or preset (did you mean 'high-small'?) "
