@@ -555,15 +555,17 @@ def validate(files: tuple[Path, ...]) -> None:
 
     Each FILE's kind comes from its `eebench` field (instance, trajectory, generator, suite, index, manifest,
     registry, checkpoints); a .jsonl file is checked line by line, each problem located by line (a .json list: by
-    item). Trajectory ids must be unique across the files, as `grade` requires. Every problem is printed, one line
-    each; exit code 2 if any.
+    item). Trajectory ids must be unique across the files, and no file may be given twice, as `grade` requires.
+    Every problem is printed, one line each; exit code 2 if any.
 
     \b
       eebench validate main/park2026-main/low-small/seed-0.json
       eebench validate runs.jsonl my-suite.yaml
     """
+    from eebench.documents import refuse_given_twice
     from eebench.validation import validate_file
 
+    refuse_given_twice(files)   # as grade refuses it: each of its ids would be read a second time
     problems: list[Any] = []
     seen: dict[str, str] = {}   # trajectory id -> where it was first read, across the files
     for file in files:

@@ -423,6 +423,20 @@ def read_stdin_once(paths: Iterable[Path | str]) -> None:
         raise InputError("`-` (standard input) is given more than once")
 
 
+def refuse_given_twice(paths: Iterable[Path | str]) -> None:
+    """A file named twice among the inputs (under any spelling of its path) is refused: its trajectories would be
+    read twice, each id a second time. `grade` and `validate` say so in one line, the file's; `-` is
+    read_stdin_once's."""
+    given: dict[Path, str] = {}
+    for path in paths:
+        if str(path) == "-":
+            continue
+        resolved = Path(path).resolve()
+        if resolved in given:
+            raise InputError.at(str(path), f"is given twice (also as {given[resolved]})")
+        given[resolved] = str(path)
+
+
 def open_input(path: Path) -> IO[bytes]:
     """A file the user named, opened for reading bytes; what stops it (missing, a folder, a device, no permission)
     is one line."""

@@ -43,6 +43,16 @@ def test_duplicate_ids_are_refused_as_grade_refuses_them(cli, tmp_path: Path) ->
         f"error: {listed}: [1].id: trajectory id 'x' was already read at {listed} [0]; ids must be unique\n")
 
 
+def test_a_file_given_twice_is_refused_as_grade_refuses_it(cli, tmp_path: Path) -> None:
+    # every id of it was read twice, yet validate said ok twice (the second reading was taken for the first)
+    file = write_jsonl(tmp_path / "t.jsonl", [trajectory("a"), trajectory("b")])
+    (tmp_path / "sub").mkdir()
+    again = tmp_path / "sub" / ".." / "t.jsonl"   # the same file under another spelling
+    result = cli("validate", file, again, code=2)
+    assert result.stderr == f"error: {again}: is given twice (also as {file})\n" and result.stdout == ""
+    assert cli("grade", file, again, "--db", tmp_path / "r.duckdb", code=2).stderr == result.stderr
+
+
 def test_unique_ids_pass(cli, tmp_path: Path) -> None:
     file = write_jsonl(tmp_path / "t.jsonl", [trajectory(str(i)) for i in range(3)])
     assert cli("validate", file).stdout == f"ok {file}: 3 trajectory/1 records\n"

@@ -24,7 +24,7 @@ import numpy as np
 
 from eebench import __version__
 from eebench.checkpoints import CheckpointLibrary
-from eebench.documents import read_stdin_once, special_file
+from eebench.documents import read_stdin_once, refuse_given_twice, special_file
 from eebench.errors import InputError, Problem, near_path, quote
 from eebench.evaluator.coverage import LOGGED, LoggedInstance
 from eebench.evaluator.families import (MetricFamily, StepColumns, StepWindows, Trajectory, families_for, joined_steps,
@@ -379,16 +379,12 @@ def grade_files(files: Sequence[Path], bench: Bench | None, db: Path, *, skip_in
     its path, for a temporary file of the caller's.
     """
     read_stdin_once(files)   # (the second `-` would read a closed stream)
-    given: dict[Path, Path] = {}
     for path in files:
         if _streamed(path):
             continue
         if not Path(path).is_file():  # a folder or a device (/dev/zero) is not read
             raise InputError.at(str(path), "is not a file" if Path(path).exists() else f"no such file{near_path(path)}")
-        resolved = Path(path).resolve()
-        if resolved in given:
-            raise InputError.at(str(path), f"is given twice (also as {given[resolved]})")
-        given[resolved] = Path(path)
+    refuse_given_twice(p for p in files if not _streamed(p))
     started = time.perf_counter()
     graded_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     grader = Grader(bench, graded_at, checkpoints=checkpoints)  # a bad bench folder fails before the db is touched
