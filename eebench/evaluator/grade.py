@@ -393,6 +393,7 @@ def grade_files(files: Sequence[Path], bench: Bench | None, db: Path, *, skip_in
     if workers > 1 and (any(map(_streamed, files)) or not _worth_workers(files)):
         workers = 1  # standard input or a pipe, or too little input to pay for the workers' start: this process
     with quick_switches():
+        held_results = Path(db).exists()   # then this run's rows join others: the notes' query must pick its own
         store = ResultStore(db)
         try:
             if workers > 1:
@@ -406,7 +407,7 @@ def grade_files(files: Sequence[Path], bench: Bench | None, db: Path, *, skip_in
             report.trajectories, report.steps = store.staged_trajectories(), store.staged_steps()
             if not report.trajectories:  # one rule with convert: a run that graded nothing is a mistake
                 raise InputError([*report.skipped, NOTHING_GRADED])
-            report.coverage_notes = _coverage_notes(store, checkpoints)
+            report.coverage_notes = _coverage_notes(store, checkpoints, graded_at if held_results else None)
             store.name_sources(source_names or {})
             with CommitGate() as gate:
                 report.replaced = store.commit(gate)
@@ -455,9 +456,12 @@ def _check_unique(store: ResultStore, report: GradeReport, skip_invalid: bool) -
 NEVER_HIT_SHOWN = 8  # checkpoint ids named in the note; the query it prints lists them all
 
 
-def _coverage_notes(store: ResultStore, checkpoints: CheckpointLibrary | None) -> list[str]:
+def _coverage_notes(store: ResultStore, checkpoints: CheckpointLibrary | None,
+                    graded_at: dt.datetime | None = None) -> list[str]:
     """What coverage must not leave silently at zero: given sets that matched no graded trajectory, and
-    checkpoints that no graded trajectory hit."""
+    checkpoints that no graded trajectory hit. `graded_at`: this run's, when the results file holds earlier runs
+    too; the query that lists the checkpoints then reads this run's trajectories only (over the whole file it
+    listed those no trajectory of any run hit, another list)."""
     notes = []
     instances = store.staged_instance_ids()
     for checkpoint_set in checkpoints.given if checkpoints is not None else ():
@@ -471,6 +475,8 @@ def _coverage_notes(store: ResultStore, checkpoints: CheckpointLibrary | None) -
         more = f" and {len(never) - NEVER_HIT_SHOWN} more" if len(never) > NEVER_HIT_SHOWN else ""
         shown = ", ".join(map(quote, never[:NEVER_HIT_SHOWN])) + more
         were = "checkpoint was" if len(never) == 1 else "checkpoints were"
+        run = "" if graded_at is None else (" WHERE trajectory_id IN (SELECT trajectory_id FROM trajectories WHERE "
+                                            f"graded_at = TIMESTAMP '{graded_at}')")
         notes.append(f"{len(never)} {were} hit by no graded trajectory: {shown} (all: SELECT checkpoint_id "
-                     "FROM checkpoints GROUP BY ALL HAVING count(hit_after_steps) = 0)")
+                     f"FROM checkpoints{run} GROUP BY ALL HAVING count(hit_after_steps) = 0)")
     return notes

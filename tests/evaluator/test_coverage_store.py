@@ -4,6 +4,7 @@ results file, the summary notes, logged trajectories without a bench, and the sc
 from __future__ import annotations
 
 import gzip
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,23 @@ def logged(traj_id: str, rooms: list[str], phases: list[str | None] | None = Non
             "agent": {"name": "llm", "model": "m1", "prompt": "base"},
             "steps": [{"action": "go", "observation": f"-= {room} =-", **({"phase": p} if p else {})}
                       for room, p in zip(rooms, phases or [None] * len(rooms))]}
+
+
+def test_the_never_hit_query_lists_what_the_note_names_when_the_file_holds_earlier_runs(cli: Any, bench: Path,
+                                                                                         tmp_path: Path) -> None:
+    # its query read every run of the file: after a run that hit every cell, it listed nothing of this run's
+    cp = tmp_path / "cp.yaml"
+    cp.write_text(CHECKPOINTS)
+    db = tmp_path / "r.duckdb"
+    cli("grade", write_jsonl(tmp_path / "a.jsonl", [trajectory("all", SOLVE)]), "--bench", bench, "--checkpoints", cp,
+        "--db", db)
+    out = cli("grade", write_jsonl(tmp_path / "b.jsonl", [trajectory("left", ["left"] * 3)]), "--bench", bench,
+              "--checkpoints", cp, "--db", db).stdout
+    note = next(line for line in out.splitlines() if "hit by no graded trajectory" in line)
+    named, sql = note.split(": ", 2)[2].split(" (all: ")
+    assert named == "cell:4,0, cell:5,0, cell:6,0, node:G:achieved"
+    listed = json.loads(cli("query", sql.removesuffix(")"), "--db", db, "--format", "json").stdout)
+    assert sorted(row["checkpoint_id"] for row in listed) == named.split(", ")
 
 
 def test_every_world_kind_in_one_results_file(cli: Any, bench: Path, tmp_path: Path) -> None:
