@@ -262,6 +262,10 @@ META_COLUMNS = (
     Column("value", "VARCHAR NOT NULL", "Its value, as text."),
 )
 
+# A mean of a DOUBLE column is taken `ORDER BY rowid` (the order graded): a plain avg() adds the values in whatever
+# order DuckDB's threads finish their row groups, so past 122,880 rows the same results gave other last digits at
+# another thread count, and a --workers grade (another layout of the same rows) other digits than one process.
+# Integer means (success_rate, mean_steps_success, ...) are exact sums already.
 VIEWS = {
     "agent_summary": (
         "One row per agent, model, prompt, harness and metric version: episodes, success rate, mean exploration "
@@ -272,13 +276,14 @@ VIEWS = {
                count(*) AS episodes,
                count(*) FILTER (WHERE success) AS successes,
                avg(success::INTEGER) AS success_rate,
-               avg(explore_error) AS mean_explore_error,
-               avg(exploit_error) AS mean_exploit_error,
+               avg(explore_error ORDER BY rowid) AS mean_explore_error,
+               avg(exploit_error ORDER BY rowid) AS mean_exploit_error,
                sum(explore_errors) / nullif(sum(explore_steps), 0) AS pooled_explore_error,
                sum(exploit_errors) / nullif(sum(exploit_steps), 0) AS pooled_exploit_error,
                avg(n_steps) FILTER (WHERE success) AS mean_steps_success,
-               avg(n_steps::DOUBLE / optimal_steps) FILTER (WHERE success) AS mean_steps_over_optimal,
-               avg(invalid_moves::DOUBLE / nullif(n_steps, 0)) AS invalid_move_rate
+               avg(n_steps::DOUBLE / optimal_steps ORDER BY rowid) FILTER (WHERE success)
+                   AS mean_steps_over_optimal,
+               avg(invalid_moves::DOUBLE / nullif(n_steps, 0) ORDER BY rowid) AS invalid_move_rate
         FROM trajectories
         WHERE metric_version LIKE '%park/%'  -- the Park family's rows
         GROUP BY ALL
@@ -291,8 +296,8 @@ VIEWS = {
         SELECT agent_name, model, prompt, harness, metric_version, preset,
                count(*) AS episodes,
                avg(success::INTEGER) AS success_rate,
-               avg(explore_error) AS mean_explore_error,
-               avg(exploit_error) AS mean_exploit_error,
+               avg(explore_error ORDER BY rowid) AS mean_explore_error,
+               avg(exploit_error ORDER BY rowid) AS mean_exploit_error,
                avg(n_steps) FILTER (WHERE success) AS mean_steps_success
         FROM trajectories
         WHERE metric_version LIKE '%park/%'  -- the Park family's rows
@@ -322,27 +327,32 @@ VIEWS = {
         "limit (`bound_episodes`).",
         """
         WITH per_trajectory AS (
-            SELECT trajectory_id, avg(exploit_return) AS exploit_return, avg(agent_return) AS agent_return,
+            SELECT trajectory_id, avg(exploit_return ORDER BY rowid) AS exploit_return,
+                   avg(agent_return ORDER BY rowid) AS agent_return,
                    count(*) FILTER (WHERE solver_status <> 'optimal') AS bound_episodes
             FROM episodes GROUP BY trajectory_id)
         SELECT t.agent_name, t.model, t.prompt, t.harness, t.metric_version,
                count(*) AS trajectories,
                sum(t.n_episodes) AS episodes,
                count(t.total_gap_last) AS with_gaps,
-               avg(t.total_gap_last) AS total_gap_last,
-               avg(t.exploit_gap_last) AS exploit_gap_last,
-               avg(t.explore_gap_last) AS explore_gap_last,
-               avg(t.exploit_gap_last) / nullif(avg(t.total_gap_last), 0) AS exploit_share_last,
-               avg(t.explore_gap_last) / nullif(avg(t.total_gap_last), 0) AS explore_share_last,
-               avg(t.total_gap_mean) AS total_gap_mean,
-               avg(t.exploit_gap_mean) AS exploit_gap_mean,
-               avg(t.explore_gap_mean) AS explore_gap_mean,
-               avg(t.exploit_gap_mean) / nullif(avg(t.total_gap_mean), 0) AS exploit_share_mean,
-               avg(t.explore_gap_mean) / nullif(avg(t.total_gap_mean), 0) AS explore_share_mean,
-               avg(p.exploit_return) AS exploit_return,
-               avg(p.agent_return) AS agent_return,
-               avg(t.coverage) AS coverage,
-               avg(t.redundancy) AS redundancy,
+               avg(t.total_gap_last ORDER BY t.rowid) AS total_gap_last,
+               avg(t.exploit_gap_last ORDER BY t.rowid) AS exploit_gap_last,
+               avg(t.explore_gap_last ORDER BY t.rowid) AS explore_gap_last,
+               avg(t.exploit_gap_last ORDER BY t.rowid) / nullif(avg(t.total_gap_last ORDER BY t.rowid), 0)
+                   AS exploit_share_last,
+               avg(t.explore_gap_last ORDER BY t.rowid) / nullif(avg(t.total_gap_last ORDER BY t.rowid), 0)
+                   AS explore_share_last,
+               avg(t.total_gap_mean ORDER BY t.rowid) AS total_gap_mean,
+               avg(t.exploit_gap_mean ORDER BY t.rowid) AS exploit_gap_mean,
+               avg(t.explore_gap_mean ORDER BY t.rowid) AS explore_gap_mean,
+               avg(t.exploit_gap_mean ORDER BY t.rowid) / nullif(avg(t.total_gap_mean ORDER BY t.rowid), 0)
+                   AS exploit_share_mean,
+               avg(t.explore_gap_mean ORDER BY t.rowid) / nullif(avg(t.total_gap_mean ORDER BY t.rowid), 0)
+                   AS explore_share_mean,
+               avg(p.exploit_return ORDER BY t.rowid) AS exploit_return,
+               avg(p.agent_return ORDER BY t.rowid) AS agent_return,
+               avg(t.coverage ORDER BY t.rowid) AS coverage,
+               avg(t.redundancy ORDER BY t.rowid) AS redundancy,
                avg(t.sample_efficiency) AS sample_efficiency,
                count(t.sample_efficiency) AS with_sample_efficiency,
                coalesce(sum(p.bound_episodes), 0) AS bound_episodes
@@ -369,9 +379,9 @@ VIEWS = {
         SELECT agent_name, model, prompt, harness, env, coverage_version,
                count(*) AS trajectories,
                count(ecc) AS with_checkpoints,
-               avg(ecc) AS mean_ecc,
+               avg(ecc ORDER BY rowid) AS mean_ecc,
                avg(checkpoints_hit) FILTER (WHERE ecc IS NOT NULL) AS mean_checkpoints_hit,
-               avg(exploration_degree) AS mean_exploration_degree,
+               avg(exploration_degree ORDER BY rowid) AS mean_exploration_degree,
                avg(distinct_states) AS mean_distinct_states,
                avg(n_steps) AS mean_steps
         FROM trajectories

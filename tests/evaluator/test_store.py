@@ -626,3 +626,34 @@ def test_a_commit_that_raises_reopens_the_gate_for_the_work_after_it() -> None:
         assert not gate.closed and gate.late_names() == ["SIGINT"]
         with pytest.raises(KeyboardInterrupt):
             signal.raise_signal(signal.SIGINT)
+
+
+# -- the views' means: the same digits however DuckDB splits the work ---------------------------------------
+
+def test_the_summary_views_give_the_same_digits_whatever_the_threads_and_the_files_layout(cli, bench: Path,
+                                                                                      tmp_path: Path) -> None:
+    # A grade with --workers 2 of 135,000 trajectories gave another mean_explore_error (last digits) than one
+    # process over the same rows, and one results file gave other digits at other thread counts: DuckDB sums a
+    # DOUBLE column in whatever order its threads finish their row groups (122,880 rows each).
+    db = tmp_path / "r.duckdb"
+    cli("grade", write_jsonl(tmp_path / "runs.jsonl", [trajectory("a", SOLVE)]), "--bench", bench, "--db", db)
+    with duckdb.connect(str(db)) as con:   # 300,000 rows of varied doubles, half of them rooms (gaps) rows
+        doubles = ["explore_error", "exploit_error", "total_gap_last", "explore_gap_last", "exploit_gap_last",
+                   "total_gap_mean", "explore_gap_mean", "exploit_gap_mean", "coverage", "redundancy", "ecc",
+                   "exploration_degree"]
+        varied = ", ".join(f"1.0 / (i % {97 + k} + {k + 3}) AS {name}" for k, name in enumerate(doubles))
+        con.execute(f"""INSERT INTO trajectories SELECT t.* REPLACE ('t' || i AS trajectory_id, {varied},
+                            CASE WHEN i % 2 = 0 THEN 'park/1' ELSE 'gaps/2' END AS metric_version,
+                            1 + i % 7 AS optimal_steps, true AS success, 'x' AS coverage_version)
+                        FROM trajectories AS t, range(300000) AS r(i)""")
+        con.execute("""INSERT INTO episodes SELECT 't' || i, 0, 3, 1.0 / (i % 89 + 3), 1.0 / (i % 83 + 2), 1.0,
+                               0, 0, 0, 0.5, 'exhaustive', 'optimal', NULL, NULL FROM range(300000) AS r(i)""")
+
+    def views(threads: int) -> dict[str, list[tuple]]:
+        with duckdb.connect(str(db), read_only=True, config={"threads": threads}) as con:
+            return {view: con.execute(f"SELECT * FROM {view}").fetchall() for view in store.VIEWS}
+
+    one = views(1)
+    assert one["agent_summary"] and one["gaps_summary"] and one["coverage_summary"]
+    for threads in (2, 4):
+        assert views(threads) == one
