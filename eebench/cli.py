@@ -6,10 +6,12 @@ and exits with 2, without a traceback.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import dataclasses
 import errno
 import functools
+import io
 import json
 import os
 import re
@@ -1288,6 +1290,10 @@ def run() -> NoReturn:
     stopped its worker processes; what is left is Python's teardown of every module (NumPy, DuckDB, numba), which
     took 45-60 ms of a one-trajectory grade. So the output is flushed and the process ends without it. A caller
     that runs `main` itself (a test, a program of its own) keeps Python's exit."""
+    # standard output is UTF-8, as every file eebench writes (and `convert --out -`): a latin-1 locale's encoding
+    # ended `show` or `query` of a name it lacks in a traceback, and `play --out -` wrote other bytes than a file
+    if isinstance(sys.stdout, io.TextIOWrapper) and codecs.lookup(sys.stdout.encoding).name != "utf-8":
+        sys.stdout.reconfigure(encoding="utf-8", errors=sys.stdout.errors)
     try:
         main(prog_name="eebench")
         code: Any = 0

@@ -930,3 +930,32 @@ def test_review_points_of_the_close_names_and_the_bench_variable(cli: Any, tmp_p
     monkeypatch.setenv("EEBENCH_GRADE_BENCH", str(bench))
     refused = cli("grade", write_jsonl(tmp_path / "runs.jsonl", []), "--db", tmp_path / "r.duckdb", code=2).stderr
     assert "given 2 times" not in refused
+
+
+def test_standard_output_is_utf_8_whatever_the_locale_says(tmp_path: Path) -> None:
+    # Under a latin-1 locale (here its encoding, as PYTHONIOENCODING gives it where no such locale is installed),
+    # `show` and `query` of a name latin-1 lacks ended in a UnicodeEncodeError traceback, and `play --out -`
+    # wrote other bytes than `play --out FILE` (which `grade -` then read as UTF-8)
+    import subprocess
+    import sys
+
+    doc = instance_doc(["....", "...."], [0, 0], [("Su", [3, 1], []), ("ılık çay", [1, 1], [["Su"]])], "ılık çay",
+                       24, "hand/tea")
+    file = write_json(tmp_path / "t.json", doc)
+    env = {**os.environ, "PYTHONIOENCODING": "latin-1"}
+
+    def program(*args: str | Path) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "eebench", *map(str, args)], capture_output=True, env=env,
+                              cwd=tmp_path, timeout=60)
+
+    shown = program("show", file)
+    assert shown.returncode == 0, shown.stderr
+    assert "ılık çay" in shown.stdout.decode("utf-8")
+    assert program("play", file, "--agent", "frontier", "--observations", "--out", "r.jsonl").returncode == 0
+    piped = program("play", file, "--agent", "frontier", "--observations", "--out", "-")
+    assert piped.returncode == 0 and piped.stdout == (tmp_path / "r.jsonl").read_bytes()
+    assert "ılık çay".encode() in piped.stdout
+    assert program("grade", "r.jsonl", "--bench", file, "--db", "r.duckdb").returncode == 0
+    queried = program("query", "SELECT DISTINCT instance_id, 'ılık çay' AS goal FROM trajectories", "--db", "r.duckdb",
+                      "--format", "csv")
+    assert queried.returncode == 0 and queried.stdout == "instance_id,goal\nhand/tea,ılık çay\n".encode(), queried.stderr
