@@ -1291,9 +1291,12 @@ def run() -> NoReturn:
     took 45-60 ms of a one-trajectory grade. So the output is flushed and the process ends without it. A caller
     that runs `main` itself (a test, a program of its own) keeps Python's exit."""
     # standard output is UTF-8, as every file eebench writes (and `convert --out -`): a latin-1 locale's encoding
-    # ended `show` or `query` of a name it lacks in a traceback, and `play --out -` wrote other bytes than a file
-    if isinstance(sys.stdout, io.TextIOWrapper) and codecs.lookup(sys.stdout.encoding).name != "utf-8":
-        sys.stdout.reconfigure(encoding="utf-8", errors=sys.stdout.errors)
+    # ended `show` or `query` of a name it lacks in a traceback, and `play --out -` wrote other bytes than a file.
+    # A file name that is not UTF-8 is printed back as its bytes, as the C locale does (en_US.UTF-8 writes strictly:
+    # `generate --out` such a folder wrote it, then ended in a traceback)
+    if isinstance(sys.stdout, io.TextIOWrapper) and (codecs.lookup(sys.stdout.encoding).name, sys.stdout.errors) != (
+            "utf-8", "surrogateescape"):
+        sys.stdout.reconfigure(encoding="utf-8", errors="surrogateescape")
     try:
         main(prog_name="eebench")
         code: Any = 0

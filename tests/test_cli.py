@@ -959,3 +959,17 @@ def test_standard_output_is_utf_8_whatever_the_locale_says(tmp_path: Path) -> No
     queried = program("query", "SELECT DISTINCT instance_id, 'ılık çay' AS goal FROM trajectories", "--db", "r.duckdb",
                       "--format", "csv")
     assert queried.returncode == 0 and queried.stdout == "instance_id,goal\nhand/tea,ılık çay\n".encode(), queried.stderr
+
+
+def test_a_file_name_that_is_not_utf_8_is_printed_back_as_its_bytes(tmp_path: Path) -> None:
+    # a POSIX file name is bytes: `generate --out` a folder named so wrote it, then ended in a UnicodeEncodeError
+    # traceback, exit 1, under a UTF-8 locale other than C (en_US.UTF-8: Python writes its stdout strictly)
+    import subprocess
+    import sys
+
+    out = os.fsencode(tmp_path) + b"/bad\xffname"
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}   # (as en_US.UTF-8 sets it, where no such locale is installed)
+    done = subprocess.run([sys.executable, "-m", "eebench", "generate", "low-small", "--out", out],
+                          capture_output=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == b"wrote 1 instances to " + out + b"/ (listed in " + out + b"/index.json)\n"
