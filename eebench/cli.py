@@ -819,8 +819,8 @@ _RESULTS_FILE = _ResultsFile(dir_okay=False, path_type=Path)
 @click.option("--engine", default="local", show_default=True, type=_Choice(["local", "ray"]),
               help="local: this machine, into --db. ray: one Ray task per TRAJ_FILE (local paths or URIs pyarrow "
                    "reads), Parquet partitions into --out; then `eebench ingest`.")
-@click.option("--address", metavar="ADDR", type=_Text(), help="With --engine ray: a running Ray cluster (default: start a local "
-                                                "one).")
+@click.option("--address", metavar="ADDR", type=_Text(),
+              help="With --engine ray: a running Ray cluster (default: start a local one).")
 @click.option("--cpus", type=click.IntRange(min=1), help="With --engine ray and no --address: CPUs of the local Ray "
                                                         "(default: every core).")
 @click.option("--out", "-o", "parquet_out", metavar="DIR", type=_Text(),

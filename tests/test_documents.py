@@ -129,7 +129,8 @@ def test_document_kind(tag: str, kind: tuple[str, int]) -> None:
     ("Instance/1", "f:7: eebench: expected 'kind/N' (e.g. 'instance/1'), found 'Instance/1'"),
     (1, "f:7: eebench: expected 'kind/N' (e.g. 'instance/1'), found 1"),
     ("suite/0", "f:7: eebench: there is no version 0 of suite"),
-    ("suite/1\n", r"f:7: eebench: expected 'kind/N' (e.g. 'instance/1'), found 'suite/1\\n'"),   # (not taken as suite/1)
+    # (a trailing line end: not taken as suite/1)
+    ("suite/1\n", r"f:7: eebench: expected 'kind/N' (e.g. 'instance/1'), found 'suite/1\\n'"),
 ])
 def test_document_kind_refusals(tag: object, message: str) -> None:
     with pytest.raises(InputError, match=exactly(message)):
