@@ -431,7 +431,10 @@ def refuse_given_twice(paths: Iterable[Path | str]) -> None:
     for path in paths:
         if str(path) == "-":
             continue
-        resolved = Path(path).resolve()
+        try:
+            resolved = Path(path).resolve()
+        except (OSError, RuntimeError):   # a symlink loop (RuntimeError before Python 3.13): the reader refuses it
+            continue
         if resolved in given:
             raise InputError.at(str(path), f"is given twice (also as {given[resolved]})")
         given[resolved] = str(path)

@@ -53,6 +53,16 @@ def test_a_file_given_twice_is_refused_as_grade_refuses_it(cli, tmp_path: Path) 
     assert cli("grade", file, again, "--db", tmp_path / "r.duckdb", code=2).stderr == result.stderr
 
 
+def test_a_symlink_loop_among_the_files_is_one_line(cli, tmp_path: Path) -> None:
+    # resolving the paths to find one given twice raised RuntimeError (a traceback, exit 1)
+    file = write_jsonl(tmp_path / "t.jsonl", [trajectory("a")])
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    result = cli("validate", file, tmp_path / "loop1", code=2)
+    assert "Traceback" not in result.stderr and result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"error: {tmp_path / 'loop1'}: ")
+
+
 def test_unique_ids_pass(cli, tmp_path: Path) -> None:
     file = write_jsonl(tmp_path / "t.jsonl", [trajectory(str(i)) for i in range(3)])
     assert cli("validate", file).stdout == f"ok {file}: 3 trajectory/1 records\n"
