@@ -198,6 +198,8 @@ class Results:
                                                                    dtype=object)})
             cols = con.execute(f"SELECT {', '.join(wanted)} FROM episodes WHERE trajectory_id IN "
                                "(SELECT trajectory_id FROM wanted_ids) ORDER BY trajectory_id, episode").fetchnumpy()
+        except duckdb.Error as exc:
+            raise _unreadable(self.db, exc) from None
         finally:
             con.close()
         return {k: (np.ma.filled(np.ma.asarray(v, dtype=np.float64), np.nan) if k not in ("trajectory_id",)
@@ -242,6 +244,8 @@ class Results:
                 dtype=object)})
             cols = con.execute(f"SELECT {', '.join(wanted)} FROM steps WHERE trajectory_id IN "
                                "(SELECT trajectory_id FROM wanted_ids) ORDER BY trajectory_id, t").fetchnumpy()
+        except duckdb.Error as exc:
+            raise _unreadable(self.db, exc) from None
         finally:
             con.close()
         ids = cols["trajectory_id"]
@@ -276,6 +280,12 @@ def _null_last(key: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple((k is None, "" if k is None else k) for k in key)
 
 
+def _unreadable(db: Path | str, exc: duckdb.Error) -> InputError:
+    """A results file DuckDB opened but cannot read (a truncated or damaged block) is bad input, one line: DuckDB's
+    IOException was a traceback in `report` and `plot`."""
+    return InputError.at(str(db), f"cannot be read as a results file: {duckdb_message(exc)}")
+
+
 def _connect(db: Path) -> duckdb.DuckDBPyConnection:
     if not db.exists():
         raise InputError.at(str(db), "no such database"
@@ -289,12 +299,16 @@ def _connect(db: Path) -> duckdb.DuckDBPyConnection:
         raise InputError.at(str(db), f"cannot open as a DuckDB database: {duckdb_message(exc)}") from None
     # a file whose view `steps` or `checkpoints` was dropped (the summary views go with DROP VIEW ... in a loop)
     # keeps the rows: they are read through the view's definition, for this connection alone
-    found = {row[0] for row in con.execute("SELECT schema_name || '.' || table_name FROM duckdb_tables() "
-                                           "UNION ALL SELECT schema_name || '.' || view_name FROM duckdb_views()"
-                                           ).fetchall()}
-    for table, sql in VIEW_SQL.items():
-        if f"main.{table}" not in found and f"{STORAGE}.{table}" in found:
-            con.execute(f"CREATE TEMP VIEW {table} AS {sql}")
+    try:
+        found = {row[0] for row in con.execute("SELECT schema_name || '.' || table_name FROM duckdb_tables() "
+                                               "UNION ALL SELECT schema_name || '.' || view_name FROM duckdb_views()"
+                                               ).fetchall()}
+        for table, sql in VIEW_SQL.items():
+            if f"main.{table}" not in found and f"{STORAGE}.{table}" in found:
+                con.execute(f"CREATE TEMP VIEW {table} AS {sql}")
+    except duckdb.Error as exc:
+        con.close()
+        raise _unreadable(db, exc) from None
     return con
 
 
@@ -385,8 +399,10 @@ def load_results(db: Path | str, where: str | None = None) -> Results:
                       if "graded_at" in have else None)
         except duckdb.Error as exc:   # (with DuckDB's hints: `Candidate bindings: "model"`)
             if not where:   # the file's own columns, of types eebench does not write
-                raise InputError.at(str(path), f"cannot be read as a results file: {duckdb_message(exc)}") from None
+                raise _unreadable(path, exc) from None
             raise InputError(f"--where {where!r}: {duckdb_message(exc)}") from None
+    except duckdb.Error as exc:   # (the reads before: the columns, meta)
+        raise _unreadable(path, exc) from None
     finally:
         con.close()
     rows: dict[str, np.ndarray] = {}

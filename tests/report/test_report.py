@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import time
@@ -421,6 +422,19 @@ def test_a_results_file_of_a_newer_schema_is_refused(cli, graded: Run, tmp_path:
     r = cli(command, *(["figure1"] if command == "plot" else []), "--db", newer, "--out", out, code=2)
     assert r.stderr == f"error: {newer}: results schema version 5 is newer than this eebench reads (4); upgrade eebench\n"
     assert not out.exists()
+
+
+@pytest.mark.parametrize("command", [["report"], ["plot", "figure1"]])
+def test_a_truncated_results_file_is_one_line_not_a_traceback(cli, graded: Run, tmp_path: Path,
+                                                              command: list[str]) -> None:
+    """DuckDB opens a file cut after its first block, then fails to read it: an IOException traceback, exit 1."""
+    db = tmp_path / "cut.duckdb"
+    shutil.copyfile(graded.db, db)
+    os.truncate(db, 3 * 4096 + 262144)   # DuckDB's headers and one block
+    out = tmp_path / ("r.html" if command == ["report"] else "r.png")
+    r = cli(*command, "--db", db, "--out", out, code=2)
+    assert r.stderr.startswith(f"error: {db}: cannot be read as a results file: IO Error: ") and r.stderr.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cut.duckdb"]
 
 
 def test_text_in_a_log_cannot_break_out_of_its_script_block(tmp_path: Path) -> None:
