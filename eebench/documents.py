@@ -1101,7 +1101,11 @@ def _sibling(path: Path, suffix: str) -> Path:
     """A new hidden name beside `path` for a temporary file or folder. It is named before it is made, inside the
     block that removes it on failure: a SIGTERM or Ctrl-C between `mkdtemp` making a folder and returning its name
     left the folder behind. (64 random bits: a name already there is an error, not a retry.)"""
-    return path.absolute().with_name(f".{path.name}.{secrets.token_hex(8)}{suffix}")
+    # the name is cut to leave room for the dot, the 16 hex digits and the suffix within a file name's 255 bytes:
+    # whole, an --out of 234 to 255 bytes (a name the file system takes) failed with "File name too long"
+    room = 255 - len(f"..{secrets.token_hex(8)}{suffix}".encode())
+    name = path.name.encode("utf-8", "surrogateescape")[:room].decode("utf-8", "ignore")
+    return path.absolute().with_name(f".{name}.{secrets.token_hex(8)}{suffix}")
 
 
 # what writing a file fails with when the disk or quota is full: blamed on the file being written, by name

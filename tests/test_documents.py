@@ -236,6 +236,20 @@ def test_atomic_file_removes_the_folders_it_made_when_it_fails(tmp_path: Path) -
     assert (tmp_path / "a/b/out.jsonl").read_text("utf-8") == "x"
 
 
+@pytest.mark.parametrize("name", ["a" * 250 + ".html", "\u00e9" * 124 + ".png"])   # 255 and 252 bytes
+def test_an_output_whose_name_fills_a_file_name_is_written(cli, tmp_path: Path, name: str) -> None:
+    """The temporary sibling `.NAME.<16 hex>.tmp` is 22 bytes longer than NAME: an --out of 234 to 255 bytes, which
+    the file system takes, failed with "File name too long" naming that hidden file."""
+    with atomic_file(tmp_path / name) as handle:
+        handle.write("x")
+    with atomic_directory(tmp_path / name.replace(".", "-"), marker="index.json") as tmp:
+        (tmp / "index.json").write_text("1", "utf-8")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([name, name.replace(".", "-")])
+    out = tmp_path / "cli" / name
+    cli("play", "park2026-main/low-small/seed-0", "--agent", "random", "--out", out)
+    assert out.read_text("utf-8").startswith('{"eebench":"trajectory/1"') and len(list(out.parent.iterdir())) == 1
+
+
 def test_atomic_directory_swaps_in_a_complete_folder(tmp_path: Path) -> None:
     dest = tmp_path / "out"
     with atomic_directory(dest, marker="index.json") as tmp:
