@@ -1021,6 +1021,8 @@ def _make_folders(folder: Path, target: Path) -> list[Path]:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         _remove_folders(created)
+        if isinstance(exc, FileExistsError):   # mkdir's "File exists": a file (or a link loop) where a folder must be
+            raise InputError.at(str(target), f"cannot write: Not a directory: {exc.filename}") from None
         raise InputError.at(str(target), f"cannot write: {exc.strerror}") from None
     return created
 

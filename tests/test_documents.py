@@ -311,6 +311,16 @@ def test_atomic_directory_refuses_what_it_did_not_write(tmp_path: Path) -> None:
     assert (tmp_path / "empty/index.json").is_file()
 
 
+def test_a_file_where_an_outputs_folder_must_be_is_named(cli, tmp_path: Path) -> None:
+    """mkdir's "File exists" was the whole reason for `--out FILE/x.jsonl`, though the file is what stands in the
+    way and nothing at x.jsonl exists."""
+    (tmp_path / "runs.jsonl").write_text("x", "utf-8")
+    out = tmp_path / "runs.jsonl" / "x.jsonl"
+    r = cli("play", "park2026-main/low-small/seed-0", "--agent", "random", "--out", out, code=2)
+    assert r.stderr == f"error: {out}: cannot write: Not a directory: {tmp_path / 'runs.jsonl'}\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["runs.jsonl"]
+
+
 def test_an_output_path_that_cannot_be_made_is_bad_input(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x", "utf-8")
     blocked = tmp_path / "file/sub/out.jsonl"  # a file stands where a folder should be made
