@@ -122,10 +122,31 @@ class _Command(click.Command):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         try:
-            return super().parse_args(ctx, args)
+            rest = super().parse_args(ctx, args)
+            _refuse_undecoded_text(ctx, self.params)
+            return rest
         except click.UsageError as exc:
             exc.ctx = exc.ctx or ctx
             raise
+
+
+def _refuse_undecoded_text(ctx: click.Context, params: list[click.Parameter]) -> None:
+    """A text option holding bytes of the command line or environment that are not UTF-8 (Python keeps them as
+    lone surrogates) is a bad option value: `convert --model $'\\xff'` ended in a UnicodeEncodeError traceback when
+    the trajectory was written, `report --where` in a TypeError. (Paths may hold such bytes: file names do.)"""
+    for param in params:
+        if not isinstance(param, click.Option) or isinstance(param.type, (click.Path, click.File)):
+            continue
+        value = ctx.params.get(param.name or "")
+        for text in value if isinstance(value, (tuple, list)) else [value]:
+            if not isinstance(text, str):
+                continue
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                code = ord(text[exc.start])
+                what = f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"lone surrogate U+{code:04X}"
+                raise click.BadParameter(f"not UTF-8 text ({what} at character {exc.start + 1})", ctx, param) from None
 
 
 class _Group(click.Group):

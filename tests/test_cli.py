@@ -974,3 +974,20 @@ def test_a_file_name_that_is_not_utf_8_is_printed_back_as_its_bytes(tmp_path: Pa
                           capture_output=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout == b"wrote 1 instances to " + out + b"/ (listed in " + out + b"/index.json)\n"
+
+
+@pytest.mark.parametrize(("option", "args"), [
+    ("--model", ["convert", "LOG", "--out", "OUT", "--model", "ab\udcff"]),   # (bytes that did not decode)
+    ("--instance", ["convert", "LOG", "--out", "OUT", "--instance", "\udcff"]),
+    ("--where", ["plot", "figure1", "--out", "OUT", "--where", "model = \udcff"]),
+])
+def test_a_text_option_that_is_not_utf8_is_a_bad_option_value(cli, tmp_path: Path, option: str,
+                                                               args: list[str]) -> None:
+    """convert wrote the label into a trajectory and ended in a UnicodeEncodeError traceback; --where of report
+    and plot blamed the results file ("cannot be drawn: TypeError ... was it changed after grading?")."""
+    log = tmp_path / "log.jsonl"
+    log.write_text("{}\n", "utf-8")
+    out = tmp_path / "out.png"
+    r = cli(*[str(log) if a == "LOG" else str(out) if a == "OUT" else a for a in args], code=2)
+    assert r.stderr.startswith(f"error: Invalid value for '{option}': not UTF-8 text (byte 0xff at character ")
+    assert r.stderr.count("\n") == 1 and not out.exists()
