@@ -991,3 +991,16 @@ def test_a_text_option_that_is_not_utf8_is_a_bad_option_value(cli, tmp_path: Pat
     r = cli(*[str(log) if a == "LOG" else str(out) if a == "OUT" else a for a in args], code=2)
     assert r.stderr.startswith(f"error: Invalid value for '{option}': not UTF-8 text (byte 0xff at character ")
     assert r.stderr.count("\n") == 1 and not out.exists()
+
+
+@pytest.mark.parametrize("command", [["query", "SELECT 1"], ["export", "--out", "OUT"], ["grade", "RUNS"]])
+def test_a_results_file_whose_name_is_not_utf8_is_one_line(cli, tmp_path: Path, command: list[str]) -> None:
+    """DuckDB takes a file name as UTF-8 text: a name of other bytes ended in `RuntimeError: std::bad_cast`."""
+    db = tmp_path / "r\udcff.duckdb"   # (the byte 0xff of a file name, as Python keeps it)
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("", "utf-8")
+    args = [str(tmp_path / "out") if a == "OUT" else str(runs) if a == "RUNS" else a for a in command]
+    r = cli(*args, "--db", db, code=2)
+    assert r.stderr.startswith("error: Invalid value for '--db': ") and r.stderr.count("\n") == 1
+    assert "is a path whose bytes are not UTF-8 text, which DuckDB cannot open; rename it" in r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.jsonl"]

@@ -457,6 +457,10 @@ def results_file_problem(path: Path) -> str | None:
     """Why `path` cannot be opened as a results file, known before DuckDB tries: a pipe (DuckDB's open of it waits
     for a writer forever), a device or a socket, or a file of other data (DuckDB's own messages for one named
     `.json` or `.csv` spoke of an in-memory database); else None."""
+    try:   # DuckDB takes the name as UTF-8 text: bytes that are not (kept as lone surrogates) ended in std::bad_cast
+        str(path.absolute()).encode("utf-8")
+    except UnicodeEncodeError:
+        return "is a path whose bytes are not UTF-8 text, which DuckDB cannot open; rename it"
     special = special_file(path)
     if special:
         return f"is {special}, expected a DuckDB file"
