@@ -534,7 +534,12 @@ def publish(spec: str, version: str, out: Path) -> Published:
         raise InputError(f"{spec}: {bundle.title} is shipped with digest {pin.digest}, but this spec gives "
                          f"{bundle.manifest['digest']}; a changed benchmark needs a new version")
     if existing is None:
-        target = out.resolve() if out.is_symlink() else out   # (a link to nothing or to an empty folder: its target)
+        try:
+            # (a link to nothing or to an empty folder: its target)
+            target = out.resolve() if out.is_symlink() else out
+        except (RuntimeError, OSError) as exc:   # (a loop of links: Python 3.11 raises RuntimeError, 3.13 OSError)
+            raise InputError.at(str(out), f"is a symbolic link that cannot be followed ({exc}); expected a folder, "
+                                          "an archive file or a link to one") from None
         try:
             if archive_suffix(out) and not out.is_dir():  # an empty folder named like an archive stays a folder
                 write_archive(target, bundle.files, replace=False)

@@ -280,6 +280,17 @@ def test_an_out_that_is_a_link_to_nothing_or_to_an_empty_folder_is_written_throu
     assert not publish(str(tiny), "1.0.0", tmp_path / name).written
 
 
+@pytest.mark.parametrize("name", ["b", "b.zip"])
+def test_an_out_that_is_a_link_loop_is_one_line_not_a_crash(tmp_path: Path, tiny: Path, cli, name: str) -> None:
+    """A link to itself as --out ended publish in `RuntimeError: Symlink loop` (a traceback): one line naming
+    it, exit 2, nothing written."""
+    (tmp_path / name).symlink_to(tmp_path / name)
+    done = cli("publish", tiny, "--version", "1.0.0", "--out", tmp_path / name, code=2)
+    assert done.stderr.startswith(f"error: {tmp_path / name}: ") and len(done.stderr.splitlines()) == 1
+    assert "link" in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([name, "specs"])
+
+
 def test_a_bundle_or_other_data_at_out_is_never_replaced(tmp_path: Path, tiny: Path) -> None:
     publish("park2026-pasta", "1.0.0", tmp_path / "b")
     with pytest.raises(InputError, match=exactly(
