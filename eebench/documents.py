@@ -1077,7 +1077,9 @@ def atomic_file(path: Path | str, mode: str = "w", buffering: int = -1, *, repla
         else:
             _move_in_unless_taken(tmp, path)
     except BaseException as exc:
-        with contextlib.suppress(FileNotFoundError):
+        # (OSError, not only FileNotFoundError: where it could not be made, a read-only folder or a too long name,
+        # its removal fails so too, and that error naming the temporary file replaced the one naming the output)
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
         _remove_folders(created)
         _name_the_output(exc, path)

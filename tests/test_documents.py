@@ -250,6 +250,34 @@ def test_an_output_whose_name_fills_a_file_name_is_written(cli, tmp_path: Path, 
     assert out.read_text("utf-8").startswith('{"eebench":"trajectory/1"') and len(list(out.parent.iterdir())) == 1
 
 
+@pytest.fixture
+def read_only_folder(tmp_path: Path):
+    """A folder nothing can be written in: mode 555, or as root (who passes modes by) a read-only bind mount."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        yield folder
+        folder.chmod(0o755)
+        return
+    mounted = subprocess.run(["mount", "--bind", folder, folder], capture_output=True).returncode == 0
+    if not mounted or subprocess.run(["mount", "-o", "remount,bind,ro", folder], capture_output=True).returncode:
+        if mounted:
+            subprocess.run(["umount", folder], check=True)
+        pytest.skip("as root, a read-only folder needs a read-only bind mount, and mount refused it")
+    yield folder
+    subprocess.run(["umount", folder], check=True)
+
+
+def test_a_read_only_folder_is_named_as_the_output_not_its_temporary_file(read_only_folder: Path) -> None:
+    # removing the temporary file that was never made raised EROFS (or EACCES), and that error, naming
+    # `.out.jsonl.<hex>.tmp` without "cannot write", replaced the output's own one line
+    path = read_only_folder / "out.jsonl"
+    with pytest.raises(InputError, match="^" + re.escape(f"{path}: cannot write: ")), atomic_file(path) as handle:
+        handle.write("x")
+    assert list(read_only_folder.iterdir()) == []
+
+
 def test_atomic_directory_swaps_in_a_complete_folder(tmp_path: Path) -> None:
     dest = tmp_path / "out"
     with atomic_directory(dest, marker="index.json") as tmp:
