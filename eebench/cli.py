@@ -79,6 +79,17 @@ def _terminated_as_exit() -> Iterator[None]:
             signal.signal(signal.SIGALRM, alarm)
 
 
+def _end_as_stopped() -> None:
+    """When SIGINT or SIGTERM stopped the command, end it as that signal does, whatever error the stop became on its
+    way out: raised inside DuckDB's read of Python data (the rows `grade` and `ingest` insert), it came back as a
+    DuckDB error, then a "failed while writing results" line and exit code 2."""
+    if not _STOPPED_BY:
+        return
+    if _STOPPED_BY[-1] == signal.SIGINT:   # (as click ends Ctrl-C anywhere else: "\nAborted!")
+        raise KeyboardInterrupt from None
+    sys.exit(128 + _STOPPED_BY[-1])
+
+
 def _drops_exceptions(frame: Any) -> bool:
     """Whether an exception raised in `frame` would be printed and dropped, not propagated: a finalizer, or
     importlib's weakref callback of a module lock (a SIGTERM in an import was lost so, and `generate` ran on)."""
@@ -198,9 +209,11 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except InputError as exc:
+            _end_as_stopped()
             _echo_problems("error", [_with_variables(p) for p in exc.problems])
             ctx.exit(2)
         except EebenchError as exc:
+            _end_as_stopped()
             click.echo(message_line(f"error: {_with_variables(str(exc))}"), err=True)
             ctx.exit(2)
         except BrokenPipeError:
@@ -208,9 +221,7 @@ class _Group(click.Group):
         except RuntimeError as exc:   # a statement DuckDB stopped for a signal: the signal's ending, as elsewhere
             if str(exc) != "Query interrupted" or not _STOPPED_BY:
                 raise
-            if _STOPPED_BY[-1] == signal.SIGINT:   # (as click ends Ctrl-C anywhere else: "\nAborted!")
-                raise KeyboardInterrupt from None
-            sys.exit(128 + _STOPPED_BY[-1])
+            _end_as_stopped()
         except OSError as exc:   # a path the system refuses where no check came first (a name too long, say)
             if exc.filename is None:
                 _output_failed(exc)

@@ -697,6 +697,40 @@ def test_a_signal_during_a_duckdb_statement_ends_as_that_signal_does(tmp_path: P
     assert (running.returncode, stderr) == (code, said)
 
 
+@pytest.mark.parametrize(("signum", "code", "said"), [(2, 1, "\nAborted!\n"), (15, 143, "")])
+def test_a_signal_inside_a_duckdb_scan_of_python_data_ends_as_that_signal_does(tmp_path: Path, signum: int,
+                                                                                code: int, said: str) -> None:
+    """A SIGTERM while DuckDB read the rows `ingest` or `grade` registered (Python data, read through Python) was
+    raised inside that read: DuckDB made it an error ("... failed: SystemExit: 143", Python's traceback in the
+    text), and the results store one line, so the stopped command ended with exit code 2 and
+    "grading failed while writing results". The stop's own ending wins over what it broke on its way out."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "stop.py"
+    script.write_text(
+        "import os, signal\n"
+        "import duckdb, pyarrow as pa\n"
+        "from eebench.cli import main\n"
+        "from eebench.errors import EebenchError\n"
+        "@main.command('stopme')\n"
+        "def stopme():\n"
+        "    def batches():\n"
+        "        yield pa.record_batch({'a': [1]})\n"
+        f"        os.kill(os.getpid(), {signum})\n"
+        "        for _ in range(10 ** 6): pass   # the handler runs here, inside DuckDB's scan\n"
+        "        yield pa.record_batch({'a': [2]})\n"
+        "    reader = pa.RecordBatchReader.from_batches(pa.schema({'a': pa.int64()}), batches())\n"
+        "    try:\n"
+        "        print(duckdb.connect().execute('SELECT sum(a) FROM reader').fetchall())\n"
+        "    except duckdb.Error as exc:   # as the results store turns DuckDB's errors into one line\n"
+        "        raise EebenchError(f'x.duckdb: failed while writing results: {exc}') from None\n"
+        "main(['stopme'], prog_name='eebench')\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert (done.returncode, done.stdout, done.stderr) == (code, "", said)
+
+
 def test_an_error_line_is_bounded_and_keeps_its_ends(cli: Any) -> None:
     # a huge value quoted whole made a 3 KB line; the start (what) and the end (what was expected) stay
     from eebench.errors import LINE_CHARS, message_line
