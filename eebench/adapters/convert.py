@@ -29,9 +29,18 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from eebench.adapters.actions import VOCABULARIES, ActionReader, render_call
 from eebench.adapters.base import HEAD_BYTES, Adapter, Episode, LoggedStep, bad_record, dig
+from eebench.adapters import records
 from eebench.adapters.records import dumps_line, is_json_lines
 from eebench.adapters.registry import claiming, detect, get_adapter
-from eebench.documents import atomic_file, found, json_type, open_input, read_position, read_stdin_once
+from eebench.documents import (
+    atomic_file,
+    found,
+    json_type,
+    open_input,
+    read_position,
+    read_stdin_once,
+    size_text,
+)
 from eebench.errors import EebenchError, InputError, Problem, did_you_mean, near_path, one_of
 from eebench.instances import InstanceLibrary
 from eebench.pieces import Span, line_spans, resolve_workers
@@ -326,11 +335,27 @@ def _stdin_spooled(inputs: Sequence[Path]) -> Iterator[tuple[list[Path], dict[Pa
     with tempfile.TemporaryDirectory(prefix="eebench-stdin-") as tmp:
         spool = Path(tmp) / "stdin"
         with spool.open("wb") as handle:
-            shutil.copyfileobj(sys.stdin.buffer, handle)
+            _spool(sys.stdin.buffer, handle)
         with spool.open("rb") as handle:
             head = handle.read(HEAD_BYTES)
         named = spool.rename(spool.with_suffix(_suffix_for(head)))
         yield [named if str(p) == STDIN else p for p in inputs], {named: STDIN}
+
+
+def _spool(source: IO[bytes], handle: IO[bytes]) -> None:
+    """Copy standard input to `handle`, refused once a stretch without a line end is longer than a whole-document
+    log may be (records.MAX_DOCUMENT_BYTES; JSON Lines' lines are shorter still): `- < /dev/zero` filled the
+    disk with its copy, then blamed the output."""
+    limit = records.MAX_DOCUMENT_BYTES
+    stretch = 0   # bytes since the last line end
+    while chunk := source.read(1 << 20):
+        end = chunk.rfind(b"\n")
+        stretch = len(chunk) - end - 1 if end >= 0 else stretch + len(chunk)
+        if stretch > limit:
+            raise InputError.at(STDIN, f"more than {size_text(limit)} without a line end, more than an agent log "
+                                       f"may hold; expected a log (one JSON document of at most "
+                                       f"{size_text(limit)}, or JSON Lines)")
+        handle.write(chunk)
 
 
 def _suffix_for(head: bytes) -> str:

@@ -157,6 +157,24 @@ def test_bad_stdin_is_named_dash_and_writes_nothing(cli, tmp_path: Path) -> None
     assert result.stdout == "" and result.stderr.startswith("error: -")
 
 
+def test_endless_stdin_without_a_line_end_is_refused_at_the_document_limit(cli, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # `eebench convert - < /dev/zero` copied standard input to a temporary file without end: it filled the disk
+    # (some 60 GB in 2 minutes) and then said "cannot write the output: No space left on device". No log has a
+    # stretch without a line end longer than a whole-document log may be (JSON Lines' lines are shorter still)
+    import eebench.adapters.records
+
+    monkeypatch.setattr(eebench.adapters.records, "MAX_DOCUMENT_BYTES", 1 << 20)   # (1 GiB in use: a test's size)
+    result = cli("convert", "-", "--out", tmp_path / "o.jsonl", input=b"\0" * (3 << 20), code=2)
+    assert result.stderr == ("error: -: more than 1 MiB without a line end, more than an agent log may hold; "
+                             "expected a log (one JSON document of at most 1 MiB, or JSON Lines)\n")
+    assert list(tmp_path.iterdir()) == []
+    # a log as long with its line ends is read
+    log = (json.dumps(chat_episode(INSTANCE, ["left"])) + "\n") * 2
+    assert "converted 2 trajectories" in cli("convert", "-", "--instance", INSTANCE, "--out", tmp_path / "o.jsonl",
+                                             input=log).stdout
+
+
 def test_unreadable_steps_are_located_in_the_summary(cli, tmp_path: Path) -> None:
     log = write_jsonl(tmp_path / "chat.jsonl", [chat_episode(INSTANCE, ["up", "hmm", "no idea", "left"]),
                                                 chat_episode(INSTANCE, ["where?"])])
