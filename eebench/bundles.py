@@ -39,6 +39,7 @@ from eebench.documents import (
     schema_problems,
     schema_problems_unless_passed,
     sha256_hex,
+    special_file,
 )
 from eebench.errors import InputError, Problem, did_you_mean, near_path, one_of
 from eebench.instances import (
@@ -673,7 +674,7 @@ def open_instances(target: str, seeds: list[int] | None = None, option: str = "-
                               or path.suffix.lower() in (".json", ".yaml", ".yml")):  # meant as a path, not a name
         raise InputError.at(target, f"no such file{near_path(path)}")
     if path.exists() and not path.is_file() and not path.is_dir():  # /dev/zero, a pipe: never read
-        raise InputError.at(target, "is a device, expected a file")
+        raise InputError.at(target, f"is {special_file(path) or 'a device'}, expected a file")   # (by its kind)
     document = path.is_file() and not archive_suffix(path) and path.name != MANIFEST_FILE
     found = document_kind(load_document(path), target) if document else None
     if found is not None and found[0] not in ("instance", "suite", "generator"):

@@ -393,6 +393,17 @@ def test_a_device_is_refused_not_read(cli, bench: Path, tmp_path: Path, command:
     refused(cli(command, *args, code=None), zero, says)
 
 
+@pytest.mark.parametrize("command", ["show", "play"])
+def test_a_pipe_that_show_and_play_refuse_is_called_a_pipe(cli, tmp_path: Path, command: str) -> None:
+    # they never read a pipe as an instance, and said "is a device" of one
+    import os
+
+    fifo = tmp_path / "i.json"
+    os.mkfifo(fifo)
+    args = {"show": [], "play": ["--agent", "random", "--out", tmp_path / "o.jsonl"], "prompt": []}[command]
+    refused(cli(command, fifo, *args, code=None), fifo, "is a pipe, expected a file")
+
+
 def test_an_output_that_is_a_pipe_is_refused_not_replaced(cli, bench: Path, tmp_path: Path) -> None:
     """An output is written beside itself and renamed into place: over a pipe or a device that rename replaced the
     node with a regular file (as root, `play --out /dev/null` made /dev/null a file). Such an output is refused."""
